@@ -1,0 +1,3 @@
+module github.com/vllmtop/vllmtop
+
+go 1.26

@@ -1,0 +1,58 @@
+// Command vllmtop benchmarks and monitors vLLM servers from a terminal.
+//
+// Modes: the dashboard (default), `sim` (a simulated vLLM server), `bench`
+// (headless benchmark), `metrics` (one parsed scrape) and `version`.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is the release version; builds may override it with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches to a mode and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version", "--version":
+			fmt.Fprintf(stdout, "vllmtop %s\n", version)
+			return 0
+		case "help", "-h", "--help":
+			usage(stdout)
+			return 0
+		case "sim":
+			return runSim(args[1:], stdout, stderr)
+		case "bench", "metrics":
+			return notYet(stderr, args[0])
+		}
+	}
+	return notYet(stderr, "dashboard")
+}
+
+func notYet(stderr io.Writer, mode string) int {
+	fmt.Fprintf(stderr, "vllmtop: the %s mode is not yet available in this build; run 'vllmtop help' for what is\n", mode)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `vllmtop: benchmark and monitor vLLM servers from a terminal
+
+Usage:
+  vllmtop                                 dashboard on the built-in simulator
+  vllmtop -- vllm serve MODEL [flags]     supervise that server and drive load against it
+  vllmtop --attach http://host:8000       monitor a running server
+  vllmtop sim [MODEL] [vllm serve flags]  the simulated vLLM server on its own
+  vllmtop bench [flags]                   headless benchmark (vllm bench serve's flags)
+  vllmtop metrics URL                     one /metrics scrape, parsed
+  vllmtop version                         print the version
+
+Run 'vllmtop sim --help' for the simulator's flags.
+`)
+}
