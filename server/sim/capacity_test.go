@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func within(t *testing.T, want, got, tol float64, what string) {
+	t.Helper()
+	assert.InDelta(t, 0, math.Abs(got-want)/want, tol, "%s: want %v, got %v (%.2f%% off)", what, want, got, 100*math.Abs(got-want)/want)
+}
+
+// rtx3090 is the GPU of the worked example in vllm#10517 (total_gpu_memory=23.58GiB).
+func rtx3090Profiles(t *testing.T) *Profiles {
+	p := BuiltinProfiles()
+	p.merge(Profiles{GPUs: []GPU{{Name: "RTX-3090", MemoryGiB: 23.58, BandwidthTBps: 0.936, BF16TFLOPS: 71,
+		EtaBandwidth: 0.8, EtaGEMM: 0.55, EtaAttention: 0.45, LayerFloorUS: 40,
+		DefaultMaxNumBatchedTokens: 2048, DefaultMaxNumSeqs: 256}}})
+	require.NoError(t, p.validate())
+	return p
+}
+
+// TestCapacityMatchesRealLogs checks the whole memory plan against what real vLLM servers logged.
+func TestCapacityMatchesRealLogs(t *testing.T) {
+	cases := []struct {
+		name       string
+		cfg        Config
+		profiles   func(*testing.T) *Profiles
+		wantKVGiB  float64
+		wantTokens int
+		wantBlocks int
+		wantConc   float64
+		source     string
+	}{
+		{
+			name:       "Qwen2-7B A100-80GB util 0.25",
+			cfg:        Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100-SXM-80GB", GPUMemoryUtilization: 0.25, MaxModelLen: 16384},
+			wantKVGiB:  5.01,
+			wantTokens: 93872,
+			wantConc:   5.73,
+			source:     "fixtures/vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log",
+		},
+		{
+			name:       "Llama-3.1-8B RTX 3090 util 0.9, 20k batched tokens",
+			cfg:        Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 20000, MaxNumBatchedTokens: 20000},
+			profiles:   rtx3090Profiles,
+			wantKVGiB:  3.81,
+			wantBlocks: 1952,
+			source:     "vllm#10517 (sim-model.md 2.5)",
+		},
+		{
+			name:      "Llama-3.1-8B RTX 3090 util 0.9, 29k batched tokens",
+			cfg:       Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 8192, MaxNumBatchedTokens: 29000},
+			profiles:  rtx3090Profiles,
+			wantKVGiB: 2.89,
+			source:    "vllm#10517: 0.92 GiB more activation, 2.89 GiB of KV",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *Profiles
+			if tc.profiles != nil {
+				p = tc.profiles(t)
+			}
+			s, err := Resolve(tc.cfg, p)
+			require.NoError(t, err, tc.source)
+			c := s.Capacity
+			within(t, tc.wantKVGiB, float64(c.AvailableKVBytes)/gib, 0.01, "available KV GiB")
+			if tc.wantTokens > 0 {
+				within(t, float64(tc.wantTokens), float64(c.KVCacheTokens), 0.01, "KV cache tokens")
+			}
+			if tc.wantBlocks > 0 {
+				within(t, float64(tc.wantBlocks), float64(c.NumGPUBlocks), 0.01, "GPU blocks")
+			}
+			if tc.wantConc > 0 {
+				within(t, tc.wantConc, c.MaxConcurrency, 0.01, "max concurrency")
+			}
+		})
+	}
+}
+
+// TestKVCacheSizeArithmetic checks the blocks/tokens/concurrency arithmetic on the worked examples.
+func TestKVCacheSizeArithmetic(t *testing.T) {
+	cases := []struct {
+		name          string
+		availableGiB  float64
+		bytesPerToken int64
+		blockSize     int
+		maxModelLen   int
+		wantBlocks    int
+		wantConc      string
+		wantTokens    int
+	}{
+		// vllm.md 3.4: Qwen3-0.6B (112 KiB/token), 130.5 GiB available, max_model_len 40960.
+		{"Qwen3-0.6B H200", 130.5, 2 * 28 * 8 * 128 * 2, 16, 40960, 76361, "29.83", 1221776},
+		// Qwen2-7B on A100: 5867 blocks give the logged 93,872 tokens and 5.73x.
+		{"Qwen2-7B A100", 5867.5 * 16 * 57344 / gib, 2 * 28 * 4 * 128 * 2, 16, 16384, 5867, "5.73", 93872},
+		// V0 fork log: opt-1.3b, kv_cache_size=10.49GiB, "# GPU blocks: 3581", 27.98x for 2048 tokens.
+		{"opt-1.3b V0 fork", 3581.2 * 16 * 196608 / gib, 2 * 24 * 32 * 64 * 2, 16, 2048, 3581, "27.98", 3581 * 16},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks, conc, tokens := KVCacheSize(int64(tc.availableGiB*gib), tc.bytesPerToken, tc.blockSize, tc.maxModelLen)
+			assert.Equal(t, tc.wantBlocks, blocks)
+			assert.Equal(t, tc.wantConc, formatConcurrency(conc))
+			assert.Equal(t, tc.wantTokens, tokens)
+		})
+	}
+}
+
+func formatConcurrency(c float64) string { return fmtFloat2(c) }
+
+func TestBytesPerTokenAndTensorParallel(t *testing.T) {
+	s, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "H100"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(131072), s.Capacity.BytesPerToken, "Llama-3.1-8B bf16 is 128 KiB per token")
+	assert.Equal(t, 8192, s.MaxNumBatchedTokens, "H100 defaults to 8192 batched tokens")
+	assert.Equal(t, 1024, s.MaxNumSeqs)
+	assert.Equal(t, 131072, s.MaxModelLen)
+
+	tp2, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "H100", TensorParallelSize: 2}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(65536), tp2.Capacity.BytesPerToken, "KV heads divide across ranks")
+	assert.Greater(t, tp2.Capacity.KVCacheTokens, 2*s.Capacity.KVCacheTokens, "half the weights per GPU and half the bytes per token")
+
+	fp8, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "H100", KVCacheDType: "fp8"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(65536), fp8.Capacity.BytesPerToken)
+
+	a100, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "a100_80gb"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, a100.MaxNumBatchedTokens, "vLLM keeps A100 at 2048/256")
+	assert.Equal(t, 256, a100.MaxNumSeqs)
+}
+
+func TestQuantizationShrinksWeightsAndGrowsKV(t *testing.T) {
+	base, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9}, nil)
+	require.NoError(t, err)
+	for _, q := range []string{"awq", "gptq", "fp8"} {
+		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9, Quantization: q}, nil)
+		require.NoError(t, err, q)
+		assert.Less(t, s.Capacity.WeightsBytes, base.Capacity.WeightsBytes, q)
+		assert.Greater(t, s.Capacity.KVCacheTokens, base.Capacity.KVCacheTokens, q)
+	}
+	awq, _ := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, Quantization: "awq"}, nil)
+	fp8, _ := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, Quantization: "fp8"}, nil)
+	assert.Less(t, awq.Capacity.WeightsBytes, fp8.Capacity.WeightsBytes, "4-bit weights are smaller than 8-bit")
+}
+
+func TestStartupErrorsUseVLLMMessages(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		kind StartupKind
+		msg  string
+	}{
+		{"utilisation too low for the weights", Config{Model: "Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.5}, NoKVMemory,
+			"No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."},
+		{"max_model_len does not fit", Config{Model: "Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.9}, MaxModelLenTooLarge,
+			"To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, which is larger than the available KV cache memory ("},
+		{"weights larger than the GPU", Config{Model: "Llama-3.1-70B-Instruct", GPU: "H100"}, LoadOOM,
+			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization."},
+		{"other processes hold the GPU", Config{Model: "Qwen3-0.6B", GPU: "H100", GPUUsedGiB: 10}, FreeMemoryTooLow,
+			"Free memory on device cuda:0 (69.25/79.25 GiB) on startup is less than desired GPU memory utilization (0.92, 72.91 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Resolve(tc.cfg, nil)
+			var se *StartupError
+			require.True(t, errors.As(err, &se), "want a StartupError, got %v", err)
+			assert.Equal(t, tc.kind, se.Kind)
+			assert.Contains(t, se.Message, tc.msg)
+		})
+	}
+
+	_, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.9}, nil)
+	var se *StartupError
+	require.ErrorAs(t, err, &se)
+	assert.Regexp(t, `estimated maximum model length is \d+\. `, se.Message)
+	assert.Positive(t, se.EstimatedMaxModelLen)
+	assert.Zero(t, se.EstimatedMaxModelLen%16, "the estimate is whole blocks")
+	ok, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.9, MaxModelLen: se.EstimatedMaxModelLen}, nil)
+	require.NoError(t, err, "the estimated length fits")
+	assert.InDelta(t, 1.0, ok.Capacity.MaxConcurrency, 0.01)
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		msg  string
+	}{
+		{"unknown model lists the known ones", Config{Model: "acme/Nonexistent-7B"}, "known models: Qwen/Qwen2-7B-Instruct"},
+		{"unknown gpu", Config{GPU: "TPU-v5"}, "known GPUs: H200, H100-SXM-80GB"},
+		{"utilisation above 1", Config{GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization must be greater than 0 and at most 1"},
+		{"utilisation negative", Config{GPUMemoryUtilization: -0.1}, "--gpu-memory-utilization must be greater than 0"},
+		{"heads not divisible", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", TensorParallelSize: 4}, "Total number of attention heads (14) must be divisible by tensor parallel size (4)."},
+		{"max_model_len above the model's", Config{Model: "facebook/opt-125m", MaxModelLen: 999999}, "User-specified max_model_len (999999) is greater than the derived max_model_len (max_position_embeddings=2048.0"},
+		{"bad block size", Config{BlockSize: 7}, "--block-size must be one of"},
+		{"bad dtype", Config{DType: "int3"}, "argument --dtype: invalid choice: 'int3'"},
+		{"bad kv dtype", Config{KVCacheDType: "fp3"}, "argument --kv-cache-dtype: invalid choice"},
+		{"unsupported quantization", Config{Quantization: "bitsandbytes"}, "not simulated"},
+		{"no chunked prefill and a small budget", Config{ChunkedPrefill: Off, MaxNumBatchedTokens: 1024, MaxModelLen: 4096}, "max_num_batched_tokens (1024) is smaller than max_model_len (4096)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Resolve(tc.cfg, nil)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, ce.Msg, tc.msg)
+		})
+	}
+}
+
+func TestModelAndGPULookup(t *testing.T) {
+	p := BuiltinProfiles()
+	for _, name := range []string{"meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b-instruct", "META-LLAMA/LLAMA-3.1-8B-INSTRUCT", "/models/Llama-3.1-8B-Instruct/"} {
+		m, err := p.Model(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, "meta-llama/Llama-3.1-8B-Instruct", m.Name)
+	}
+	for _, name := range []string{"h100", "H100-SXM-80GB", "h100_sxm", "a100", "A100-40GB", "l4", "4090", "rtx-4090", "L40S", "a10g", "h200"} {
+		_, err := p.GPU(name)
+		assert.NoError(t, err, name)
+	}
+	assert.Len(t, p.GPUs, 8)
+	assert.Len(t, p.Models, 11)
+}
+
+func TestFormatGiB(t *testing.T) {
+	assert.Equal(t, "5.0", FormatGiB(5*gib))
+	assert.Equal(t, "1.12", FormatGiB(1206240000))
+	assert.Equal(t, "130.5", FormatGiB(int64(130.5*float64(gib))))
+	assert.Equal(t, "0.92", pyFloat(0.92))
+	assert.Equal(t, "1.0", pyFloat(1))
+}

@@ -1,0 +1,211 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Toggle is a tri-state flag: unset takes vLLM's default.
+type Toggle int
+
+const (
+	Default Toggle = iota
+	On
+	Off
+)
+
+// Config is what a user chooses, with vLLM's flag names. Zero values take vLLM's defaults.
+type Config struct {
+	Model                string  // --model: a Hugging Face name known to the profiles
+	GPU                  string  // --sim-gpu
+	Host                 string  // --sim-host-profile: "v1" (default) or "legacy"
+	GPUMemoryUtilization float64 // --gpu-memory-utilization (default 0.92)
+	MaxModelLen          int     // --max-model-len (default: the model's max_position_embeddings)
+	MaxNumSeqs           int     // --max-num-seqs (default: by GPU)
+	MaxNumBatchedTokens  int     // --max-num-batched-tokens (default: by GPU)
+	BlockSize            int     // --block-size (default 16)
+	KVCacheDType         string  // --kv-cache-dtype (default "auto": the model dtype)
+	DType                string  // --dtype (default "auto": the checkpoint dtype)
+	Quantization         string  // --quantization: "", "awq", "gptq", "fp8"
+	TensorParallelSize   int     // --tensor-parallel-size (default 1)
+	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
+	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
+	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
+	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
+	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
+	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+	AllowLongMaxModelLen bool
+}
+
+// Defaults vLLM applies (vllm.md section 4).
+const (
+	DefaultGPUMemoryUtilization = 0.92
+	DefaultBlockSize            = 16
+	DefaultModel                = "Qwen/Qwen3-0.6B"
+	DefaultGPU                  = "H100-SXM-80GB"
+	DefaultHost                 = "v1"
+)
+
+// Setup is a Config resolved against profiles: every default applied, every value checked,
+// and the KV-cache capacity computed. It is what the engine and the logs are built from.
+type Setup struct {
+	Config
+	ModelProfile Model
+	GPUProfile   GPU
+	HostProfile  Host
+	// ModelDType and KVDType are resolved names ("bfloat16", "fp8", ...).
+	ModelDType string
+	KVDType    string
+	Capacity   Capacity
+}
+
+// PrefixCachingEnabled reports whether prefix caching is on.
+func (s *Setup) PrefixCachingEnabled() bool { return s.PrefixCaching != Off }
+
+// ChunkedPrefillEnabled reports whether chunked prefill is on.
+func (s *Setup) ChunkedPrefillEnabled() bool { return s.ChunkedPrefill != Off }
+
+// ConfigError is an invalid flag value, reported before any "engine" starts.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+// Resolve applies defaults to cfg, checks it, and computes the KV-cache capacity. A nil
+// profiles uses the built-in ones. Errors are *ConfigError (a bad value) or *StartupError (the
+// engine would fail to start, with vLLM's own message).
+func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
+	if profiles == nil {
+		profiles = BuiltinProfiles()
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.GPU == "" {
+		cfg.GPU = DefaultGPU
+	}
+	if cfg.Host == "" {
+		cfg.Host = DefaultHost
+	}
+	s := &Setup{}
+	var err error
+	if s.ModelProfile, err = profiles.Model(cfg.Model); err != nil {
+		return nil, &ConfigError{err.Error()}
+	}
+	if s.GPUProfile, err = profiles.GPU(cfg.GPU); err != nil {
+		return nil, &ConfigError{err.Error()}
+	}
+	if s.HostProfile, err = profiles.Host(cfg.Host); err != nil {
+		return nil, &ConfigError{err.Error()}
+	}
+	m, g := s.ModelProfile, s.GPUProfile
+
+	if cfg.GPUMemoryUtilization == 0 {
+		cfg.GPUMemoryUtilization = DefaultGPUMemoryUtilization
+	}
+	if !(cfg.GPUMemoryUtilization > 0 && cfg.GPUMemoryUtilization <= 1) {
+		return nil, &ConfigError{fmt.Sprintf("--gpu-memory-utilization must be greater than 0 and at most 1, got %g", cfg.GPUMemoryUtilization)}
+	}
+	if cfg.TensorParallelSize == 0 {
+		cfg.TensorParallelSize = 1
+	}
+	if cfg.TensorParallelSize < 0 || cfg.TensorParallelSize > 64 {
+		return nil, &ConfigError{fmt.Sprintf("--tensor-parallel-size must be between 1 and 64, got %d", cfg.TensorParallelSize)}
+	}
+	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
+		return nil, &ConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
+	}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = DefaultBlockSize
+	}
+	switch cfg.BlockSize {
+	case 1, 8, 16, 32, 64, 128, 256:
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--block-size must be one of 1, 8, 16, 32, 64, 128, 256, got %d", cfg.BlockSize)}
+	}
+
+	if s.ModelDType, err = resolveModelDType(cfg.DType, m.DType); err != nil {
+		return nil, &ConfigError{err.Error()}
+	}
+	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
+		return nil, &ConfigError{err.Error()}
+	}
+	switch strings.ToLower(cfg.Quantization) {
+	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq":
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq or fp8", cfg.Quantization)}
+	}
+
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = m.MaxPositionEmbeddings
+	}
+	if cfg.MaxModelLen < 0 {
+		return nil, &ConfigError{fmt.Sprintf("--max-model-len must be positive, got %d", cfg.MaxModelLen)}
+	}
+	if cfg.MaxModelLen > m.MaxPositionEmbeddings && !cfg.AllowLongMaxModelLen {
+		return nil, &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
+	}
+
+	chunked := cfg.ChunkedPrefill != Off
+	if cfg.MaxNumBatchedTokens == 0 {
+		cfg.MaxNumBatchedTokens = g.DefaultMaxNumBatchedTokens
+		if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
+			cfg.MaxNumBatchedTokens = cfg.MaxModelLen
+		}
+	}
+	if cfg.MaxNumBatchedTokens < 0 {
+		return nil, &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}
+	}
+	if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
+		return nil, &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen)}
+	}
+	if cfg.MaxNumSeqs == 0 {
+		cfg.MaxNumSeqs = g.DefaultMaxNumSeqs
+	}
+	if cfg.MaxNumSeqs < 0 {
+		return nil, &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
+	}
+	// vLLM finally caps the batch size at the token budget.
+	cfg.MaxNumSeqs = min(cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens)
+	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
+		return nil, &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
+	}
+	if cfg.Jitter < 0 || cfg.Jitter > 0.5 || math.IsNaN(cfg.Jitter) {
+		return nil, &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}
+	}
+
+	s.Config = cfg
+	if s.Capacity, err = computeCapacity(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func resolveModelDType(flag, checkpoint string) (string, error) {
+	switch strings.ToLower(flag) {
+	case "", "auto":
+		// vLLM: FP16 for FP32/FP16 checkpoints, BF16 for BF16 ones.
+		if strings.EqualFold(checkpoint, "float32") {
+			return "float16", nil
+		}
+		return strings.ToLower(checkpoint), nil
+	case "half", "float16":
+		return "float16", nil
+	case "bfloat16":
+		return "bfloat16", nil
+	case "float", "float32":
+		return "float32", nil
+	}
+	return "", fmt.Errorf("argument --dtype: invalid choice: '%s' (choose from auto, half, float16, bfloat16, float, float32)", flag)
+}
+
+func resolveKVDType(flag, modelDType string) (string, error) {
+	f := strings.ToLower(flag)
+	switch f {
+	case "", "auto":
+		return modelDType, nil
+	case "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4":
+		return f, nil
+	}
+	return "", fmt.Errorf("argument --kv-cache-dtype: invalid choice: '%s' (choose from auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4)", flag)
+}

@@ -1,0 +1,294 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+//go:embed profiles/*.json
+var builtinProfiles embed.FS
+
+// GPU describes one accelerator: what the roofline and KV sizing need.
+type GPU struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+	// MemoryGiB is the total device memory as torch reports it (a little less than nvidia-smi).
+	MemoryGiB     float64 `json:"memory_gib"`
+	BandwidthTBps float64 `json:"bandwidth_tbps"`
+	BF16TFLOPS    float64 `json:"bf16_tflops"`
+	// Efficiencies: the fraction of peak bandwidth, GEMM and attention FLOP/s reached in practice.
+	EtaBandwidth float64 `json:"eta_bandwidth"`
+	EtaGEMM      float64 `json:"eta_gemm"`
+	EtaAttention float64 `json:"eta_attention"`
+	// LayerFloorUS is the per-layer kernel-launch floor of a CUDA-graph step, in microseconds.
+	LayerFloorUS float64 `json:"layer_floor_us"`
+	// Scheduler defaults as vLLM picks them for this device (EngineArgs.get_batch_defaults).
+	DefaultMaxNumBatchedTokens int    `json:"default_max_num_batched_tokens"`
+	DefaultMaxNumSeqs          int    `json:"default_max_num_seqs"`
+	Source                     string `json:"source,omitempty"`
+}
+
+// Model describes a model by the config.json values that size its weights and KV cache.
+type Model struct {
+	Name                  string   `json:"name"`
+	Aliases               []string `json:"aliases,omitempty"`
+	NumLayers             int      `json:"num_layers"`
+	HiddenSize            int      `json:"hidden_size"`
+	NumAttentionHeads     int      `json:"num_attention_heads"`
+	NumKeyValueHeads      int      `json:"num_key_value_heads"`
+	HeadDim               int      `json:"head_dim"`
+	IntermediateSize      int      `json:"intermediate_size"`
+	VocabSize             int      `json:"vocab_size"`
+	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	DType                 string   `json:"dtype"`
+	// Params is the total parameter count, embeddings included.
+	Params float64 `json:"params"`
+	// LoadedWeightsGiB, when known from a real vLLM log, replaces the computed weight size.
+	LoadedWeightsGiB float64 `json:"loaded_weights_gib,omitempty"`
+	Source           string  `json:"source,omitempty"`
+}
+
+// EmbeddingParams is the size of the token embedding (and of the LM head, which has the same shape).
+func (m Model) EmbeddingParams() float64 { return float64(m.VocabSize) * float64(m.HiddenSize) }
+
+// LayerParams is the parameter count of the transformer layers: everything but embedding and LM head.
+func (m Model) LayerParams() float64 {
+	p := m.Params - m.EmbeddingParams()
+	if !m.TieWordEmbeddings {
+		p -= m.EmbeddingParams()
+	}
+	return p
+}
+
+// Host describes the CPU-side costs of the API server and scheduler.
+type Host struct {
+	Name     string  `json:"name"`
+	InputMS  float64 `json:"input_ms"`   // request parsing and tokenization before the engine sees it
+	OutputMS float64 `json:"output_ms"`  // detokenization and streaming of the first token
+	StepMS   float64 `json:"step_ms"`    // fixed scheduler cost per engine step
+	PerSeqUS float64 `json:"per_seq_us"` // scheduler and sampler cost per scheduled sequence
+	Source   string  `json:"source,omitempty"`
+
+	// Memory the vLLM runtime holds besides weights and KV cache (vllm.md 3.1): the transient
+	// activation peak of the profiling forward pass (the larger of the forward over
+	// max_num_batched_tokens and the sampler over max_num_seqs), non-torch allocations
+	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.
+	ActivationBytesPerTokenHidden float64 `json:"activation_bytes_per_token_hidden"`
+	SamplerBytesPerSeqVocab       float64 `json:"sampler_bytes_per_seq_vocab"`
+	NonTorchGiB                   float64 `json:"non_torch_gib"`
+	CUDAGraphGiB                  float64 `json:"cudagraph_gib"`
+	MemorySource                  string  `json:"memory_source,omitempty"`
+}
+
+// Profiles is a set of GPU, model and host profiles.
+type Profiles struct {
+	GPUs   []GPU   `json:"gpus,omitempty"`
+	Models []Model `json:"models,omitempty"`
+	Hosts  []Host  `json:"hosts,omitempty"`
+}
+
+// BuiltinProfiles returns the profiles embedded in the binary.
+func BuiltinProfiles() *Profiles {
+	p := &Profiles{}
+	entries, err := builtinProfiles.ReadDir("profiles")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	for _, e := range entries {
+		data, err := builtinProfiles.ReadFile("profiles/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		var add Profiles
+		if err := decodeStrict(data, &add); err != nil {
+			panic(fmt.Sprintf("embedded profile %s: %v", e.Name(), err))
+		}
+		p.merge(add)
+	}
+	return p
+}
+
+// LoadProfiles returns the built-in profiles extended (or overridden, by name) with those in
+// the JSON file at path, which has the shape {"gpus": [...], "models": [...], "hosts": [...]}.
+func LoadProfiles(path string) (*Profiles, error) {
+	p := BuiltinProfiles()
+	if path == "" {
+		return p, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim profiles: %w", err)
+	}
+	var add Profiles
+	if err := decodeStrict(data, &add); err != nil {
+		return nil, fmt.Errorf("sim profiles %s: %w", path, err)
+	}
+	if err := add.validate(); err != nil {
+		return nil, fmt.Errorf("sim profiles %s: %w", path, err)
+	}
+	p.merge(add)
+	return p, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (p *Profiles) validate() error {
+	for _, g := range p.GPUs {
+		if g.Name == "" || g.MemoryGiB <= 0 || g.BandwidthTBps <= 0 || g.BF16TFLOPS <= 0 ||
+			g.EtaBandwidth <= 0 || g.EtaGEMM <= 0 || g.EtaAttention <= 0 ||
+			g.DefaultMaxNumBatchedTokens <= 0 || g.DefaultMaxNumSeqs <= 0 {
+			return fmt.Errorf("gpu %q: name, memory_gib, bandwidth_tbps, bf16_tflops, eta_* and default_max_* must all be set and positive", g.Name)
+		}
+	}
+	for _, m := range p.Models {
+		if m.Name == "" || m.NumLayers <= 0 || m.HiddenSize <= 0 || m.NumAttentionHeads <= 0 ||
+			m.NumKeyValueHeads <= 0 || m.HeadDim <= 0 || m.VocabSize <= 0 || m.MaxPositionEmbeddings <= 0 || m.Params <= 0 {
+			return fmt.Errorf("model %q: name, num_layers, hidden_size, num_attention_heads, num_key_value_heads, head_dim, vocab_size, max_position_embeddings and params must all be set and positive", m.Name)
+		}
+		if _, err := dtypeBytes(m.DType); err != nil {
+			return fmt.Errorf("model %q: %w", m.Name, err)
+		}
+		if m.LayerParams() <= 0 {
+			return fmt.Errorf("model %q: params must exceed the embedding size (vocab_size x hidden_size)", m.Name)
+		}
+	}
+	for _, h := range p.Hosts {
+		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 ||
+			h.ActivationBytesPerTokenHidden < 0 || h.SamplerBytesPerSeqVocab < 0 || h.NonTorchGiB < 0 || h.CUDAGraphGiB < 0 {
+			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
+		}
+	}
+	return nil
+}
+
+// merge adds the entries of add, replacing entries of the same name.
+func (p *Profiles) merge(add Profiles) {
+	for _, g := range add.GPUs {
+		if i := indexByName(len(p.GPUs), func(i int) string { return p.GPUs[i].Name }, g.Name); i >= 0 {
+			p.GPUs[i] = g
+		} else {
+			p.GPUs = append(p.GPUs, g)
+		}
+	}
+	for _, m := range add.Models {
+		if i := indexByName(len(p.Models), func(i int) string { return p.Models[i].Name }, m.Name); i >= 0 {
+			p.Models[i] = m
+		} else {
+			p.Models = append(p.Models, m)
+		}
+	}
+	for _, h := range add.Hosts {
+		if i := indexByName(len(p.Hosts), func(i int) string { return p.Hosts[i].Name }, h.Name); i >= 0 {
+			p.Hosts[i] = h
+		} else {
+			p.Hosts = append(p.Hosts, h)
+		}
+	}
+}
+
+func indexByName(n int, name func(int) string, want string) int {
+	for i := 0; i < n; i++ {
+		if strings.EqualFold(name(i), want) {
+			return i
+		}
+	}
+	return -1
+}
+
+// normalize folds case and drops separators so "a100_80gb", "A100-80GB" and "a100 80gb" match.
+func normalize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch r {
+		case '-', '_', ' ', '.':
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// GPU finds a GPU profile by name or alias, ignoring case and separators.
+func (p *Profiles) GPU(name string) (GPU, error) {
+	want := normalize(name)
+	for _, g := range p.GPUs {
+		if normalize(g.Name) == want {
+			return g, nil
+		}
+		for _, a := range g.Aliases {
+			if normalize(a) == want {
+				return g, nil
+			}
+		}
+	}
+	names := make([]string, len(p.GPUs))
+	for i, g := range p.GPUs {
+		names[i] = g.Name
+	}
+	return GPU{}, fmt.Errorf("unknown GPU %q; known GPUs: %s (add one with --sim-profiles FILE)", name, strings.Join(names, ", "))
+}
+
+// Model finds a model profile by its Hugging Face name, ignoring case; the organisation part
+// ("meta-llama/") is optional. A local path ending in a known name matches too.
+func (p *Profiles) Model(name string) (Model, error) {
+	want := strings.ToLower(strings.TrimRight(name, "/"))
+	base := want[strings.LastIndex(want, "/")+1:]
+	for _, m := range p.Models {
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			n = strings.ToLower(n)
+			if n == want || n[strings.LastIndex(n, "/")+1:] == base {
+				return m, nil
+			}
+		}
+	}
+	return Model{}, fmt.Errorf("unknown model %q; known models: %s (add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
+}
+
+// ModelNames lists the known model names, sorted.
+func (p *Profiles) ModelNames() []string {
+	names := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		names[i] = m.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Host finds a host profile by name.
+func (p *Profiles) Host(name string) (Host, error) {
+	for _, h := range p.Hosts {
+		if strings.EqualFold(h.Name, name) {
+			return h, nil
+		}
+	}
+	names := make([]string, len(p.Hosts))
+	for i, h := range p.Hosts {
+		names[i] = h.Name
+	}
+	return Host{}, fmt.Errorf("unknown host profile %q; known: %s", name, strings.Join(names, ", "))
+}
+
+// dtypeBytes returns the size of one element of a model or KV-cache dtype.
+func dtypeBytes(dtype string) (float64, error) {
+	switch strings.ToLower(dtype) {
+	case "bfloat16", "bf16", "float16", "half", "fp16":
+		return 2, nil
+	case "float32", "float", "fp32":
+		return 4, nil
+	case "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "int8_per_token_head", "fp8_per_token_head":
+		return 1, nil
+	case "int4_per_token_head", "nvfp4":
+		return 0.5, nil
+	}
+	return 0, fmt.Errorf("unknown dtype %q", dtype)
+}
