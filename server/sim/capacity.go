@@ -36,10 +36,10 @@ type Capacity struct {
 type StartupKind int
 
 const (
-	FreeMemoryTooLow StartupKind = iota // other processes hold too much of the GPU
-	LoadOOM                             // the weights do not fit at all
-	NoKVMemory                          // nothing left for the KV cache
-	MaxModelLenTooLarge                 // one max_model_len request does not fit in the KV cache
+	FreeMemoryTooLow    StartupKind = iota // other processes hold too much of the GPU
+	LoadOOM                                // the weights do not fit at all
+	NoKVMemory                             // nothing left for the KV cache
+	MaxModelLenTooLarge                    // one max_model_len request does not fit in the KV cache
 )
 
 func (k StartupKind) String() string {
