@@ -103,6 +103,11 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	c.BlockBytes = c.BytesPerToken * int64(s.BlockSize)
 	c.BlocksPerRequest = ceilDiv(s.MaxModelLen, s.BlockSize)
 
+	if o := s.NumGPUBlocksOverride; o > 0 {
+		// vLLM logs "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d" and sizes
+		// the cache from the override alone.
+		c.AvailableKVBytes = int64(o) * c.BlockBytes
+	}
 	if c.AvailableKVBytes <= 0 {
 		return c, &StartupError{Kind: NoKVMemory, Exception: "ValueError", Capacity: c, Message: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."}
 	}

@@ -31,6 +31,7 @@ type Config struct {
 	TensorParallelSize   int     // --tensor-parallel-size (default 1)
 	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
 	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
+	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
 	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
 	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
 	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
@@ -169,6 +170,9 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	cfg.MaxNumSeqs = min(cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens)
 	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
 		return nil, &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
+	}
+	if cfg.NumGPUBlocksOverride < 0 {
+		return nil, &ConfigError{fmt.Sprintf("--num-gpu-blocks-override must be positive, got %d", cfg.NumGPUBlocksOverride)}
 	}
 	if cfg.Jitter < 0 || cfg.Jitter > 0.5 || math.IsNaN(cfg.Jitter) {
 		return nil, &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}

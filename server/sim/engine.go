@@ -1,0 +1,541 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FinishReason is why a request ended, with vLLM's label values.
+type FinishReason string
+
+const (
+	FinishStop   FinishReason = "stop"
+	FinishLength FinishReason = "length"
+	FinishAbort  FinishReason = "abort"
+)
+
+// Request is what the API server hands the engine.
+type Request struct {
+	ID        string
+	Prompt    []int // token ids
+	MaxTokens int   // at least 1; prompt + MaxTokens must fit in max_model_len
+	MinTokens int
+	IgnoreEOS bool
+	// Arrival is when the API server received the request; the scheduler sees it after the
+	// host profile's input cost (parsing, tokenization).
+	Arrival time.Time
+}
+
+// Times are the timestamps of one request's life, in the engine's time.
+type Times struct {
+	Arrival        time.Time // received by the API server
+	Queued         time.Time // visible to the scheduler (Arrival + host input cost)
+	FirstScheduled time.Time // left the waiting queue for the first time
+	FirstToken     time.Time
+	LastToken      time.Time
+	Finished       time.Time
+}
+
+// Sequence is a request inside the engine. Its exported fields may be read by the engine's
+// owner between calls; Tag is the owner's own (e.g. the stream to deliver tokens to).
+type Sequence struct {
+	Request
+	Tag any
+
+	Times        Times
+	Outputs      int // tokens generated so far
+	Preemptions  int
+	CachedTokens int // prompt tokens served from the prefix cache at the last scheduling
+	Reason       FinishReason
+
+	seqNo    uint64
+	target   int            // output length this request will produce
+	eosStop  bool           // the target was drawn (an EOS), not the max_tokens cap
+	computed int            // tokens with KV in the cache
+	blocks   int            // blocks held, cached ones included
+	cached   []*cachedBlock // leading prompt blocks held through the prefix cache
+	hashes   []uint64       // hash of each full prompt block
+	rng      uint64
+	state    seqState
+	wasRun   bool
+	// For the step's statistics.
+	prefillDone bool
+}
+
+type seqState uint8
+
+const (
+	stateWaiting seqState = iota
+	stateRunning
+	stateDone
+)
+
+// Finished reports whether the sequence ended (finished or aborted).
+func (s *Sequence) Finished() bool { return s.state == stateDone }
+
+// numTokens is prompt plus generated tokens: what the KV cache must hold for the next step.
+func (s *Sequence) numTokens() int { return len(s.Prompt) + s.Outputs }
+
+// Output is one generated token.
+type Output struct {
+	Seq      *Sequence
+	Token    int
+	Index    int // 0 for the first output token
+	Finished bool
+	Reason   FinishReason
+}
+
+// StepResult reports one engine step. Its slices are reused by the next Step: copy what you keep.
+type StepResult struct {
+	Start    time.Time
+	Duration time.Duration // zero when nothing was scheduled
+	End      time.Time
+	// Idle is true when nothing could be scheduled; NextReady is then when the earliest waiting
+	// request becomes visible to the scheduler (zero if none is waiting).
+	Idle      bool
+	NextReady time.Time
+
+	Outputs  []Output
+	Finished []*Sequence // sequences that ended in this step (not aborts)
+
+	ScheduledSeqs    int
+	ScheduledTokens  int // prefill + decode tokens computed
+	PrefillTokens    int // of which prompt (or recomputed) tokens
+	DecodeTokens     int
+	Preempted        int
+	PrefixQueries    int // prompt tokens looked up in the prefix cache
+	PrefixHits       int
+	PromptsCompleted int // requests whose prefill finished in this step (their first token)
+	PromptTokens     int // the prompt lengths of those requests
+
+	Running, Waiting        int
+	BlocksUsed, BlocksTotal int
+}
+
+// KVCacheUsage is the fraction of KV blocks in use after the step (vllm:kv_cache_usage_perc).
+func (r *StepResult) KVCacheUsage() float64 {
+	if r.BlocksTotal == 0 {
+		return 0
+	}
+	return float64(r.BlocksUsed) / float64(r.BlocksTotal)
+}
+
+// Counters are the engine's totals since it started.
+type Counters struct {
+	Steps            int64
+	Preemptions      int64
+	PromptTokens     int64 // prompt tokens of requests that got their first token
+	ComputedTokens   int64 // prefill tokens computed (cache hits excluded, recomputation included)
+	GenerationTokens int64
+	PrefixQueries    int64
+	PrefixHits       int64
+	FinishedByReason map[FinishReason]int64
+	BusyTime         time.Duration
+}
+
+// Engine is the simulated vLLM V1 engine core. It is not safe for concurrent use.
+type Engine struct {
+	setup  *Setup
+	model  *StepModel
+	pool   *blockPool
+	queued time.Duration // host input cost
+
+	waiting []*Sequence // FIFO; preempted requests go back to the front
+	running []*Sequence // in admission order; the newest is last
+	nextSeq uint64
+	rng     uint64
+
+	result   StepResult
+	batch    []Work
+	batchSeq []*Sequence
+	counters Counters
+}
+
+// NewEngine builds an engine for a resolved setup.
+func NewEngine(s *Setup) *Engine {
+	e := &Engine{
+		setup:  s,
+		model:  NewStepModel(s),
+		pool:   newBlockPool(s.Capacity.NumGPUBlocks-1, s.PrefixCachingEnabled()),
+		// The API server's input cost and its output cost for the first token both add to TTFT
+		// alone (not to inter-token gaps), so both delay the request's entry to the scheduler.
+		queued: seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
+		rng:    uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
+	}
+	e.counters.FinishedByReason = map[FinishReason]int64{}
+	return e
+}
+
+// Setup returns the configuration the engine was built from.
+func (e *Engine) Setup() *Setup { return e.setup }
+
+// StepModel returns the engine's step-time model.
+func (e *Engine) StepModel() *StepModel { return e.model }
+
+// Counters returns the totals since the engine started (the map is a copy).
+func (e *Engine) Counters() Counters {
+	c := e.counters
+	c.FinishedByReason = make(map[FinishReason]int64, len(e.counters.FinishedByReason))
+	for k, v := range e.counters.FinishedByReason {
+		c.FinishedByReason[k] = v
+	}
+	return c
+}
+
+// Running and Waiting are the current queue lengths.
+func (e *Engine) Running() int { return len(e.running) }
+
+// Waiting is the number of requests not yet (or no longer) running.
+func (e *Engine) Waiting() int { return len(e.waiting) }
+
+// BlocksUsed and BlocksTotal describe the KV cache now.
+func (e *Engine) BlocksUsed() int { return e.pool.used }
+
+// BlocksTotal is the number of usable KV blocks.
+func (e *Engine) BlocksTotal() int { return e.pool.capacity }
+
+// HasWork reports whether any request is waiting or running.
+func (e *Engine) HasWork() bool { return len(e.waiting)+len(e.running) > 0 }
+
+// LengthError is a request vLLM's API server rejects with 400 for its length.
+type LengthError struct {
+	Param   string // "input_tokens" or "max_tokens"
+	Value   int
+	Message string // vLLM's message, "(parameter=..., value=...)" included
+}
+
+func (e *LengthError) Error() string { return e.Message }
+
+// CheckLengths applies vLLM's context-length checks to a prompt of promptLen tokens asking for
+// maxTokens output tokens; it returns a *LengthError with vLLM's message, or nil.
+func CheckLengths(maxModelLen, promptLen, maxTokens int) error {
+	if maxTokens > maxModelLen {
+		return &LengthError{Param: "max_tokens", Value: maxTokens, Message: fmt.Sprintf(
+			"max_tokens=%d cannot be greater than max_model_len=max_total_tokens=%d. Please request fewer output tokens. (parameter=max_tokens, value=%d)",
+			maxTokens, maxModelLen, maxTokens)}
+	}
+	if promptLen+maxTokens > maxModelLen {
+		return &LengthError{Param: "input_tokens", Value: promptLen, Message: fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d output tokens and your prompt contains %d input tokens, for a total of %d tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=%d)",
+			maxModelLen, maxTokens, promptLen, promptLen+maxTokens, promptLen)}
+	}
+	return nil
+}
+
+// Add queues a request. It fails, as vLLM's API server would, when the request cannot fit.
+func (e *Engine) Add(r Request) (*Sequence, error) {
+	if len(r.Prompt) == 0 {
+		return nil, fmt.Errorf("the prompt is empty")
+	}
+	if r.MaxTokens < 1 {
+		return nil, fmt.Errorf("max_tokens must be at least 1, got %d", r.MaxTokens)
+	}
+	if err := CheckLengths(e.setup.MaxModelLen, len(r.Prompt), r.MaxTokens); err != nil {
+		return nil, err
+	}
+	e.nextSeq++
+	s := &Sequence{Request: r, seqNo: e.nextSeq}
+	s.rng = splitmix(uint64(e.setup.Seed) ^ (s.seqNo * 0x2545F4914F6CDD1D))
+	s.Times.Arrival = r.Arrival
+	s.Times.Queued = r.Arrival.Add(e.queued)
+	s.target, s.eosStop = outputLength(&s.rng, r)
+	if e.pool.cache != nil {
+		s.hashes = hashBlocks(r.Prompt, e.setup.BlockSize)
+	}
+	e.waiting = append(e.waiting, s)
+	return s, nil
+}
+
+// outputLength draws how many tokens a request generates: max_tokens with ignore_eos,
+// otherwise a log-normal "natural" length (median 180 tokens) clamped to [min_tokens, max_tokens].
+func outputLength(rng *uint64, r Request) (n int, eos bool) {
+	if r.IgnoreEOS {
+		return r.MaxTokens, false
+	}
+	u1 := (float64(next(rng)>>11) + 0.5) / (1 << 53)
+	u2 := (float64(next(rng)>>11) + 0.5) / (1 << 53)
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	natural := int(math.Round(180 * math.Exp(0.9*z)))
+	natural = max(natural, r.MinTokens, 1)
+	if natural >= r.MaxTokens {
+		return r.MaxTokens, false
+	}
+	return natural, true
+}
+
+// Abort ends a request at once (the client went away) and frees its blocks. It reports
+// whether the request was still live.
+func (e *Engine) Abort(s *Sequence, now time.Time) bool {
+	switch s.state {
+	case stateWaiting:
+		e.waiting = removeSeq(e.waiting, s)
+	case stateRunning:
+		e.running = removeSeq(e.running, s)
+	default:
+		return false
+	}
+	e.freeBlocks(s)
+	s.state = stateDone
+	s.Reason = FinishAbort
+	s.Times.Finished = now
+	e.counters.FinishedByReason[FinishAbort]++
+	return true
+}
+
+func removeSeq(list []*Sequence, s *Sequence) []*Sequence {
+	for i, x := range list {
+		if x == s {
+			copy(list[i:], list[i+1:])
+			list[len(list)-1] = nil
+			return list[:len(list)-1]
+		}
+	}
+	return list
+}
+
+// Step schedules and runs one engine iteration starting at now, as vLLM V1 does: running
+// requests first (a decode token or their next prefill chunk), preempting the newest running
+// request when KV blocks run out; then waiting requests in FIFO order within the token budget
+// and max_num_seqs. It returns when the step would end on the simulated GPU.
+func (e *Engine) Step(now time.Time) *StepResult {
+	r := &e.result
+	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0]}
+	e.batch, e.batchSeq = e.batch[:0], e.batchSeq[:0]
+	budget := e.setup.MaxNumBatchedTokens
+	chunked := e.setup.ChunkedPrefillEnabled()
+	bs := e.setup.BlockSize
+
+	// 1. Running requests, oldest first.
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		s := e.running[i]
+		n := min(s.numTokens()-s.computed, budget)
+		if !chunked && n < s.numTokens()-s.computed {
+			continue
+		}
+		scheduled := true
+		for !e.reserve(s, s.computed+n, bs) {
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted = true
+			r.Preempted++
+			if victim == s {
+				scheduled = false
+				break
+			}
+		}
+		if !scheduled {
+			break
+		}
+		e.schedule(s, n)
+		budget -= n
+	}
+
+	// 2. Waiting requests, in order, unless this step had to preempt.
+	if !preempted {
+		for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
+			s := e.waiting[0]
+			if s.Times.Queued.After(now) {
+				break
+			}
+			if s.computed == 0 {
+				e.matchPrefix(s)
+			}
+			need := s.numTokens() - s.computed
+			n := min(need, budget)
+			if (!chunked && need > budget) || !e.reserve(s, s.computed+n, bs) {
+				// Not admitted: give back the prefix hits; they are looked up again next time.
+				e.freeBlocks(s)
+				s.computed = 0
+				break
+			}
+			if e.pool.cache != nil {
+				r.PrefixQueries += len(s.Prompt)
+				r.PrefixHits += s.computed
+			}
+			e.waiting = e.waiting[1:]
+			s.state = stateRunning
+			if !s.wasRun {
+				s.wasRun = true
+				s.Times.FirstScheduled = now
+			}
+			e.running = append(e.running, s)
+			e.schedule(s, n)
+			budget -= n
+		}
+	}
+
+	if len(e.batch) == 0 {
+		r.Idle = true
+		if len(e.waiting) > 0 {
+			r.NextReady = e.waiting[0].Times.Queued
+		}
+		e.fillGauges(r)
+		return r
+	}
+
+	d := e.model.StepDuration(e.batch)
+	if j := e.setup.Jitter; j > 0 {
+		u1 := (float64(next(&e.rng)>>11) + 0.5) / (1 << 53)
+		u2 := (float64(next(&e.rng)>>11) + 0.5) / (1 << 53)
+		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+		d = time.Duration(float64(d) * max(0.5, 1+j*z))
+	}
+	end := now.Add(d)
+	r.Duration, r.End = d, end
+	e.counters.Steps++
+	e.counters.BusyTime += d
+
+	// 3. Apply: advance every scheduled request; those that caught up sample a token.
+	for i, s := range e.batchSeq {
+		q := e.batch[i].Q
+		s.computed += q
+		if e.pool.cache != nil {
+			e.publishFullBlocks(s, bs)
+		}
+		if s.computed < s.numTokens() {
+			continue // mid-prefill chunk
+		}
+		if s.Outputs == 0 {
+			r.PromptsCompleted++
+			r.PromptTokens += len(s.Prompt)
+			e.counters.PromptTokens += int64(len(s.Prompt))
+			s.Times.FirstToken = end
+		}
+		tok := wordBase + int(next(&s.rng)%uint64(len(outputWords)))
+		s.Outputs++
+		s.Times.LastToken = end
+		e.counters.GenerationTokens++
+		out := Output{Seq: s, Token: tok, Index: s.Outputs - 1}
+		if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
+			out.Finished = true
+			out.Reason = FinishLength
+			if s.eosStop {
+				out.Reason = FinishStop
+			}
+			s.Reason = out.Reason
+			s.state = stateDone
+			s.Times.Finished = end
+			e.freeBlocks(s)
+			e.counters.FinishedByReason[out.Reason]++
+			r.Finished = append(r.Finished, s)
+		}
+		r.Outputs = append(r.Outputs, out)
+	}
+	if len(r.Finished) > 0 {
+		kept := e.running[:0]
+		for _, s := range e.running {
+			if s.state == stateRunning {
+				kept = append(kept, s)
+			}
+		}
+		clear(e.running[len(kept):])
+		e.running = kept
+	}
+	e.counters.Preemptions += int64(r.Preempted)
+	e.fillGauges(r)
+	return r
+}
+
+func (e *Engine) fillGauges(r *StepResult) {
+	r.Running, r.Waiting = len(e.running), len(e.waiting)
+	r.BlocksUsed, r.BlocksTotal = e.pool.used, e.pool.capacity
+	e.counters.PrefixQueries += int64(r.PrefixQueries)
+	e.counters.PrefixHits += int64(r.PrefixHits)
+}
+
+// schedule adds n tokens of s to this step's batch.
+func (e *Engine) schedule(s *Sequence, n int) {
+	e.batch = append(e.batch, Work{Q: n, C: s.computed})
+	e.batchSeq = append(e.batchSeq, s)
+	r := &e.result
+	r.ScheduledSeqs++
+	r.ScheduledTokens += n
+	if s.Outputs > 0 && s.numTokens()-s.computed == 1 {
+		r.DecodeTokens += n
+	} else {
+		r.PrefillTokens += n
+		e.counters.ComputedTokens += int64(n)
+	}
+}
+
+// reserve makes s hold enough blocks for tokens tokens; false if the pool is too short.
+func (e *Engine) reserve(s *Sequence, tokens, bs int) bool {
+	need := ceilDiv(tokens, bs) - s.blocks
+	if need <= 0 {
+		return true
+	}
+	if need > e.pool.free() {
+		return false
+	}
+	e.pool.take(need)
+	s.blocks += need
+	return true
+}
+
+// preempt frees all of s's blocks and puts it at the front of the waiting queue, to be
+// recomputed from scratch (vLLM V1 preempts by recompute).
+func (e *Engine) preempt(s *Sequence) {
+	e.freeBlocks(s)
+	s.computed = 0
+	s.state = stateWaiting
+	s.Preemptions++
+	e.waiting = append(e.waiting, nil)
+	copy(e.waiting[1:], e.waiting)
+	e.waiting[0] = s
+}
+
+func (e *Engine) freeBlocks(s *Sequence) {
+	for _, b := range s.cached {
+		e.pool.drop(b)
+	}
+	e.pool.release(s.blocks - len(s.cached))
+	s.cached = s.cached[:0]
+	s.blocks = 0
+}
+
+// matchPrefix looks the prompt's full blocks up in the prefix cache; hits become blocks the
+// request holds and tokens it need not compute. As in vLLM, the last prompt token is always
+// computed, so a prompt that hits entirely recomputes its last block.
+func (e *Engine) matchPrefix(s *Sequence) {
+	if e.pool.cache == nil {
+		return
+	}
+	maxHit := (len(s.Prompt) - 1) / e.setup.BlockSize
+	hits := 0
+	for hits < maxHit {
+		b := e.pool.lookup(s.hashes[hits])
+		if b == nil {
+			break
+		}
+		e.pool.acquire(b)
+		s.cached = append(s.cached, b)
+		hits++
+	}
+	s.blocks = hits
+	s.computed = hits * e.setup.BlockSize
+	s.CachedTokens = s.computed
+}
+
+// publishFullBlocks caches every prompt block s has now fully computed.
+func (e *Engine) publishFullBlocks(s *Sequence, bs int) {
+	full := min(s.computed, len(s.Prompt)) / bs
+	for i := len(s.cached); i < full; i++ {
+		s.cached = append(s.cached, e.pool.publish(s.hashes[i]))
+	}
+}
+
+// splitmix is a seed scrambler; next is xorshift-multiply over a 64-bit state.
+func splitmix(x uint64) uint64 {
+	x += 0x9E3779B97F4A7C15
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+	return x ^ (x >> 31)
+}
+
+func next(state *uint64) uint64 {
+	*state += 0x9E3779B97F4A7C15
+	return splitmix(*state)
+}
