@@ -59,8 +59,6 @@ type Sequence struct {
 	rng      uint64
 	state    seqState
 	wasRun   bool
-	// For the step's statistics.
-	prefillDone bool
 }
 
 type seqState uint8
@@ -81,7 +79,8 @@ func (s *Sequence) numTokens() int { return len(s.Prompt) + s.Outputs }
 type Output struct {
 	Seq      *Sequence
 	Token    int
-	Index    int // 0 for the first output token
+	Index    int           // 0 for the first output token
+	Gap      time.Duration // time since the request's previous token (0 for the first)
 	Finished bool
 	Reason   FinishReason
 }
@@ -136,10 +135,11 @@ type Counters struct {
 
 // Engine is the simulated vLLM V1 engine core. It is not safe for concurrent use.
 type Engine struct {
-	setup  *Setup
-	model  *StepModel
-	pool   *blockPool
-	queued time.Duration // host input cost
+	setup     *Setup
+	model     *StepModel
+	pool      *blockPool
+	queued    time.Duration // host input cost
+	perActive float64       // extra input delay per request in flight, in nanoseconds
 
 	waiting []*Sequence // FIFO; preempted requests go back to the front
 	running []*Sequence // in admission order; the newest is last
@@ -155,13 +155,14 @@ type Engine struct {
 // NewEngine builds an engine for a resolved setup.
 func NewEngine(s *Setup) *Engine {
 	e := &Engine{
-		setup:  s,
-		model:  NewStepModel(s),
-		pool:   newBlockPool(s.Capacity.NumGPUBlocks-1, s.PrefixCachingEnabled()),
+		setup: s,
+		model: NewStepModel(s),
+		pool:  newBlockPool(s.Capacity.NumGPUBlocks-1, s.PrefixCachingEnabled()),
 		// The API server's input cost and its output cost for the first token both add to TTFT
 		// alone (not to inter-token gaps), so both delay the request's entry to the scheduler.
-		queued: seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
-		rng:    uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
+		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
+		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
+		rng:       uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
 	}
 	e.counters.FinishedByReason = map[FinishReason]int64{}
 	return e
@@ -238,7 +239,8 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	s := &Sequence{Request: r, seqNo: e.nextSeq}
 	s.rng = splitmix(uint64(e.setup.Seed) ^ (s.seqNo * 0x2545F4914F6CDD1D))
 	s.Times.Arrival = r.Arrival
-	s.Times.Queued = r.Arrival.Add(e.queued)
+	active := len(e.waiting) + len(e.running)
+	s.Times.Queued = r.Arrival.Add(e.queued + time.Duration(float64(active)*e.perActive))
 	s.target, s.eosStop = outputLength(&s.rng, r)
 	if e.pool.cache != nil {
 		s.hashes = hashBlocks(r.Prompt, e.setup.BlockSize)
@@ -405,10 +407,13 @@ func (e *Engine) Step(now time.Time) *StepResult {
 			s.Times.FirstToken = end
 		}
 		tok := wordBase + int(next(&s.rng)%uint64(len(outputWords)))
+		out := Output{Seq: s, Token: tok, Index: s.Outputs}
+		if s.Outputs > 0 {
+			out.Gap = end.Sub(s.Times.LastToken)
+		}
 		s.Outputs++
 		s.Times.LastToken = end
 		e.counters.GenerationTokens++
-		out := Output{Seq: s, Token: tok, Index: s.Outputs - 1}
 		if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
 			out.Finished = true
 			out.Reason = FinishLength

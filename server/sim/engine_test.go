@@ -69,6 +69,11 @@ func TestOneRequestStepByStep(t *testing.T) {
 	for i, st := range steps {
 		require.Len(t, st.Outputs, 1)
 		assert.Equal(t, i, st.Outputs[0].Index)
+		if i > 0 {
+			assert.Equal(t, st.Duration, st.Outputs[0].Gap, "back-to-back decode steps")
+		} else {
+			assert.Zero(t, st.Outputs[0].Gap)
+		}
 	}
 	assert.True(t, steps[4].Outputs[0].Finished)
 	assert.Equal(t, FinishLength, steps[4].Outputs[0].Reason)
@@ -120,7 +125,7 @@ func TestMaxNumSeqsRespected(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		add(t, e, fixedPrompt(50, i), 8, t0)
 	}
-	steps, _ := stepAll(t, e, t0, 1000)
+	steps, _ := stepAll(t, e, t0.Add(time.Second), 1000) // all visible to the scheduler
 	assert.Equal(t, 4, steps[0].ScheduledSeqs)
 	for _, st := range steps {
 		assert.LessOrEqual(t, st.Running, 4)
@@ -139,7 +144,7 @@ func TestPreemptionWhenBlocksRunOut(t *testing.T) {
 
 	var firstPreemption int
 	var victimsAtFirst []*Sequence
-	now := t0
+	now := t0.Add(time.Second) // both visible to the scheduler
 	for step := 1; e.HasWork(); step++ {
 		require.Less(t, step, 1000)
 		aBefore, bBefore := a.Preemptions, b.Preemptions
@@ -183,7 +188,7 @@ func TestPreemptionTakesTheNewestRunningRequest(t *testing.T) {
 		add(t, e, fixedPrompt(32, 21), 40, t0),
 		add(t, e, fixedPrompt(32, 22), 40, t0),
 	}
-	now := t0
+	now := t0.Add(time.Second)
 	for e.HasWork() {
 		r := e.Step(now)
 		if r.Idle {

@@ -73,7 +73,10 @@ type Host struct {
 	OutputMS float64 `json:"output_ms"`  // detokenization and streaming of the first token
 	StepMS   float64 `json:"step_ms"`    // fixed scheduler cost per engine step
 	PerSeqUS float64 `json:"per_seq_us"` // scheduler and sampler cost per scheduled sequence
-	Source   string  `json:"source,omitempty"`
+	// InputMSPerActiveRequest delays a new request's input processing for each request already
+	// in flight: the single-threaded API server also detokenizes and streams their tokens.
+	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
+	Source                  string  `json:"source,omitempty"`
 
 	// Memory the vLLM runtime holds besides weights and KV cache (vllm.md 3.1): the transient
 	// activation peak of the profiling forward pass (the larger of the forward over
@@ -163,7 +166,7 @@ func (p *Profiles) validate() error {
 		}
 	}
 	for _, h := range p.Hosts {
-		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 ||
+		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 ||
 			h.ActivationBytesPerTokenHidden < 0 || h.SamplerBytesPerSeqVocab < 0 || h.NonTorchGiB < 0 || h.CUDAGraphGiB < 0 {
 			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
 		}

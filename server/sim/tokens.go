@@ -46,14 +46,13 @@ func eachPiece(text string, emit func(string)) {
 	i := 0
 	for i < len(text) {
 		start := i
-		r, size := utf8.DecodeRuneInString(text[i:])
+		r, _ := utf8.DecodeRuneInString(text[i:])
 		// A space joins the word or number that follows it.
 		if r == ' ' && i+1 < len(text) {
 			next, _ := utf8.DecodeRuneInString(text[i+1:])
 			if unicode.IsLetter(next) || unicode.IsDigit(next) {
 				i++
-				r, size = next, 1
-				_ = size
+				r = next
 			}
 		}
 		switch {
