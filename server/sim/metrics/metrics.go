@@ -1,0 +1,223 @@
+package metrics
+
+import (
+	"bytes"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// engineIndex is the data-parallel engine label; the simulator runs one engine.
+const engineIndex = "0"
+
+// Label values vLLM creates a series for at startup.
+var (
+	finishReasons = []string{"stop", "length", "abort", "error", "repetition"}
+	waitReasons   = []string{"capacity", "deferred"}
+	sleepStates   = []string{"awake", "weights_offloaded", "discard_all"}
+	promptSources = []string{"local_compute", "local_cache_hit", "external_kv_transfer"}
+)
+
+// Metrics holds one engine's vLLM metric families and serves them.
+type Metrics struct {
+	reg *prometheus.Registry
+	on  bool // false with --disable-log-stats: nothing below is registered or set
+
+	running, waiting, kvUsage prometheus.Gauge
+	waitingBy, sleepState     map[string]prometheus.Gauge
+
+	prefixQueries, prefixHits prometheus.Counter
+	preemptions               prometheus.Counter
+	promptTokens              prometheus.Counter
+	promptBySource            map[string]prometheus.Counter
+	promptCached              prometheus.Counter
+	generationTokens          prometheus.Counter
+	success                   map[string]prometheus.Counter
+
+	iterationTokens prometheus.Histogram
+	ttft, itl, tpot prometheus.Histogram
+
+	e2e, queue, inference, prefill, decode prometheus.Histogram
+
+	promptLen, generationLen, maxGeneration prometheus.Histogram
+	paramsN, paramsMaxTokens, prefillKV     prometheus.Histogram
+}
+
+// New registers every vLLM engine family for one engine ("0") and one model name, all series
+// present from startup with value 0 (every finished_reason, every waiting reason, every
+// sleep_state, ...). logStats=false mimics --disable-log-stats: no vllm: families at all (the
+// handler still serves).
+func New(setup *sim.Setup, modelName string, logStats bool) *Metrics {
+	reg := prometheus.NewRegistry()
+	// vLLM's endpoint carries the process families of its Python server; these are ours.
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{reg: reg, on: logStats}
+	if !logStats {
+		return m
+	}
+
+	f := families{reg: reg, labels: prometheus.Labels{"model_name": modelName, "engine": engineIndex}}
+	tokens := build125Buckets(setup.MaxModelLen)
+
+	// Registered in vLLM's construction order, though the exposition sorts families by name.
+	// The MFU counters only move with --enable-mfu-metrics, which the simulator lacks.
+	f.counter("vllm:estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).")
+	f.counter("vllm:estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).")
+	f.counter("vllm:estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).")
+
+	m.running = f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
+	m.waiting = f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
+	m.waitingBy = f.gaugeVec("vllm:num_requests_waiting_by_reason", "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.", "reason", waitReasons...)
+	m.sleepState = f.gaugeVec("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.", "sleep_state", sleepStates...)
+	m.sleepState["awake"].Set(1) // the simulated engine never sleeps
+	m.kvUsage = f.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+
+	m.prefixQueries = f.counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.")
+	m.prefixHits = f.counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.")
+	// No KV connector and no multi-modal inputs: these stay at 0.
+	f.counter("vllm:external_prefix_cache_queries_total", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.")
+	f.counter("vllm:external_prefix_cache_hits_total", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.")
+	f.counter("vllm:mm_cache_queries_total", "Multi-modal cache queries, in terms of number of queried items.")
+	f.counter("vllm:mm_cache_hits_total", "Multi-modal cache hits, in terms of number of cached items.")
+	m.preemptions = f.counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
+
+	m.promptTokens = f.counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
+	m.promptBySource = f.counterVec("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source", promptSources...)
+	m.promptCached = f.counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
+	m.generationTokens = f.counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
+	m.success = f.counterVec("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason", finishReasons...)
+
+	m.promptLen = f.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokens)
+	m.generationLen = f.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokens)
+	m.iterationTokens = f.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
+	m.maxGeneration = f.histogram("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokens)
+	m.paramsN = f.histogram("vllm:request_params_n", "Histogram of the n request parameter.", paramsNBuckets)
+	m.paramsMaxTokens = f.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tokens)
+	m.ttft = f.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.itl = f.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", tokenLatencyBuckets)
+	m.tpot = f.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", tokenLatencyBuckets)
+	m.e2e = f.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
+	m.queue = f.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
+	m.inference = f.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets)
+	m.prefill = f.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets)
+	m.decode = f.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets)
+	m.prefillKV = f.histogram("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokens)
+
+	// vLLM's "info" emulation: a gauge at 1 whose labels are the cache configuration. It has
+	// the engine label but, unlike the other families, no model_name.
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "vllm:cache_config_info",
+		Help:        "Information of the LLMEngine CacheConfig",
+		ConstLabels: cacheConfigLabels(setup, engineIndex),
+	})
+	reg.MustRegister(info)
+	info.Set(1)
+	return m
+}
+
+// Handler serves the text exposition. Like vLLM's /metrics it always answers in the classic
+// text format, uncompressed, whatever the request's Accept headers ask for.
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			http.Error(w, "gathering metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		// Render fully before writing so a failure can still become a 500.
+		var body bytes.Buffer
+		for _, mf := range mfs {
+			if _, err := expfmt.MetricFamilyToText(&body, mf); err != nil {
+				http.Error(w, "encoding metrics: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", string(expfmt.FmtText))
+		_, _ = w.Write(body.Bytes())
+	})
+}
+
+// ObserveStep records one engine step. Idle results only refresh the gauges.
+func (m *Metrics) ObserveStep(r *sim.StepResult) {
+	if !m.on {
+		return
+	}
+	m.running.Set(float64(r.Running))
+	m.waiting.Set(float64(r.Waiting))
+	// The simulated scheduler never defers a request, so all waiting is for capacity.
+	m.waitingBy["capacity"].Set(float64(r.Waiting))
+	m.waitingBy["deferred"].Set(0)
+	m.kvUsage.Set(r.KVCacheUsage())
+	if r.Idle {
+		return
+	}
+
+	m.prefixQueries.Add(float64(r.PrefixQueries))
+	m.prefixHits.Add(float64(r.PrefixHits))
+	m.preemptions.Add(float64(r.Preempted))
+	m.promptTokens.Add(float64(r.PromptTokens))
+	m.generationTokens.Add(float64(len(r.Outputs)))
+	// Cached prompt tokens are not computed this step, so vLLM leaves them out of the
+	// iteration size; the engine's prefill count already excludes them.
+	m.iterationTokens.Observe(float64(r.PrefillTokens + r.DecodeTokens))
+
+	for i := range r.Outputs {
+		o := &r.Outputs[i]
+		if o.Index > 0 {
+			m.itl.Observe(o.Gap.Seconds())
+			continue
+		}
+		// A first token means the request's prefill finished in this step: split its prompt
+		// into what the prefix cache supplied and what was computed.
+		cached := o.Seq.CachedTokens
+		m.promptBySource["local_compute"].Add(float64(len(o.Seq.Prompt) - cached))
+		m.promptBySource["local_cache_hit"].Add(float64(cached))
+		m.promptCached.Add(float64(cached))
+		m.ttft.Observe(seconds(o.Seq.Times.Arrival, r.End))
+	}
+}
+
+// ObserveEnded records a request that finished or was aborted. Every ended request counts
+// in vllm:request_success_total; the per-request histograms take only those that ran to
+// completion, since an aborted request may lack some of the timestamps they need.
+func (m *Metrics) ObserveEnded(s *sim.Sequence) {
+	if !m.on {
+		return
+	}
+	c, ok := m.success[string(s.Reason)]
+	if !ok {
+		return // not one of vLLM's finish reasons: nothing to count it under
+	}
+	c.Inc()
+	if s.Reason == sim.FinishAbort {
+		return
+	}
+
+	t := s.Times
+	decode := seconds(t.FirstToken, t.LastToken)
+	m.e2e.Observe(seconds(t.Arrival, t.Finished))
+	m.queue.Observe(seconds(t.Queued, t.FirstScheduled))
+	m.prefill.Observe(seconds(t.FirstScheduled, t.FirstToken))
+	m.decode.Observe(decode)
+	m.inference.Observe(seconds(t.FirstScheduled, t.LastToken))
+	// The first token comes from the prefill, so it does not count as a decoded token.
+	perToken := 0.0
+	if s.Outputs > 1 {
+		perToken = decode / float64(s.Outputs-1)
+	}
+	m.tpot.Observe(perToken)
+
+	m.promptLen.Observe(float64(len(s.Prompt)))
+	m.generationLen.Observe(float64(s.Outputs))
+	m.paramsMaxTokens.Observe(float64(s.MaxTokens))
+	m.maxGeneration.Observe(float64(s.MaxTokens))
+	m.paramsN.Observe(1) // the simulator serves one sequence per request
+	m.prefillKV.Observe(float64(len(s.Prompt) - s.CachedTokens))
+}
+
+func seconds(from, to time.Time) float64 { return to.Sub(from).Seconds() }
