@@ -1,0 +1,149 @@
+package vlog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// Paths of a vLLM installation as they appear in tracebacks (the vllm/vllm-openai image).
+const (
+	sitePackages = "/usr/local/lib/python3.12/dist-packages/"
+	vllmPkg      = sitePackages + "vllm/"
+	pyStdlib     = "/usr/lib/python3.12/"
+)
+
+// frame is one entry of a Python traceback. underline is the part of code Python 3.12 marks
+// with carets ("" when it marks nothing, i.e. the whole statement).
+type frame struct {
+	file      string
+	line      int
+	fn        string
+	code      string
+	underline string
+}
+
+var otelWrapper = frame{vllmPkg + "tracing/otel.py", 178, "sync_wrapper", "return func(*args, **kwargs)", "func(*args, **kwargs)"}
+
+// engineCoreFrames is the engine core's stack from run_engine_core down to the raise, by
+// failure kind.
+func engineCoreFrames(kind sim.StartupKind) []frame {
+	fs := []frame{
+		{vllmPkg + "v1/engine/core.py", 1200, "run_engine_core", "engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)", "EngineCoreProc(*args, engine_index=dp_rank, **kwargs)"},
+		otelWrapper,
+		{vllmPkg + "v1/engine/core.py", 966, "__init__", "super().__init__(", ""},
+	}
+	executor := []frame{
+		{vllmPkg + "v1/engine/core.py", 108, "__init__", "self.model_executor = executor_class(vllm_config)", "executor_class(vllm_config)"},
+		otelWrapper,
+		{vllmPkg + "v1/executor/abstract.py", 103, "__init__", "self._init_executor()", ""},
+	}
+	switch kind {
+	case sim.FreeMemoryTooLow:
+		fs = append(fs, executor...)
+		fs = append(fs,
+			frame{vllmPkg + "v1/executor/uniproc_executor.py", 47, "_init_executor", "self.driver_worker.init_device()", ""},
+			frame{vllmPkg + "v1/worker/worker_base.py", 326, "init_device", "self.worker.init_device()  # type: ignore", "self.worker.init_device()"},
+			frame{vllmPkg + "v1/worker/gpu_worker.py", 262, "init_device", "self.requested_memory = request_memory(init_snapshot, self.cache_config)", "request_memory(init_snapshot, self.cache_config)"},
+			frame{vllmPkg + "v1/worker/utils.py", 409, "request_memory", "raise ValueError(", ""},
+		)
+	case sim.LoadOOM:
+		fs = append(fs, executor...)
+		fs = append(fs,
+			frame{vllmPkg + "v1/executor/uniproc_executor.py", 48, "_init_executor", "self.driver_worker.load_model()", ""},
+			frame{vllmPkg + "v1/worker/worker_base.py", 337, "load_model", "self.worker.load_model()", ""},
+			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
+			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 4312, "load_model", "raise torch.OutOfMemoryError(", ""},
+		)
+	default: // NoKVMemory, MaxModelLenTooLarge: the KV-cache check
+		fs = append(fs,
+			frame{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
+			otelWrapper,
+			frame{vllmPkg + "v1/engine/core.py", 294, "_initialize_kv_caches", "kv_cache_configs = get_kv_cache_configs(", "get_kv_cache_configs("},
+			frame{vllmPkg + "v1/core/kv_cache_utils.py", 2101, "get_kv_cache_configs", "_check_enough_kv_cache_memory(", ""},
+			frame{vllmPkg + "v1/core/kv_cache_utils.py", 740, "_check_enough_kv_cache_memory", "raise ValueError(", ""},
+		)
+	}
+	return fs
+}
+
+// processFrames is the top of the engine core process's stack, as Python prints it when the
+// process's target raises.
+var processFrames = []frame{
+	{pyStdlib + "multiprocessing/process.py", 314, "_bootstrap", "self.run()", ""},
+	{pyStdlib + "multiprocessing/process.py", 108, "run", "self._target(*self._args, **self._kwargs)", ""},
+	{vllmPkg + "v1/engine/core.py", 1235, "run_engine_core", "raise e", ""},
+}
+
+// apiServerFrames is the API server's stack from the `vllm` command to the RuntimeError it
+// raises when the engine core exits during startup.
+var apiServerFrames = []frame{
+	{"/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())", "main()"},
+	{vllmPkg + "entrypoints/cli/main.py", 95, "main", "args.dispatch_function(args)", ""},
+	{vllmPkg + "entrypoints/cli/serve.py", 148, "cmd", "uvloop.run(run_server(args))", ""},
+	{sitePackages + "uvloop/__init__.py", 96, "run", "return __asyncio.run(", "__asyncio.run("},
+	{pyStdlib + "asyncio/runners.py", 195, "run", "return runner.run(main)", "runner.run(main)"},
+	{pyStdlib + "asyncio/runners.py", 118, "run", "return self._loop.run_until_complete(task)", "self._loop.run_until_complete(task)"},
+	{"uvloop/loop.pyx", 1518, "uvloop.loop.Loop.run_until_complete", "", ""},
+	{sitePackages + "uvloop/__init__.py", 48, "wrapper", "return await main", "await main"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 698, "run_server", "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)", ""},
+	{vllmPkg + "entrypoints/openai/api_server.py", 712, "run_server_worker", "async with build_async_engine_client(", "build_async_engine_client("},
+	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 100, "build_async_engine_client", "async with build_async_engine_client_from_engine_args(", "build_async_engine_client_from_engine_args("},
+	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 136, "build_async_engine_client_from_engine_args", "async_llm = AsyncLLM.from_vllm_config(", "AsyncLLM.from_vllm_config("},
+	{vllmPkg + "v1/engine/async_llm.py", 217, "from_vllm_config", "return cls(", "cls("},
+	{vllmPkg + "v1/engine/async_llm.py", 146, "__init__", "self.engine_core = EngineCoreClient.make_async_mp_client(", "EngineCoreClient.make_async_mp_client("},
+	otelWrapper,
+	{vllmPkg + "v1/engine/core_client.py", 132, "make_async_mp_client", "return AsyncMPClient(*client_args)", "AsyncMPClient(*client_args)"},
+	otelWrapper,
+	{vllmPkg + "v1/engine/core_client.py", 963, "__init__", "super().__init__(", ""},
+	{vllmPkg + "v1/engine/core_client.py", 573, "__init__", "with launch_core_engines(", "launch_core_engines("},
+	{pyStdlib + "contextlib.py", 144, "__exit__", "next(self.gen)", ""},
+	{vllmPkg + "v1/engine/utils.py", 1213, "launch_core_engines", "wait_for_engine_startup(", ""},
+	{vllmPkg + "v1/engine/utils.py", 1272, "wait_for_engine_startup", "raise RuntimeError(", ""},
+}
+
+// EngineStartupFailed is the message of the RuntimeError the API server raises when the
+// engine core dies during startup (vllm/v1/engine/utils.py), with the engine core's exit code.
+const EngineStartupFailed = "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}"
+
+// traceback renders frames and the final exception line as Python 3.12 prints them.
+func traceback(frames []frame, exception string) []string {
+	lines := []string{"Traceback (most recent call last):"}
+	for _, f := range frames {
+		lines = append(lines, fmt.Sprintf("  File \"%s\", line %d, in %s", f.file, f.line, f.fn))
+		if f.code == "" {
+			continue
+		}
+		lines = append(lines, "    "+f.code)
+		if i := strings.Index(f.code, f.underline); f.underline != "" && i >= 0 {
+			lines = append(lines, strings.Repeat(" ", 4+i)+strings.Repeat("^", len(f.underline)))
+		}
+	}
+	return append(lines, exception)
+}
+
+// StartupFailure writes what `vllm serve` prints when the engine core fails to start with err:
+// for a KV-cache failure the worker's "Available KV cache memory" line first; then the engine
+// core's logged "EngineCore failed to start." with its traceback ending in
+// "<Exception>: <Message>" (stdout), the traceback Python prints as the engine core process
+// exits (stderr), and the API server's traceback ending in the RuntimeError
+// EngineStartupFailed (stderr). The process would then exit with status 1.
+func (l *Logger) StartupFailure(err *sim.StartupError) {
+	if err == nil {
+		return
+	}
+	exception := err.Exception + ": " + err.Message
+	frames := engineCoreFrames(err.Kind)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	eng := l.engine()
+	if err.Kind == sim.NoKVMemory || err.Kind == sim.MaxModelLenTooLarge {
+		l.record(eng, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(err.Capacity.AvailableKVBytes)))
+	}
+	l.record(eng, Error, "core.py:1231", "EngineCore failed to start.\n"+strings.Join(traceback(frames, exception), "\n"))
+	l.plain(l.stderr, eng, append([]string{"Process EngineCore:"}, traceback(append(append([]frame{}, processFrames...), frames...), exception)...))
+	l.plain(l.stderr, l.api(), traceback(apiServerFrames, "RuntimeError: "+EngineStartupFailed))
+}

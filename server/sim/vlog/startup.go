@@ -1,0 +1,158 @@
+package vlog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// logo is vLLM's startup banner (api_utils.py log_version_and_model), without the version and
+// model that follow its second and third rows.
+var logo = [4]string{
+	"       █     █     █▄   ▄█",
+	" ▄▄ ▄█ █     █     █ ▀▄▀ █",
+	"  █▄█▀ █     █     █     █",
+	"   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀",
+}
+
+// Timings are the durations the startup lines report, in seconds.
+type Timings struct {
+	WeightsLoad  float64 // "Loading weights took %.2f seconds"
+	ModelLoad    float64 // "Model loading took ... GiB and %.6f seconds"
+	GraphCapture float64 // "Graph capturing finished in %.0f secs"
+	Compilation  float64 // torch.compile, "(compilation: %.2f s)"
+	InitEngine   float64 // "init engine (profile, create kv cache, warmup model) took %.2f s"
+}
+
+// StartupTimings derives the reported durations from the model-loading time: reading the
+// weights is about 28% of it (as in a typical small-model startup); torch.compile, the
+// profiling run and CUDA-graph capture grow with the number of layers. The init-engine time
+// (profile, compile, KV-cache allocation, graph capture) excludes model loading, as in vLLM.
+func StartupTimings(s *sim.Setup, loadSeconds float64) Timings {
+	// The whole imitated start-up is split as a real one is spent: about a third loading
+	// weights, the rest profiling, compiling and capturing CUDA graphs.
+	return Timings{
+		WeightsLoad:  0.28 * loadSeconds,
+		ModelLoad:    0.30 * loadSeconds,
+		Compilation:  0.35 * loadSeconds,
+		GraphCapture: 0.15 * loadSeconds,
+		InitEngine:   0.70 * loadSeconds,
+	}
+}
+
+// graphPoolGiB is the CUDA-graph pool reported after capture. The V2 model runner does not
+// take it out of the KV-cache budget, so unless the setup reserves graph memory it is an
+// estimate that grows slowly with depth (about 0.4 GiB for a 28-layer model).
+func graphPoolGiB(s *sim.Setup) float64 {
+	if b := s.Capacity.CUDAGraphBytes; b > 0 {
+		return float64(b) / (1 << 30)
+	}
+	return 0.3 + 0.004*float64(s.ModelProfile.NumLayers)
+}
+
+// Startup writes a successful `vllm serve` startup up to the engine being ready: the logo,
+// the non-default args (a Python dict, keys in the given order), the max model len and
+// chunked-prefill lines, the engine config, model loading (loadSeconds is the whole
+// start-up, split by StartupTimings), the KV-cache sizing lines, CUDA-graph capture and "init engine ... took". The numbers
+// are the setup's, formatted as vLLM formats them.
+func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64) {
+	c := s.Capacity
+	t := StartupTimings(s, loadSeconds)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	api, eng, wrk := l.api(), l.engine(), l.worker(s.TensorParallelSize)
+
+	l.record(api, Info, "api_utils.py:345", strings.Join([]string{
+		"",
+		logo[0],
+		logo[1] + "  version " + Version,
+		logo[2] + "  model   " + s.Model,
+		logo[3],
+		"",
+	}, "\n"))
+	l.record(api, Info, "api_utils.py:273", "non-default args: "+PyDict(nonDefaultArgs))
+	l.record(api, Info, "model.py:1792", fmt.Sprintf("Using max model len %d", s.MaxModelLen))
+	if s.ChunkedPrefillEnabled() {
+		l.record(api, Info, "scheduler.py:242", fmt.Sprintf("Chunked prefill is enabled with max_num_batched_tokens=%d.", s.MaxNumBatchedTokens))
+	}
+
+	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", Version, engineConfig(s)))
+	l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
+	l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
+	l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
+	l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(c.WeightsBytes), t.ModelLoad))
+
+	// With --num-gpu-blocks-override the capacity is sized from the override, but the worker
+	// still reports the profiled budget and the override line shows the profiled block count.
+	profiled := c.AvailableKVBytes
+	if s.NumGPUBlocksOverride > 0 {
+		profiled = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
+	}
+	l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
+		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
+	}
+	l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
+	l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
+	l.record(wrk, Info, "model_runner.py:766", fmt.Sprintf("Graph capturing finished in %.0f secs, took %.2f GiB", t.GraphCapture, graphPoolGiB(s)))
+	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
+}
+
+// floorDiv is Python's a // b for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// engineConfig is the config string of "Initializing a V1 LLM engine", with the nested config
+// objects abbreviated.
+func engineConfig(s *sim.Setup) string {
+	quant := "None"
+	if s.Quantization != "" {
+		quant = strings.ToLower(s.Quantization)
+	}
+	kv := strings.ToLower(s.KVCacheDType)
+	if kv == "" {
+		kv = "auto"
+	}
+	fields := []string{
+		"model=" + pyStr(s.Model),
+		"speculative_config=None",
+		"tokenizer=" + pyStr(s.Model),
+		"skip_tokenizer_init=False",
+		"tokenizer_mode=auto",
+		"revision=None",
+		"tokenizer_revision=None",
+		"trust_remote_code=False",
+		"dtype=torch." + s.ModelDType,
+		fmt.Sprintf("max_seq_len=%d", s.MaxModelLen),
+		"download_dir=None",
+		"load_format=auto",
+		fmt.Sprintf("tensor_parallel_size=%d", s.TensorParallelSize),
+		"pipeline_parallel_size=1",
+		"data_parallel_size=1",
+		"decode_context_parallel_size=1",
+		"dcp_comm_backend=ag_rs",
+		"disable_custom_all_reduce=False",
+		"quantization=" + quant,
+		"quantization_config=None",
+		"enforce_eager=False",
+		"enable_return_routed_experts=False",
+		"kv_cache_dtype=" + kv,
+		"device_config=cuda",
+		"structured_outputs_config=StructuredOutputsConfig(...)",
+		"observability_config=ObservabilityConfig(...)",
+		"seed=0",
+		"served_model_name=" + s.Model,
+		"enable_prefix_caching=" + pyBool(s.PrefixCachingEnabled()),
+		"enable_chunked_prefill=" + pyBool(s.ChunkedPrefillEnabled()),
+		"pooler_config=None",
+		"compilation_config={...}",
+		"kernel_config=KernelConfig(...)",
+	}
+	return strings.Join(fields, ", ")
+}
