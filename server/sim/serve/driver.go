@@ -1,0 +1,238 @@
+package serve
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// event is what a stream is handed: one token, or the end of the request.
+type event struct {
+	token    int
+	index    int
+	finished bool
+	reason   sim.FinishReason
+}
+
+// stream connects one request to its HTTP handler. The driver appends events; the handler
+// drains them. Appending never blocks, so a slow client cannot stall the engine.
+type stream struct {
+	mu     sync.Mutex
+	events []event
+	notify chan struct{} // capacity 1: "there is something to drain"
+	seq    *sim.Sequence
+}
+
+func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
+
+func (s *stream) push(ev event) {
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// drain moves the pending events into buf and returns it.
+func (s *stream) drain(buf []event) []event {
+	s.mu.Lock()
+	buf = append(buf[:0], s.events...)
+	s.events = s.events[:0]
+	s.mu.Unlock()
+	return buf
+}
+
+// stepObserver receives every engine step and every ended request, on the driver goroutine.
+type stepObserver interface {
+	ObserveStep(r *sim.StepResult)
+	ObserveEnded(s *sim.Sequence)
+}
+
+// driver owns the engine and runs its steps on a clock: one timer per step, and the tokens of
+// every stream in a step delivered at the step's end.
+type driver struct {
+	mu        sync.Mutex // guards engine and live
+	engine    *sim.Engine
+	live      map[*sim.Sequence]*stream
+	clock     sim.Clock
+	wake      chan struct{}
+	observers []stepObserver
+	tick      func(now time.Time) // periodic work (the stats line), on the driver goroutine
+	pending   []delivery
+	// virtual is set for a sim.VirtualClock: time then moves only to the next event, never
+	// while waiting for a request.
+	virtual bool
+}
+
+type delivery struct {
+	st *stream
+	ev event
+}
+
+func newDriver(e *sim.Engine, clock sim.Clock) *driver {
+	_, virtual := clock.(*sim.VirtualClock)
+	return &driver{engine: e, clock: clock, live: map[*sim.Sequence]*stream{}, wake: make(chan struct{}, 1), virtual: virtual}
+}
+
+// submit queues a request and returns the stream its tokens arrive on.
+func (d *driver) submit(r sim.Request) (*stream, error) {
+	st := newStream()
+	d.mu.Lock()
+	r.Arrival = d.clock.Now()
+	seq, err := d.engine.Add(r)
+	if err == nil {
+		seq.Tag = st
+		st.seq = seq
+		d.live[seq] = st
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return st, nil
+}
+
+// abort ends a request whose client went away, freeing its KV blocks at once.
+func (d *driver) abort(st *stream) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.live[st.seq]; !ok {
+		return
+	}
+	if d.engine.Abort(st.seq, d.clock.Now()) {
+		for _, o := range d.observers {
+			o.ObserveEnded(st.seq)
+		}
+	}
+	delete(d.live, st.seq)
+	st.push(event{finished: true, reason: sim.FinishAbort})
+}
+
+// abortAll ends every live request (shutdown).
+func (d *driver) abortAll() {
+	d.mu.Lock()
+	streams := make([]*stream, 0, len(d.live))
+	for _, st := range d.live {
+		streams = append(streams, st)
+	}
+	d.mu.Unlock()
+	for _, st := range streams {
+		d.abort(st)
+	}
+}
+
+// inFlight is the number of live requests.
+func (d *driver) inFlight() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.live)
+}
+
+// run steps the engine until ctx ends.
+func (d *driver) run(ctx context.Context) {
+	const maxIdleWait = time.Second // the stats line still needs its ticks when idle
+	for ctx.Err() == nil {
+		d.mu.Lock()
+		now := d.clock.Now()
+		if d.tick != nil {
+			d.tick(now)
+		}
+		r := d.engine.Step(now)
+		for _, o := range d.observers {
+			o.ObserveStep(r)
+		}
+		if r.Idle {
+			next := r.NextReady
+			d.mu.Unlock()
+			if d.virtual {
+				if next.IsZero() {
+					select {
+					case <-d.wake:
+					case <-ctx.Done():
+					}
+				} else {
+					_ = d.clock.SleepUntil(ctx, next)
+				}
+				continue
+			}
+			if next.IsZero() || next.Sub(now) > maxIdleWait {
+				next = now.Add(maxIdleWait)
+			}
+			d.idle(ctx, next)
+			continue
+		}
+		// Hand over at the step's end what the step produced.
+		d.pending = d.pending[:0]
+		for _, out := range r.Outputs {
+			st := out.Seq.Tag.(*stream)
+			d.pending = append(d.pending, delivery{st, event{token: out.Token, index: out.Index, finished: out.Finished, reason: out.Reason}})
+		}
+		for _, s := range r.Finished {
+			delete(d.live, s)
+			for _, o := range d.observers {
+				o.ObserveEnded(s)
+			}
+		}
+		end := r.End
+		d.mu.Unlock()
+		if d.clock.SleepUntil(ctx, end) != nil {
+			return
+		}
+		for _, p := range d.pending {
+			p.st.push(p.ev)
+		}
+	}
+}
+
+// idle waits for new work, until, or the end of ctx.
+func (d *driver) idle(ctx context.Context, until time.Time) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	woke := make(chan struct{})
+	go func() {
+		select {
+		case <-d.wake:
+			cancel()
+		case <-ctx.Done():
+		}
+		close(woke)
+	}()
+	_ = d.clock.SleepUntil(ctx, until)
+	cancel()
+	<-woke
+}
+
+// scaledClock runs simulated time speed times faster than the wall clock.
+type scaledClock struct {
+	start time.Time
+	speed float64
+}
+
+func newScaledClock(speed float64) *scaledClock { return &scaledClock{start: time.Now(), speed: speed} }
+
+func (c *scaledClock) Now() time.Time {
+	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.speed))
+}
+
+func (c *scaledClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Duration(float64(t.Sub(c.Now())) / c.speed)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

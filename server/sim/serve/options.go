@@ -1,0 +1,329 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// Options is a parsed `vllmtop sim` command line.
+type Options struct {
+	Engine           sim.Config
+	Host             string
+	Port             int
+	APIKeys          []string
+	ServedModelNames []string
+	DisableLogStats  bool
+	ForceUsage       bool
+	Speed            float64 // simulated seconds per wall second
+	StartupSeconds   float64 // imitated model-load time before /health turns 200
+	ProfilesPath     string
+	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
+	NonDefault []NamedValue
+}
+
+// NamedValue is one user-set argument.
+type NamedValue struct {
+	Key   string
+	Value any
+}
+
+// UsageError is a command-line error: argparse prints usage and exits 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// HelpRequested is returned when -h/--help was given; the help text is in Text.
+type HelpRequested struct{ Text string }
+
+func (e *HelpRequested) Error() string { return "help requested" }
+
+const usageLine = "usage: vllmtop sim [model_tag] [options]"
+
+// accepted lists `vllm serve` flags the simulator takes and ignores, so real command lines
+// run unchanged. Their values do not change the simulation.
+var accepted = []string{"trust-remote-code", "enforce-eager", "disable-uvicorn-access-log", "disable-log-requests",
+	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice"}
+var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-format", "tokenizer", "revision",
+	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend"}
+
+// ParseArgs parses `vllm serve`'s flags with vLLM's names and defaults. getenv supplies
+// VLLM_API_KEY and VLLM_ALLOW_LONG_MAX_MODEL_LEN.
+func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
+	o := &Options{}
+	fs := pflag.NewFlagSet("vllmtop sim", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	fs.SetInterspersed(true)
+
+	model := fs.String("model", sim.DefaultModel, "Name or path of the Hugging Face model to use (the simulator knows the profiles listed below)")
+	served := fs.StringSlice("served-model-name", nil, "The model name(s) used in the API; the first is the metrics label")
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "Host name to bind (vLLM binds all interfaces by default; the simulator binds loopback unless told)")
+	fs.IntVar(&o.Port, "port", 8000, "Port number")
+	apiKeys := fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
+	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", sim.DefaultGPUMemoryUtilization, "Fraction of GPU memory for this instance (0, 1]")
+	maxModelLen := fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
+	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
+	fs.IntVar(&o.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "Maximum tokens per iteration (default by GPU: 8192 or 2048)")
+	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
+	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
+	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
+	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization (awq, gptq, fp8)")
+	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
+	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
+	prefixOn := fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
+	prefixOff := fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
+	chunkedOn := fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
+	chunkedOff := fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
+	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
+	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
+
+	fs.StringVar(&o.Engine.GPU, "sim-gpu", sim.DefaultGPU, "Simulated GPU profile")
+	fs.StringVar(&o.Engine.Host, "sim-host-profile", sim.DefaultHost, "Simulated host profile: v1 or legacy")
+	fs.Int64Var(&o.Engine.Seed, "sim-seed", 0, "Seed for output lengths, text and step jitter")
+	fs.Float64Var(&o.Engine.Jitter, "sim-jitter", 0, "Relative standard deviation of step times (0 = deterministic)")
+	fs.Float64Var(&o.Speed, "sim-speed", 1, "Simulated seconds per wall-clock second (2 runs twice as fast)")
+	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
+	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
+	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
+	for _, name := range accepted {
+		fs.Bool(name, false, "accepted for compatibility; no effect in the simulator")
+	}
+	for _, name := range acceptedWithValue {
+		fs.String(name, "", "accepted for compatibility; no effect in the simulator")
+	}
+	help := fs.BoolP("help", "h", false, "Show this help")
+
+	args = expandShortAliases(args)
+	if bad := unrecognized(fs, args); len(bad) > 0 {
+		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ")}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, &UsageError{argparseMessage(err)}
+	}
+	if *help {
+		return nil, &HelpRequested{Text: helpText(fs)}
+	}
+
+	pos := fs.Args()
+	if len(pos) > 1 {
+		return nil, &UsageError{"unrecognized arguments: " + strings.Join(pos[1:], " ")}
+	}
+	if len(pos) == 1 {
+		// The positional model_tag overrides --model, as in `vllm serve`.
+		*model = pos[0]
+		o.NonDefault = append(o.NonDefault, NamedValue{"model_tag", pos[0]})
+	}
+	o.Engine.Model = *model
+	if len(pos) == 1 || fs.Changed("model") {
+		o.NonDefault = append(o.NonDefault, NamedValue{"model", *model})
+	}
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "model", "help":
+			return
+		}
+		key := strings.ReplaceAll(f.Name, "-", "_")
+		switch f.Value.Type() {
+		case "int", "int64":
+			n, _ := strconv.ParseInt(f.Value.String(), 10, 64)
+			o.NonDefault = append(o.NonDefault, NamedValue{key, n})
+		case "float64":
+			x, _ := strconv.ParseFloat(f.Value.String(), 64)
+			o.NonDefault = append(o.NonDefault, NamedValue{key, x})
+		case "bool":
+			o.NonDefault = append(o.NonDefault, NamedValue{key, f.Value.String() == "true"})
+		default:
+			o.NonDefault = append(o.NonDefault, NamedValue{key, f.Value.String()})
+		}
+	})
+
+	o.ServedModelNames = *served
+	o.APIKeys = *apiKeys
+	if len(o.APIKeys) == 0 {
+		if k := getenv("VLLM_API_KEY"); k != "" {
+			o.APIKeys = []string{k}
+		}
+	}
+	if *prefixOn && *prefixOff {
+		return nil, &UsageError{"argument --no-enable-prefix-caching: not allowed with argument --enable-prefix-caching"}
+	}
+	switch {
+	case *prefixOn:
+		o.Engine.PrefixCaching = sim.On
+	case *prefixOff:
+		o.Engine.PrefixCaching = sim.Off
+	}
+	if *chunkedOn && *chunkedOff {
+		return nil, &UsageError{"argument --no-enable-chunked-prefill: not allowed with argument --enable-chunked-prefill"}
+	}
+	switch {
+	case *chunkedOn:
+		o.Engine.ChunkedPrefill = sim.On
+	case *chunkedOff:
+		o.Engine.ChunkedPrefill = sim.Off
+	}
+	if *maxModelLen != "" {
+		n, err := ParseMaxModelLen(*maxModelLen)
+		if err != nil {
+			return nil, &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
+		}
+		o.Engine.MaxModelLen = n
+	}
+	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
+
+	if o.Port < 0 || o.Port > 65535 {
+		return nil, &UsageError{fmt.Sprintf("argument --port: %d is not a port number (0-65535)", o.Port)}
+	}
+	if !(o.Speed > 0) || math.IsInf(o.Speed, 0) || o.Speed > 1000 {
+		return nil, &UsageError{fmt.Sprintf("argument --sim-speed: must be greater than 0 and at most 1000, got %g", o.Speed)}
+	}
+	if o.StartupSeconds < 0 || o.StartupSeconds > 3600 {
+		return nil, &UsageError{fmt.Sprintf("argument --sim-startup-seconds: must be between 0 and 3600, got %g", o.StartupSeconds)}
+	}
+	return o, nil
+}
+
+// ParseMaxModelLen accepts vLLM's forms: 4096, 1k (1000), 1K (1024), 25.6k, 2m, 1M.
+func ParseMaxModelLen(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	if t == "-1" || strings.EqualFold(t, "auto") {
+		return 0, errors.New("auto-fit (-1 or auto) is not simulated; give a number")
+	}
+	mult := 1.0
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k':
+			mult = 1000
+		case 'K':
+			mult = 1024
+		case 'm':
+			mult = 1e6
+		case 'M':
+			mult = 1 << 20
+		case 'g':
+			mult = 1e9
+		case 'G':
+			mult = 1 << 30
+		}
+		if mult != 1 {
+			t = t[:n-1]
+		}
+	}
+	x, err := strconv.ParseFloat(t, 64)
+	if err != nil || x <= 0 || math.IsInf(x, 0) || x*mult > 1<<31 {
+		return 0, fmt.Errorf("invalid value %q (a positive number, optionally with k, K, m, M)", s)
+	}
+	return int(x * mult), nil
+}
+
+// expandShortAliases turns vLLM's two-letter aliases into long flags (pflag shorthands are one letter).
+func expandShortAliases(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		switch {
+		case a == "-tp":
+			a = "--tensor-parallel-size"
+		case strings.HasPrefix(a, "-tp="):
+			a = "--tensor-parallel-size=" + a[4:]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// unrecognized lists unknown options and their values the way argparse reports them.
+func unrecognized(fs *pflag.FlagSet, args []string) []string {
+	var bad []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' || isNumber(a) {
+			continue
+		}
+		var known bool
+		var takesValue bool
+		if strings.HasPrefix(a, "--") {
+			name, _, hasEq := strings.Cut(a[2:], "=")
+			f := fs.Lookup(name)
+			known = f != nil
+			takesValue = known && f.Value.Type() != "bool" && !hasEq
+		} else {
+			f := fs.ShorthandLookup(a[1:2])
+			known = f != nil
+			takesValue = known && f.Value.Type() != "bool" && len(a) == 2
+		}
+		if !known {
+			bad = append(bad, a)
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && !strings.Contains(a, "=") {
+				bad = append(bad, args[i+1])
+				i++
+			}
+			continue
+		}
+		if takesValue {
+			i++
+		}
+	}
+	return bad
+}
+
+func isNumber(s string) bool { _, err := strconv.ParseFloat(s, 64); return err == nil }
+
+// argparseMessage rewrites pflag's errors in argparse's words.
+func argparseMessage(err error) string {
+	msg := err.Error()
+	// pflag: `invalid argument "abc" for "--port" flag: strconv.ParseInt: parsing "abc": invalid syntax`
+	if strings.HasPrefix(msg, "invalid argument ") {
+		var value, flag string
+		if _, e := fmt.Sscanf(msg, "invalid argument %q for %q flag:", &value, &flag); e == nil {
+			kind := "value"
+			switch {
+			case strings.Contains(msg, "ParseInt"):
+				kind = "int value"
+			case strings.Contains(msg, "ParseFloat"):
+				kind = "float value"
+			}
+			if i := strings.Index(flag, "--"); i >= 0 {
+				flag = flag[i:]
+			}
+			return fmt.Sprintf("argument %s: invalid %s: '%s'", flag, kind, value)
+		}
+	}
+	if strings.HasPrefix(msg, "flag needs an argument: ") {
+		f := strings.TrimPrefix(msg, "flag needs an argument: ")
+		if i := strings.Index(f, "--"); i >= 0 {
+			f = f[i:]
+		}
+		return fmt.Sprintf("argument %s: expected one argument", strings.Trim(f, "'"))
+	}
+	return msg
+}
+
+func helpText(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString(usageLine + "\n\n")
+	b.WriteString("A simulated vLLM server: `vllm serve`'s flags, log lines, endpoints and /metrics, with a\n")
+	b.WriteString("continuous-batching engine and a GPU roofline model instead of a GPU. It binds 127.0.0.1 by\n")
+	b.WriteString("default (vLLM binds all interfaces): pass --host 0.0.0.0 to serve other machines.\n\n")
+	b.WriteString("Options:\n")
+	b.WriteString(fs.FlagUsagesWrapped(100))
+	b.WriteString("\nSimulated models: " + strings.Join(sim.BuiltinProfiles().ModelNames(), ", ") + "\n")
+	var gpus []string
+	for _, g := range sim.BuiltinProfiles().GPUs {
+		gpus = append(gpus, g.Name)
+	}
+	b.WriteString("Simulated GPUs: " + strings.Join(gpus, ", ") + "\n")
+	return b.String()
+}

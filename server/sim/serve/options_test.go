@@ -1,0 +1,96 @@
+package serve
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+func noEnv(string) string { return "" }
+
+func TestParseArgsLikeVLLMServe(t *testing.T) {
+	o, err := ParseArgs([]string{"--gpu-memory-utilization", "0.8", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len=8k",
+		"-tp", "2", "--no-enable-prefix-caching", "--sim-gpu", "a100", "--trust-remote-code", "--port", "9000"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, "meta-llama/Llama-3.1-8B-Instruct", o.Engine.Model, "the positional model_tag, anywhere")
+	assert.Equal(t, 0.8, o.Engine.GPUMemoryUtilization)
+	assert.Equal(t, 8000, o.Engine.MaxModelLen)
+	assert.Equal(t, 2, o.Engine.TensorParallelSize)
+	assert.Equal(t, sim.Off, o.Engine.PrefixCaching)
+	assert.Equal(t, "a100", o.Engine.GPU)
+	assert.Equal(t, 9000, o.Port)
+	assert.Equal(t, "127.0.0.1", o.Host, "loopback unless told")
+	keys := []string{}
+	for _, nv := range o.NonDefault {
+		keys = append(keys, nv.Key)
+	}
+	assert.Equal(t, []string{"model_tag", "model", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "no_enable_prefix_caching", "sim_gpu", "trust_remote_code", "port"}, keys)
+
+	d, err := ParseArgs(nil, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, sim.DefaultModel, d.Engine.Model)
+	assert.Equal(t, 0.92, d.Engine.GPUMemoryUtilization)
+	assert.Equal(t, 8000, d.Port)
+	assert.Equal(t, 1.0, d.Speed)
+	assert.Empty(t, d.NonDefault)
+}
+
+func TestParseArgsAPIKeyFromEnv(t *testing.T) {
+	env := func(k string) string {
+		if k == "VLLM_API_KEY" {
+			return "from-env"
+		}
+		return ""
+	}
+	o, err := ParseArgs(nil, env)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"from-env"}, o.APIKeys)
+	o, err = ParseArgs([]string{"--api-key", "from-flag"}, env)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"from-flag"}, o.APIKeys, "the flag takes precedence")
+}
+
+func TestParseMaxModelLen(t *testing.T) {
+	for in, want := range map[string]int{"4096": 4096, "1k": 1000, "1K": 1024, "25.6k": 25600, "32K": 32768, "1m": 1000000, "1M": 1048576} {
+		got, err := ParseMaxModelLen(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "abc", "-5", "0", "auto", "-1", "1x", "1e99"} {
+		_, err := ParseMaxModelLen(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--no-such-flag", "3"}, "unrecognized arguments: --no-such-flag 3"},
+		{[]string{"Qwen/Qwen3-0.6B", "--swap-space", "4"}, "unrecognized arguments: --swap-space 4"},
+		{[]string{"a", "b"}, "unrecognized arguments: b"},
+		{[]string{"--port", "abc"}, "argument --port: invalid int value: 'abc'"},
+		{[]string{"--gpu-memory-utilization", "lots"}, "argument --gpu-memory-utilization: invalid float value: 'lots'"},
+		{[]string{"--port"}, "argument --port: expected one argument"},
+		{[]string{"--max-model-len", "big"}, "argument --max-model-len: invalid value"},
+		{[]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, "not allowed with argument"},
+		{[]string{"--sim-speed", "0"}, "argument --sim-speed: must be greater than 0"},
+		{[]string{"--port", "70000"}, "is not a port number"},
+	}
+	for _, tc := range cases {
+		_, err := ParseArgs(tc.args, noEnv)
+		var ue *UsageError
+		require.True(t, errors.As(err, &ue), "%v: %v", tc.args, err)
+		assert.Contains(t, ue.Msg, tc.msg, "%v", tc.args)
+	}
+	_, err := ParseArgs([]string{"--help"}, noEnv)
+	var help *HelpRequested
+	require.ErrorAs(t, err, &help)
+	assert.Contains(t, help.Text, "binds 127.0.0.1 by")
+	assert.Contains(t, help.Text, "--gpu-memory-utilization")
+	assert.Contains(t, help.Text, "meta-llama/Llama-3.1-8B-Instruct")
+}
