@@ -29,8 +29,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case "sim":
 			return runSim(args[1:], stdout, stderr)
-		case "bench", "metrics":
-			return notYet(stderr, args[0])
+		case "bench":
+			return runBench(args[1:], stdout, stderr)
+		case "metrics":
+			return runMetrics(args[1:], stdout, stderr)
 		}
 	}
 	return notYet(stderr, "dashboard")
