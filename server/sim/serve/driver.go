@@ -23,11 +23,17 @@ type stream struct {
 	events []event
 	notify chan struct{} // capacity 1: "there is something to drain"
 	seq    *sim.Sequence
+	// sink, when set, takes events directly instead of the queue (streamed responses).
+	sink *sseSink
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
 
 func (s *stream) push(ev event) {
+	if s.sink != nil {
+		s.sink.deliver(ev)
+		return
+	}
 	s.mu.Lock()
 	s.events = append(s.events, ev)
 	s.mu.Unlock()
@@ -78,9 +84,8 @@ func newDriver(e *sim.Engine, clock sim.Clock) *driver {
 	return &driver{engine: e, clock: clock, live: map[*sim.Sequence]*stream{}, wake: make(chan struct{}, 1), virtual: virtual}
 }
 
-// submit queues a request and returns the stream its tokens arrive on.
-func (d *driver) submit(r sim.Request) (*stream, error) {
-	st := newStream()
+// submit queues a request; its tokens arrive on st.
+func (d *driver) submit(r sim.Request, st *stream) error {
 	d.mu.Lock()
 	r.Arrival = d.clock.Now()
 	seq, err := d.engine.Add(r)
@@ -91,13 +96,13 @@ func (d *driver) submit(r sim.Request) (*stream, error) {
 	}
 	d.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	select {
 	case d.wake <- struct{}{}:
 	default:
 	}
-	return st, nil
+	return nil
 }
 
 // abort ends a request whose client went away, freeing its KV blocks at once.
@@ -186,8 +191,17 @@ func (d *driver) run(ctx context.Context) {
 		if d.clock.SleepUntil(ctx, end) != nil {
 			return
 		}
-		for _, p := range d.pending {
-			p.st.push(p.ev)
+		d.deliver()
+	}
+}
+
+// deliver hands the step's tokens to their streams in one pass, in the same order every
+// step (admission order), so a stream's place in the pass, and so its delay, stays put.
+func (d *driver) deliver() {
+	for _, p := range d.pending {
+		p.st.push(p.ev)
+		if p.st.sink != nil && p.st.sink.failed() {
+			d.abort(p.st) // the client stopped reading or went away
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -175,15 +176,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		id = "cmpl-" + id
 	}
-	st, err := s.drv.submit(sim.Request{ID: id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS})
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
-		return
-	}
 	c := chunker{id: id, chat: chat, created: time.Now().Unix(), model: s.modelName, promptTokens: len(prompt)}
 	if req.Model != "" {
 		c.model = req.Model
 	}
+	st := newStream()
 	if req.Stream {
 		if o := req.StreamOptions; o != nil && o.IncludeUsage {
 			c.usage = true
@@ -192,62 +189,129 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		if s.opts.ForceUsage {
 			c.usage, c.continuous = true, true
 		}
-		s.streamResponse(w, r, st, &c)
+		st.sink = newSSESink(w, &c)
+		st.sink.onWrite = s.onWrite
+		st.sink.start()
+	}
+	if err := s.drv.submit(sim.Request{ID: id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS}, st); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
+		return
+	}
+	if req.Stream {
+		s.streamResponse(r, st)
 		return
 	}
 	s.wholeResponse(w, r, st, &c)
 }
 
-// streamResponse writes SSE chunks as the driver hands over tokens: one flush per engine step.
-func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, st *stream, c *chunker) {
-	h := w.Header()
+// streamResponse waits while the driver writes the stream (see sseSink), or until the
+// client goes away, which aborts the request and frees its KV blocks.
+func (s *Server) streamResponse(r *http.Request, st *stream) {
+	select {
+	case <-st.sink.done:
+	case <-r.Context().Done():
+		st.sink.close()
+		s.drv.abort(st)
+	}
+	st.sink.close() // no write may reach w after the handler returns
+}
+
+// sseSink writes a streamed response from the driver goroutine: at the end of each step the
+// driver writes every stream's chunk in one pass, in the same order each step, with no
+// goroutine hand-off per token. That keeps the gaps a client sees close to the engine's.
+type sseSink struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	c      *chunker
+	buf    []byte
+	closed bool
+	err    error
+	done   chan struct{} // closed once the response is complete
+	// deadline is the current write deadline, renewed when half of it is used, so that
+	// most writes do not touch the connection's timer.
+	deadline time.Time
+	// onWrite, when set, sees the time each token's chunk was written (pacing benchmarks).
+	onWrite func(id string, at time.Time)
+}
+
+// writeTimeout bounds one write: a client that stops reading loses its stream instead of
+// stalling the engine for everyone.
+const writeTimeout = 200 * time.Millisecond
+
+func newSSESink(w http.ResponseWriter, c *chunker) *sseSink {
+	return &sseSink{w: w, rc: http.NewResponseController(w), c: c, buf: make([]byte, 0, 1024), done: make(chan struct{})}
+}
+
+func (k *sseSink) failed() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err != nil
+}
+
+// start sends the response headers at once, as vLLM's streaming response does.
+func (k *sseSink) start() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h := k.w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
+	k.w.WriteHeader(http.StatusOK)
+	_ = k.rc.Flush()
+}
+
+// close stops all further writes; the response is over.
+func (k *sseSink) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.finish()
+}
+
+// finish marks the response complete; the caller holds k.mu.
+func (k *sseSink) finish() {
+	if k.closed {
+		return
 	}
-	var events []event
-	buf := make([]byte, 0, 1024)
-	for {
-		select {
-		case <-st.notify:
-		case <-r.Context().Done():
-			s.drv.abort(st) // the client went away: free its KV blocks now
-			return
+	k.closed = true
+	// The connection may serve another request: clear the per-write deadline.
+	_ = k.rc.SetWriteDeadline(time.Time{})
+	close(k.done)
+}
+
+func (k *sseSink) deliver(ev event) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
+	b := k.buf[:0]
+	finished := ev.finished
+	if ev.reason == sim.FinishAbort {
+		b = append(b, "data: {\"error\": {\"message\": \"The request was aborted: the server is shutting down.\", \"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n"...)
+	} else {
+		b = k.c.appendToken(b, ev)
+		if finished && k.c.usage {
+			b = k.c.appendUsageChunk(b)
 		}
-		events = st.drain(events)
-		buf = buf[:0]
-		done := false
-		for _, ev := range events {
-			if ev.reason == sim.FinishAbort {
-				buf = append(buf, "data: {\"error\": {\"message\": \"The request was aborted: the server is shutting down.\", \"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n"...)
-				done = true
-				break
-			}
-			buf = c.appendToken(buf, ev)
-			if ev.finished {
-				if c.usage {
-					buf = c.appendUsageChunk(buf)
-				}
-				done = true
-				break
-			}
-		}
-		if done {
-			buf = append(buf, "data: [DONE]\n\n"...)
-		}
-		if _, err := w.Write(buf); err != nil {
-			s.drv.abort(st)
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		if done {
-			return
-		}
+	}
+	if finished {
+		b = append(b, "data: [DONE]\n\n"...)
+	}
+	k.buf = b
+	if now := time.Now(); k.deadline.Sub(now) < writeTimeout/2 {
+		k.deadline = now.Add(writeTimeout)
+		_ = k.rc.SetWriteDeadline(k.deadline)
+	}
+	if _, err := k.w.Write(b); err != nil {
+		k.err = err
+	} else if err := k.rc.Flush(); err != nil {
+		k.err = err
+	}
+	if k.onWrite != nil && ev.reason != sim.FinishAbort {
+		k.onWrite(k.c.id, time.Now())
+	}
+	if finished || k.err != nil {
+		k.finish()
 	}
 }
 

@@ -33,6 +33,7 @@ type Server struct {
 	created   int64
 	permID    string
 	mux       *http.ServeMux
+	onWrite   func(id string, at time.Time) // see sseSink.onWrite
 }
 
 // Routes the server answers, as vLLM lists them at startup.
