@@ -1,0 +1,416 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Endpoint paths vLLM serves.
+const (
+	EndpointCompletions = "/v1/completions"
+	EndpointChat        = "/v1/chat/completions"
+)
+
+// Defaults for a request's deadlines.
+const (
+	DefaultRequestTimeout = 30 * time.Minute // a whole request, however long its output
+	DefaultStallTimeout   = 2 * time.Minute  // no byte at all for this long ends the request
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// ClientConfig says where and how to send requests.
+type ClientConfig struct {
+	BaseURL  string // e.g. http://127.0.0.1:8000
+	Endpoint string // EndpointCompletions (default) or EndpointChat
+	Model    string
+	// APIKey is sent as a Bearer token; it is never logged or shown.
+	APIKey         string
+	RequestTimeout time.Duration
+	StallTimeout   time.Duration
+	Insecure       bool   // skip TLS verification
+	CAFile         string // extra CA for https
+}
+
+// Client sends streaming completion requests and measures them as bytes arrive.
+// It is safe for concurrent use.
+type Client struct {
+	cfg     ClientConfig
+	url     string
+	chat    bool
+	hc      *http.Client
+	readers sync.Pool
+}
+
+// APIKeyFromEnv returns the key from OPENAI_API_KEY or VLLM_API_KEY, in that order.
+func APIKeyFromEnv(getenv func(string) string) string {
+	if k := getenv("OPENAI_API_KEY"); k != "" {
+		return k
+	}
+	return getenv("VLLM_API_KEY")
+}
+
+// NewClient checks the configuration and builds a client whose connection pool never limits
+// concurrency (Go's default keeps 2 idle connections per host, which would churn).
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = EndpointCompletions
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("base URL %q: want http://host:port or https://host:port", cfg.BaseURL)
+	}
+	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user asked for --insecure
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no certificate found", cfg.CAFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	tr := &http.Transport{
+		Proxy:               nil, // loopback and cluster-internal servers: never through a proxy
+		DialContext:         (&net.Dialer{Timeout: DefaultConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        10000,
+		MaxIdleConnsPerHost: 10000,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		TLSClientConfig:     tlsCfg,
+		ForceAttemptHTTP2:   false,
+	}
+	c := &Client{
+		cfg:  cfg,
+		url:  u.String() + cfg.Endpoint,
+		chat: strings.Contains(cfg.Endpoint, "chat"),
+		hc:   &http.Client{Transport: tr}, // no Client.Timeout: streams are bounded by contexts
+	}
+	c.readers.New = func() any { return bufio.NewReaderSize(nil, 8<<10) }
+	return c, nil
+}
+
+// BaseURL returns the server's base URL.
+func (c *Client) BaseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
+
+// Config returns the client's configuration.
+func (c *Client) Config() ClientConfig { return c.cfg }
+
+// Prompt is one request's input and its output length.
+type Prompt struct {
+	Text         string
+	InputTokens  int // expected prompt tokens (the server's usage replaces it)
+	OutputTokens int // max_tokens
+	IgnoreEOS    bool
+}
+
+// ErrorClass names why a request failed; empty means it succeeded.
+type ErrorClass string
+
+const (
+	ErrNone        ErrorClass = ""
+	ErrHTTP400     ErrorClass = "http_400"
+	ErrHTTP401     ErrorClass = "http_401"
+	ErrHTTP403     ErrorClass = "http_403"
+	ErrHTTP404     ErrorClass = "http_404"
+	ErrHTTP429     ErrorClass = "http_429"
+	ErrHTTP4xx     ErrorClass = "http_4xx"
+	ErrHTTP5xx     ErrorClass = "http_5xx"
+	ErrConnect     ErrorClass = "connect"      // no connection (refused, unreachable, DNS)
+	ErrReset       ErrorClass = "reset"        // the connection broke mid-response
+	ErrTimeout     ErrorClass = "timeout"      // the request or a read stalled past its deadline
+	ErrStreamError ErrorClass = "stream_error" // an error event after the stream began
+	ErrTruncated   ErrorClass = "truncated"    // the stream ended without finishing
+	ErrNoTokens    ErrorClass = "no_tokens"    // the stream finished without any output
+	ErrCanceled    ErrorClass = "canceled"     // stopped by the caller (not a server failure)
+)
+
+// Result is one request, measured. Durations are from the actual send unless named otherwise.
+type Result struct {
+	Index  int  `json:"index"`
+	Epoch  int  `json:"epoch"`
+	Warmup bool `json:"warmup,omitempty"`
+	// Intended is when the schedule wanted the request sent; Start is when it was. The
+	// difference is client-side queueing (open loop with a concurrency cap, or a late loader).
+	Intended     time.Time       `json:"intended"`
+	Start        time.Time       `json:"start"`
+	TTFT         time.Duration   `json:"ttft_ns"`
+	E2EL         time.Duration   `json:"e2el_ns"`
+	ITLs         []time.Duration `json:"itl_ns,omitempty"`
+	PromptTokens int             `json:"prompt_tokens"`
+	OutputTokens int             `json:"output_tokens"`
+	// OutputFromUsage is false when the server sent no usage and the tokens were counted as
+	// content chunks.
+	OutputFromUsage bool       `json:"output_from_usage"`
+	Chunks          int        `json:"chunks"`
+	FinishReason    string     `json:"finish_reason,omitempty"`
+	Status          int        `json:"status"`
+	Error           ErrorClass `json:"error,omitempty"`
+	ErrorMessage    string     `json:"error_message,omitempty"`
+}
+
+// OK reports whether the request succeeded.
+func (r *Result) OK() bool { return r.Error == ErrNone }
+
+// TPOT is (E2EL - TTFT) / (output tokens - 1), as vLLM's benchmark defines it; false for
+// requests with fewer than two output tokens.
+func (r *Result) TPOT() (time.Duration, bool) {
+	if r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2EL - r.TTFT) / time.Duration(r.OutputTokens-1), true
+}
+
+// QueueDelay is how long the request waited on the client before it was sent.
+func (r *Result) QueueDelay() time.Duration {
+	if r.Intended.IsZero() || r.Start.Before(r.Intended) {
+		return 0
+	}
+	return r.Start.Sub(r.Intended)
+}
+
+// TokenSink receives the watched request's text as it arrives.
+type TokenSink interface {
+	Token(text string, at time.Time)
+}
+
+type requestBody struct {
+	Model               string           `json:"model,omitempty"`
+	Prompt              string           `json:"prompt,omitempty"`
+	Messages            []map[string]any `json:"messages,omitempty"`
+	MaxTokens           int              `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int              `json:"max_completion_tokens,omitempty"`
+	Stream              bool             `json:"stream"`
+	StreamOptions       map[string]bool  `json:"stream_options"`
+	IgnoreEOS           bool             `json:"ignore_eos,omitempty"`
+}
+
+func (c *Client) body(p Prompt) ([]byte, error) {
+	b := requestBody{Model: c.cfg.Model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
+	if c.chat {
+		b.Messages = []map[string]any{{"role": "user", "content": p.Text}}
+		b.MaxCompletionTokens = p.OutputTokens
+	} else {
+		b.Prompt = p.Text
+		b.MaxTokens = p.OutputTokens
+	}
+	return json.Marshal(b)
+}
+
+// Do sends one streaming request and measures it. It never panics on bad input and always
+// returns within the request deadline; failures come back as a Result with an ErrorClass.
+func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
+	res := Result{PromptTokens: p.InputTokens}
+	body, err := c.body(p)
+	if err != nil {
+		res.Error, res.ErrorMessage = ErrHTTP400, err.Error()
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	// A stall timer cancels the request when nothing arrives for StallTimeout.
+	var stalled bool
+	var stallMu sync.Mutex
+	stall := time.AfterFunc(c.cfg.StallTimeout, func() {
+		stallMu.Lock()
+		stalled = true
+		stallMu.Unlock()
+		cancel()
+	})
+	defer stall.Stop()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		res.Error, res.ErrorMessage = ErrConnect, err.Error()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+
+	start := time.Now()
+	res.Start = start
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stalled, &stallMu, true)
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		res.Error = classifyStatus(resp.StatusCode)
+		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
+		return res
+	}
+
+	br := c.readers.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() {
+		br.Reset(nil)
+		c.readers.Put(br)
+	}()
+	var (
+		events      EventReader
+		long        []byte // a line longer than the reader's buffer
+		lastContent time.Time
+		lastEvent   time.Time
+		done        bool
+		usageSeen   bool
+		contentSeen int
+	)
+	handle := func(payload []byte, at time.Time) bool {
+		lastEvent = at
+		ch := ParseData(payload)
+		if ch.HasUsage {
+			usageSeen = true
+			if ch.PromptTokens > 0 {
+				res.PromptTokens = ch.PromptTokens
+			}
+			res.OutputTokens = ch.CompletionTokens
+		}
+		switch ch.Kind {
+		case ChunkContent:
+			if len(ch.Text) > 0 {
+				if contentSeen == 0 {
+					res.TTFT = at.Sub(start)
+				} else {
+					res.ITLs = append(res.ITLs, at.Sub(lastContent))
+				}
+				lastContent = at
+				contentSeen++
+				if watch != nil {
+					watch.Token(UnescapeText(ch.Text), at)
+				}
+			}
+			if ch.FinishReason != "" {
+				res.FinishReason = ch.FinishReason
+			}
+		case ChunkError:
+			res.Error, res.ErrorMessage = ErrStreamError, ch.ErrorMessage
+			return false
+		case ChunkDone:
+			done = true
+			return false
+		}
+		return true
+	}
+
+	for {
+		line, err := br.ReadSlice('\n')
+		at := time.Now()
+		if len(line) > 0 {
+			stall.Reset(c.cfg.StallTimeout)
+		}
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if payload, ok := events.Line(bytes.TrimSuffix(line, []byte{'\n'})); ok {
+			if !handle(payload, at) {
+				break
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				if payload, ok := events.Flush(); ok {
+					handle(payload, at)
+				}
+				break
+			}
+			res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stalled, &stallMu, false)
+			break
+		}
+	}
+	res.Chunks = contentSeen
+	if !lastEvent.IsZero() {
+		res.E2EL = lastEvent.Sub(start)
+	}
+	if !usageSeen {
+		res.OutputTokens = contentSeen
+	}
+	res.OutputFromUsage = usageSeen
+	if res.Error != ErrNone {
+		return res
+	}
+	switch {
+	case !done && res.FinishReason == "":
+		res.Error, res.ErrorMessage = ErrTruncated, "the stream ended before the response finished"
+	case contentSeen == 0:
+		res.Error, res.ErrorMessage = ErrNoTokens, "the response finished without any output"
+	}
+	return res
+}
+
+func classifyStatus(code int) ErrorClass {
+	switch code {
+	case 400:
+		return ErrHTTP400
+	case 401:
+		return ErrHTTP401
+	case 403:
+		return ErrHTTP403
+	case 404:
+		return ErrHTTP404
+	case 429:
+		return ErrHTTP429
+	}
+	if code >= 500 {
+		return ErrHTTP5xx
+	}
+	return ErrHTTP4xx
+}
+
+// classifyTransport names a network failure: before a response (connect) or during one (reset).
+func classifyTransport(ctx context.Context, err error, stalled *bool, mu *sync.Mutex, beforeResponse bool) (ErrorClass, string) {
+	mu.Lock()
+	s := *stalled
+	mu.Unlock()
+	switch {
+	case s:
+		return ErrTimeout, "no data for the stall timeout"
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ErrTimeout, "request deadline exceeded"
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ErrCanceled, "canceled"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ErrTimeout, err.Error()
+	}
+	if beforeResponse {
+		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return ErrReset, err.Error()
+		}
+		return ErrConnect, err.Error()
+	}
+	return ErrReset, err.Error()
+}

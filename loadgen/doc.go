@@ -1,0 +1,10 @@
+// Package loadgen is the client side of a benchmark: workloads (random, fixed, ShareGPT), a
+// streaming OpenAI-compatible client that timestamps chunks as their bytes arrive, a Runner
+// that holds a concurrency (or a request rate) the caller can change while it runs, and the
+// statistics vLLM's benchmark reports, exact over a run and windowed for live views.
+//
+// Concurrency: Runner's setters (SetConcurrency, SetRate, Pause, Resume, Watch) are safe from
+// any goroutine. Results go to the Runner's sinks (a JSONL file, a Recorder, a Live window) from
+// the request goroutines; those sinks are safe for concurrent use. Nothing here imports the
+// UI; nothing emits a message per token.
+package loadgen

@@ -1,0 +1,221 @@
+package loadgen
+
+import (
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Latency histograms record microseconds from 1 µs to an hour, to 3 significant digits.
+const (
+	hdrMin    = 1
+	hdrMax    = int64(time.Hour / time.Microsecond)
+	hdrDigits = 3
+)
+
+type latencies struct {
+	ttft, tpot, itl, e2el, queue *hdrhistogram.Histogram
+}
+
+func newLatencies() latencies {
+	h := func() *hdrhistogram.Histogram { return hdrhistogram.New(hdrMin, hdrMax, hdrDigits) }
+	return latencies{h(), h(), h(), h(), h()}
+}
+
+func (l latencies) reset() {
+	for _, h := range l.all() {
+		h.Reset()
+	}
+}
+
+func (l latencies) all() []*hdrhistogram.Histogram {
+	return []*hdrhistogram.Histogram{l.ttft, l.tpot, l.itl, l.e2el, l.queue}
+}
+
+func (l latencies) merge(o latencies) {
+	a, b := l.all(), o.all()
+	for i := range a {
+		a[i].Merge(b[i])
+	}
+}
+
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(min(max(int64(d/time.Microsecond), hdrMin), hdrMax))
+}
+
+type interval struct {
+	lat        latencies
+	requests   int
+	failures   int
+	byClass    map[ErrorClass]int
+	outTokens  int
+	inTokens   int
+	start, end time.Time
+}
+
+func newInterval() *interval { return &interval{lat: newLatencies(), byClass: map[ErrorClass]int{}} }
+
+func (iv *interval) reset(start time.Time) {
+	iv.lat.reset()
+	iv.requests, iv.failures, iv.outTokens, iv.inTokens = 0, 0, 0, 0
+	clear(iv.byClass)
+	iv.start, iv.end = start, time.Time{}
+}
+
+// Quantiles are latency percentiles (p50, p90, p99) of one metric; N is the sample count.
+type Quantiles struct {
+	P50, P90, P99 time.Duration
+	N             int64
+}
+
+func quantiles(h *hdrhistogram.Histogram) Quantiles {
+	q := func(p float64) time.Duration { return time.Duration(h.ValueAtQuantile(p)) * time.Microsecond }
+	return Quantiles{P50: q(50), P90: q(90), P99: q(99), N: h.TotalCount()}
+}
+
+// Point is the load over one interval: what a chart plots.
+type Point struct {
+	At                 time.Time
+	Requests           int // finished successfully in the interval
+	Failures           int
+	RequestsPerSec     float64
+	OutputTokensPerSec float64
+	TTFT, TPOT, ITL    Quantiles
+	E2EL, Queue        Quantiles
+}
+
+// WindowStats summarises the last window of intervals.
+type WindowStats struct {
+	Span               time.Duration
+	Requests, Failures int
+	FailuresByClass    map[ErrorClass]int
+	RequestsPerSec     float64
+	OutputTokensPerSec float64
+	TTFT, TPOT, ITL    Quantiles
+	E2EL, Queue        Quantiles
+}
+
+// Live aggregates results for a live view with bounded memory: the current interval, a
+// sliding window of closed intervals (HDR histograms), and a ring of per-interval points for
+// charts. Safe for concurrent use: Add is called from request goroutines, Tick and Window from
+// the view's ticker.
+type Live struct {
+	mu     sync.Mutex
+	cur    *interval
+	slots  []*interval // ring of closed intervals, for the sliding window
+	next   int
+	filled int
+	points []Point // ring of per-interval points
+	pNext  int
+	pLen   int
+}
+
+// NewLive keeps windowSlots closed intervals for the window and maxPoints chart points.
+func NewLive(windowSlots, maxPoints int, now time.Time) *Live {
+	l := &Live{cur: newInterval(), slots: make([]*interval, max(1, windowSlots)), points: make([]Point, max(1, maxPoints))}
+	for i := range l.slots {
+		l.slots[i] = newInterval()
+	}
+	l.cur.start = now
+	return l
+}
+
+// Add records one finished request (warm-ups and cancellations are not counted).
+func (l *Live) Add(r Result) {
+	if r.Warmup || r.Error == ErrCanceled {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	iv := l.cur
+	if !r.OK() {
+		iv.failures++
+		iv.byClass[r.Error]++
+		return
+	}
+	iv.requests++
+	iv.outTokens += r.OutputTokens
+	iv.inTokens += r.PromptTokens
+	record(iv.lat.ttft, r.TTFT)
+	record(iv.lat.e2el, r.E2EL)
+	record(iv.lat.queue, r.QueueDelay())
+	if t, ok := r.TPOT(); ok {
+		record(iv.lat.tpot, t)
+	}
+	for _, d := range r.ITLs {
+		record(iv.lat.itl, d)
+	}
+}
+
+// Tick closes the current interval at now, adds it to the window and the chart points, and
+// returns its point.
+func (l *Live) Tick(now time.Time) Point {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	iv := l.cur
+	iv.end = now
+	p := Point{At: now, Requests: iv.requests, Failures: iv.failures,
+		TTFT: quantiles(iv.lat.ttft), TPOT: quantiles(iv.lat.tpot), ITL: quantiles(iv.lat.itl),
+		E2EL: quantiles(iv.lat.e2el), Queue: quantiles(iv.lat.queue)}
+	if sec := now.Sub(iv.start).Seconds(); sec > 0 {
+		p.RequestsPerSec = float64(iv.requests) / sec
+		p.OutputTokensPerSec = float64(iv.outTokens) / sec
+	}
+	l.points[l.pNext] = p
+	l.pNext = (l.pNext + 1) % len(l.points)
+	l.pLen = min(l.pLen+1, len(l.points))
+	// Swap the closed interval into the ring; the evicted slot becomes the new current one.
+	evicted := l.slots[l.next]
+	l.slots[l.next] = iv
+	l.next = (l.next + 1) % len(l.slots)
+	l.filled = min(l.filled+1, len(l.slots))
+	evicted.reset(now)
+	l.cur = evicted
+	return p
+}
+
+// Points returns the chart points, oldest first.
+func (l *Live) Points() []Point {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Point, 0, l.pLen)
+	for i := 0; i < l.pLen; i++ {
+		out = append(out, l.points[(l.pNext-l.pLen+i+len(l.points))%len(l.points)])
+	}
+	return out
+}
+
+// Window merges the closed intervals of the window.
+func (l *Live) Window() WindowStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	merged := newLatencies()
+	w := WindowStats{FailuresByClass: map[ErrorClass]int{}}
+	var out int
+	var first, last time.Time
+	for i := 0; i < l.filled; i++ {
+		iv := l.slots[(l.next-1-i+len(l.slots))%len(l.slots)]
+		merged.merge(iv.lat)
+		w.Requests += iv.requests
+		w.Failures += iv.failures
+		for k, v := range iv.byClass {
+			w.FailuresByClass[k] += v
+		}
+		out += iv.outTokens
+		if first.IsZero() || iv.start.Before(first) {
+			first = iv.start
+		}
+		if iv.end.After(last) {
+			last = iv.end
+		}
+	}
+	w.Span = last.Sub(first)
+	if sec := w.Span.Seconds(); sec > 0 {
+		w.RequestsPerSec = float64(w.Requests) / sec
+		w.OutputTokensPerSec = float64(out) / sec
+	}
+	w.TTFT, w.TPOT, w.ITL = quantiles(merged.ttft), quantiles(merged.tpot), quantiles(merged.itl)
+	w.E2EL, w.Queue = quantiles(merged.e2el), quantiles(merged.queue)
+	return w
+}
