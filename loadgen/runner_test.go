@@ -70,7 +70,9 @@ func (g *gateServer) noMoreArrivals(t *testing.T) {
 	}
 }
 
-func fixedWorkload() Workload { return &Fixed{P: Prompt{Text: "hello", InputTokens: 3, OutputTokens: 1}} }
+func fixedWorkload() Workload {
+	return &Fixed{P: Prompt{Text: "hello", InputTokens: 3, OutputTokens: 1}}
+}
 
 func TestClosedLoopHoldsConcurrencyAndFollowsChanges(t *testing.T) {
 	g := newGateServer(t)
