@@ -16,6 +16,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -222,7 +223,7 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 // Do sends one streaming request and measures it. It never panics on bad input and always
 // returns within the request deadline; failures come back as a Result with an ErrorClass.
 func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
-	res := Result{PromptTokens: p.InputTokens}
+	res := Result{PromptTokens: p.InputTokens, ITLs: make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))}
 	body, err := c.body(p)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrHTTP400, err.Error()
@@ -230,10 +231,20 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	// A stall timer cancels the request when nothing arrives for StallTimeout.
+	// A stall timer cancels the request when nothing arrives for StallTimeout. Reading only
+	// notes the time of the last byte; the timer re-arms itself for the remainder, so the
+	// hot path never touches it.
 	var stalled bool
 	var stallMu sync.Mutex
-	stall := time.AfterFunc(c.cfg.StallTimeout, func() {
+	var lastByte atomic.Int64
+	lastByte.Store(time.Now().UnixNano())
+	var stall *time.Timer
+	stall = time.AfterFunc(c.cfg.StallTimeout, func() {
+		idle := time.Since(time.Unix(0, lastByte.Load()))
+		if idle < c.cfg.StallTimeout {
+			stall.Reset(c.cfg.StallTimeout - idle)
+			return
+		}
 		stallMu.Lock()
 		stalled = true
 		stallMu.Unlock()
@@ -324,7 +335,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 		line, err := br.ReadSlice('\n')
 		at := time.Now()
 		if len(line) > 0 {
-			stall.Reset(c.cfg.StallTimeout)
+			lastByte.Store(at.UnixNano())
 		}
 		if err == bufio.ErrBufferFull {
 			long = append(long, line...)

@@ -33,7 +33,6 @@ type Chunk struct {
 
 var (
 	doneData     = []byte("[DONE]")
-	emptyChoices = []byte(`"choices":[]`)
 	textKey      = []byte(`"text":"`)
 	contentKey   = []byte(`"content":"`)
 	reasoningKey = []byte(`"reasoning":"`)
@@ -105,41 +104,43 @@ func ParseData(data []byte) Chunk {
 	if bytes.Equal(data, doneData) {
 		return Chunk{Kind: ChunkDone}
 	}
-	if bytes.HasPrefix(data, errorPrefix) || bytes.Contains(data, objectError) {
+	// An error object starts the payload (vLLM) or names itself early (older flat errors).
+	if bytes.HasPrefix(data, errorPrefix) || bytes.Contains(data[:min(len(data), 64)], objectError) {
 		return Chunk{Kind: ChunkError, ErrorMessage: errorMessage(data)}
 	}
-	if !bytes.Contains(data, choicesKey) {
+	p := bytes.Index(data, choicesKey)
+	if p < 0 {
 		return parseSlow(data) // not vLLM's compact form: decode it properly
 	}
+	rest := data[p+len(choicesKey):]
 	var c Chunk
-	if i := bytes.Index(data, usageKey); i >= 0 {
-		u := data[i:]
+	// usage follows the choices in every chunk that has it.
+	if i := bytes.Index(rest, usageKey); i >= 0 {
+		u := rest[i:]
 		c.PromptTokens, c.HasUsage = intAfter(u, promptKey)
 		var ok bool
 		if c.CompletionTokens, ok = intAfter(u, complKey); ok {
 			c.HasUsage = true
 		}
 	}
-	if bytes.Contains(data, emptyChoices) {
-		if c.HasUsage {
+	if len(rest) == 0 || rest[0] != '{' {
+		if len(rest) > 0 && rest[0] == ']' && c.HasUsage {
 			c.Kind = ChunkUsage
 		}
 		return c
 	}
-	if !bytes.Contains(data, []byte(`"choices":[{`)) {
-		return c
-	}
 	c.Kind = ChunkContent
 	for _, key := range [][]byte{textKey, contentKey, reasoningKey} {
-		if i := bytes.Index(data, key); i >= 0 {
-			c.Text = jsonStringBody(data[i+len(key):])
+		if i := bytes.Index(rest, key); i >= 0 {
+			c.Text = jsonStringBody(rest[i+len(key):])
 			if len(c.Text) > 0 {
+				rest = rest[i+len(key)+len(c.Text):]
 				break
 			}
 		}
 	}
-	if i := bytes.Index(data, finishKey); i >= 0 {
-		c.FinishReason = string(jsonStringBody(data[i+len(finishKey):]))
+	if i := bytes.Index(rest, finishKey); i >= 0 {
+		c.FinishReason = string(jsonStringBody(rest[i+len(finishKey):]))
 	}
 	return c
 }

@@ -1,0 +1,73 @@
+package loadgen_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// startSim serves the simulator on a loopback port on the wall clock, sped up.
+func startSim(t *testing.T, args ...string) string {
+	t.Helper()
+	opts, err := serve.ParseArgs(append(args, "--sim-startup-seconds", "0"), func(string) string { return "" })
+	require.NoError(t, err)
+	setup, err := sim.Resolve(opts.Engine, nil)
+	require.NoError(t, err)
+	srv := serve.New(opts, setup, nil, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Run(ctx, ln, time.Second)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, srv.Ready, 5*time.Second, time.Millisecond)
+	return "http://" + ln.Addr().String()
+}
+
+func TestSweepAgainstTheSimulator(t *testing.T) {
+	url := startSim(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--sim-speed", "20")
+	for _, endpoint := range []string{loadgen.EndpointCompletions, loadgen.EndpointChat} {
+		t.Run(endpoint, func(t *testing.T) {
+			c, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url, Endpoint: endpoint})
+			require.NoError(t, err)
+			vocab, err := loadgen.CalibrateVocab(context.Background(), c)
+			require.NoError(t, err)
+			assert.True(t, vocab.Checked, "the simulator has /tokenize")
+			w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: 128, OutputLen: 32, RangeRatio: 0.25, IgnoreEOS: true, Seed: 1}, vocab)
+			require.NoError(t, err)
+			var prev float64
+			for _, conc := range []int{1, 8, 32} {
+				var rec loadgen.Recorder
+				r := loadgen.NewRunner(c, loadgen.RunnerConfig{Workload: w, Concurrency: conc, NumRequests: 2*conc + 8, Sinks: []func(loadgen.Result){rec.Add}})
+				start := time.Now()
+				require.NoError(t, r.Run(context.Background()))
+				results := rec.Results()
+				s := loadgen.Summarize(results, time.Since(start), []float64{50, 99}, loadgen.Goodput{})
+				assert.Zero(t, s.Failed, "C=%d: %v", conc, s.FailuresByClass)
+				assert.Equal(t, 2*conc+8, s.Completed)
+				for _, res := range results {
+					p := w.Prompt(res.Index)
+					assert.True(t, res.OutputFromUsage)
+					assert.Equal(t, p.OutputTokens, res.OutputTokens, "ignore_eos: the server generates max_tokens")
+					assert.Equal(t, p.InputTokens, res.PromptTokens, "prompts have the exact length the server counts")
+					assert.Equal(t, res.OutputTokens, res.Chunks, "one token per chunk")
+				}
+				assert.Greater(t, s.OutputThroughput, prev, "throughput rises with concurrency (C=%d)", conc)
+				prev = s.OutputThroughput
+			}
+		})
+	}
+}
