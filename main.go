@@ -35,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runMetrics(args[1:], stdout, stderr)
 		}
 	}
-	return notYet(stderr, "dashboard")
+	return runDashboard(args, stdout, stderr)
 }
 
 func notYet(stderr io.Writer, mode string) int {

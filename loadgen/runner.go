@@ -37,6 +37,7 @@ type Runner struct {
 	cfg    RunnerConfig
 
 	mu          sync.Mutex
+	workload    Workload
 	concurrency int
 	rate        float64
 	burstiness  float64
@@ -58,7 +59,7 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	if cfg.Burstiness == 0 {
 		cfg.Burstiness = 1
 	}
-	return &Runner{client: c, cfg: cfg, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
+	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
 		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1)}
 }
 
@@ -87,6 +88,14 @@ func (r *Runner) SetRate(rps float64) {
 	r.epoch++
 	r.mu.Unlock()
 	r.poke()
+}
+
+// SetWorkload switches the prompts of requests that start from now on, and starts an epoch.
+func (r *Runner) SetWorkload(w Workload) {
+	r.mu.Lock()
+	r.workload = w
+	r.epoch++
+	r.mu.Unlock()
 }
 
 // Pause stops starting requests; those in flight finish.
@@ -149,6 +158,7 @@ func (r *Runner) Stats() LoaderStats {
 }
 
 type settings struct {
+	workload             Workload
 	concurrency, maxConc int
 	rate, burstiness     float64
 	paused               bool
@@ -159,7 +169,7 @@ type settings struct {
 func (r *Runner) settings(takeWatch bool) settings {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := settings{concurrency: r.concurrency, maxConc: r.maxConc, rate: r.rate, burstiness: r.burstiness, paused: r.paused, epoch: r.epoch}
+	s := settings{workload: r.workload, concurrency: r.concurrency, maxConc: r.maxConc, rate: r.rate, burstiness: r.burstiness, paused: r.paused, epoch: r.epoch}
 	if takeWatch {
 		s.watch, r.watch = r.watch, nil
 	}
@@ -250,7 +260,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.Time, s settings, wg *sync.WaitGroup, done chan<- struct{}) {
 	defer wg.Done()
-	p := r.cfg.Workload.Prompt(index)
+	p := s.workload.Prompt(index)
 	var sink TokenSink
 	if s.watch != nil {
 		s.watch.begin(p)

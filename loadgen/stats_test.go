@@ -103,3 +103,24 @@ func TestLiveWindowIsBoundedAndCorrect(t *testing.T) {
 	assert.InDelta(t, 100, float64(w.TTFT.P99)/1e6, 0.1)
 	assert.EqualValues(t, 30, w.ITL.N)
 }
+
+func TestEpochsKeepTheNewestAndSummarise(t *testing.T) {
+	e := NewEpochs(2)
+	t0 := time.Unix(100, 0)
+	for ep := 1; ep <= 3; ep++ {
+		for i := 0; i < 4; i++ {
+			e.Add(Result{Epoch: ep, Start: t0.Add(time.Duration(i) * time.Second), TTFT: time.Duration(ep) * 100 * time.Millisecond,
+				E2EL: time.Second, OutputTokens: 11, PromptTokens: 5})
+		}
+		e.Add(Result{Epoch: ep, Start: t0, Error: ErrHTTP5xx})
+	}
+	all := e.All()
+	require.Len(t, all, 2, "only the newest two epochs are kept")
+	assert.Equal(t, 2, all[0].Epoch)
+	assert.Equal(t, 4, all[1].Requests)
+	assert.Equal(t, 1, all[1].Failures)
+	assert.Equal(t, 44, all[1].OutputTokens)
+	assert.InDelta(t, 300, float64(all[1].TTFT.P50)/1e6, 0.5)
+	assert.Equal(t, 4*time.Second, all[1].Duration())
+	assert.InDelta(t, 11.0, all[1].OutputTokensPerSec(), 1e-9)
+}

@@ -1,0 +1,86 @@
+// Package tui is the dashboard: a Bubble Tea program that renders the server's state, the
+// load, charts over time, one streaming request, the server's log, a table of runs and a
+// capacity what-if. It owns no I/O: everything reaches it as messages from small interfaces it
+// defines (Supervisor, Load, Scraper), so tests drive it with fakes.
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/server"
+)
+
+// Mode is how the dashboard reached its server.
+type Mode int
+
+const (
+	ModeSimulator Mode = iota // the built-in simulator, supervised
+	ModeSupervise             // a command given after --, supervised
+	ModeAttach                // a running server, read-only until the user starts load
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeSimulator:
+		return "sim"
+	case ModeSupervise:
+		return "supervised"
+	case ModeAttach:
+		return "attached"
+	}
+	return "?"
+}
+
+// Supervisor is what the dashboard needs of server.Supervisor.
+type Supervisor interface {
+	Events() <-chan server.Event
+	Status() server.Status
+	Restart(ctx context.Context, edits ...server.ArgEdit) error
+	Stop(ctx context.Context) error
+	Kill() error
+}
+
+// Load is what the dashboard needs of loadgen.Runner.
+type Load interface {
+	SetConcurrency(n int)
+	SetRate(rps float64)
+	Pause()
+	Resume()
+	Stats() loadgen.LoaderStats
+	Watch() *loadgen.Watched
+	NextEpoch() int
+	SetWorkload(w loadgen.Workload)
+}
+
+// Scraper reads the server's /metrics.
+type Scraper interface {
+	Scrape(ctx context.Context) (scrape.Snapshot, error)
+}
+
+// CapacityFunc predicts the KV cache (tokens, max concurrency) at a --gpu-memory-utilization.
+type CapacityFunc func(util float64) (tokens int, maxConcurrency float64, err error)
+
+// Deps are the dashboard's collaborators.
+type Deps struct {
+	Mode       Mode
+	Target     string // the command line or the URL, for the header
+	Supervisor Supervisor
+	Load       Load
+	Live       *loadgen.Live
+	Epochs     *loadgen.Epochs
+	Scraper    Scraper
+	// Workloads returns the prompt-length demo's two workloads (short and long prompts).
+	Workloads func() (short, long loadgen.Workload)
+	// Capacity predicts capacity for the what-if table; nil when the model is unknown.
+	Capacity        CapacityFunc
+	ScrapeInterval  time.Duration
+	Theme           string
+	Now             func() time.Time
+	InitialUtil     float64 // the --gpu-memory-utilization the server started with
+	InitialConc     int
+	StartPaused     bool // attach mode: no load until space
+	RestartDisabled bool // attach mode: the dashboard did not start the server
+}
