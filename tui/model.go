@@ -74,33 +74,33 @@ type Model struct {
 	restarting        bool
 	quitting          int // 1: stopping gracefully; 2: forced
 
-	server  server.Status
-	loader  loadgen.LoaderStats
-	window  loadgen.WindowStats
-	prev    *scrape.Snapshot
-	cur     *scrape.Snapshot
-	srv     scrape.Window
-	srvErr  string
+	server       server.Status
+	loader       loadgen.LoaderStats
+	window       loadgen.WindowStats
+	prev         *scrape.Snapshot
+	cur          *scrape.Snapshot
+	srv          scrape.Window
+	srvErr       string
 	eventsClosed bool
 
 	tickGen, scrapeGen int
 	ticks              int
 	startedAt          time.Time
 
-	charts  []*chart
-	epochs  []epoch
-	cursor  int
-	picked  []int // indexes of epochs chosen for comparison (at most 2)
+	charts []*chart
+	epochs []epoch
+	cursor int
+	picked []int // indexes of epochs chosen for comparison (at most 2)
 
-	logLines []server.Line
-	logView  viewport.Model
-	follow   bool
-	filter   textinput.Model
-	filtering bool
+	logLines    []server.Line
+	logView     viewport.Model
+	follow      bool
+	filter      textinput.Model
+	filtering   bool
 	droppedLogs uint64
 
-	watched    *loadgen.Watched
-	watchView  loadgen.WatchedView
+	watched   *loadgen.Watched
+	watchView loadgen.WatchedView
 }
 
 // New builds the dashboard.
