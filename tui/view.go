@@ -147,7 +147,7 @@ func (m *Model) header() string {
 		lp = append(lp, st.Warn.Render("long prompts"))
 	}
 	if m.srvErr != "" {
-		lp = append(lp, st.Bad.Render("metrics: "+m.srvErr))
+		lp = append(lp, st.Bad.Render("metrics failing"))
 	}
 	line2 := truncate(strings.Join(lp, sep), m.width)
 	return line1 + "\n" + line2
@@ -198,12 +198,13 @@ func (m *Model) footer() string {
 		return truncate(m.filter.View(), m.width)
 	}
 	msg := ""
-	if m.status != "" {
-		if m.statusBad {
-			msg = st.Bad.Render(m.status)
-		} else {
-			msg = st.Base.Render(m.status)
-		}
+	switch {
+	case m.status != "" && m.statusBad:
+		msg = st.Bad.Render(m.status)
+	case m.srvErr != "":
+		msg = st.Bad.Render("metrics: " + m.srvErr)
+	case m.status != "":
+		msg = st.Base.Render(m.status)
 	}
 	h := m.help.ShortHelpView(m.keys.ShortHelp())
 	if msg == "" {
