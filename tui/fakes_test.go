@@ -93,8 +93,13 @@ func (f *fakeLoad) Stats() loadgen.LoaderStats {
 	defer f.mu.Unlock()
 	return loadgen.LoaderStats{Concurrency: f.concurrency, Rate: f.rate, Paused: f.paused, Epoch: f.epoch, InFlight: f.concurrency, Started: f.finished + int64(f.concurrency), Finished: f.finished}
 }
-func (f *fakeLoad) Watch() *loadgen.Watched { f.mu.Lock(); f.watches++; f.mu.Unlock(); return &loadgen.Watched{} }
-func (f *fakeLoad) NextEpoch() int          { f.mu.Lock(); defer f.mu.Unlock(); f.epoch++; return f.epoch }
+func (f *fakeLoad) Watch() *loadgen.Watched {
+	f.mu.Lock()
+	f.watches++
+	f.mu.Unlock()
+	return &loadgen.Watched{}
+}
+func (f *fakeLoad) NextEpoch() int { f.mu.Lock(); defer f.mu.Unlock(); f.epoch++; return f.epoch }
 func (f *fakeLoad) SetWorkload(w loadgen.Workload) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
