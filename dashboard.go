@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,6 +325,14 @@ func (d *dashboard) run(stderr io.Writer) (code int) {
 		defer close(loadDone)
 		d.startLoad(ctx)
 	}()
+	// VLLMTOP_CPUPROFILE writes a CPU profile of the whole session, to see what the UI costs.
+	if path := os.Getenv("VLLMTOP_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	p := tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx))
 	_, err := p.Run()
 	cancel()

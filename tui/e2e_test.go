@@ -1,0 +1,132 @@
+package tui_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/tui"
+)
+
+// buildVllmtop builds the binary once for the end-to-end test: the child it supervises.
+func buildVllmtop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "vllmtop")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/vllmtop/vllmtop").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestDashboardEndToEnd runs the dashboard on a supervised `vllmtop sim`: more load shows in
+// the header and in the server's running count, a restart with a lower utilisation changes
+// the capacity in the header as the engine predicts, and q leaves no process behind.
+func TestDashboardEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs a server")
+	}
+	bin := buildVllmtop(t)
+	port := freePort(t)
+	args := []string{bin, "sim", "Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--port", strconv.Itoa(port), "--sim-startup-seconds", "0.2", "--gpu-memory-utilization", "0.92"}
+	sup, err := server.New(args, server.WithGrace(3*time.Second), server.WithHealthInterval(50*time.Millisecond))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, sup.Start(ctx))
+	t.Cleanup(func() { _ = sup.Close() })
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	client, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url})
+	require.NoError(t, err)
+	// Long outputs keep requests in flight, so the running count settles at the concurrency.
+	w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: 64, OutputLen: 4000, IgnoreEOS: true}, loadgen.EstimatedVocab())
+	require.NoError(t, err)
+	live, epochs := loadgen.NewLive(60, 600, time.Now()), loadgen.NewEpochs(10)
+	runner := loadgen.NewRunner(client, loadgen.RunnerConfig{Workload: w, Concurrency: 4, Sinks: []func(loadgen.Result){live.Add, epochs.Add}})
+	go func() {
+		if sup.WaitReady(ctx) == nil {
+			_ = runner.Run(ctx)
+		}
+	}()
+	scr, err := scrape.NewClient(url)
+	require.NoError(t, err)
+	predict := func(u float64) (int, float64, error) {
+		s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", GPUMemoryUtilization: u}, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
+	}
+	m := tui.New(tui.Deps{Mode: tui.ModeSimulator, Target: "sim", Supervisor: sup, Load: runner, Live: live, Epochs: epochs,
+		Scraper: scr, Capacity: predict, ScrapeInterval: 200 * time.Millisecond, InitialUtil: 0.92, InitialConc: 4})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 48))
+
+	wait := func(what string, cond func(string) bool) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return cond(string(b)) },
+			teatest.WithDuration(30*time.Second), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	contains := func(s string) func(string) bool {
+		return func(out string) bool { return bytes.Contains([]byte(out), []byte(s)) }
+	}
+	tok92, _, _ := predict(0.92)
+	wait("ready with the predicted capacity", contains(fmt.Sprintf("KV %s tok", commas(tok92))))
+
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
+	wait("the header follows the concurrency", contains("C=6"))
+	wait("the server's running count follows", func(out string) bool {
+		return regexp.MustCompile(`running 6\b`).MatchString(out)
+	})
+
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'u'}})
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	wait("the confirmation", contains("restart the server with --gpu-memory-utilization 0.91"))
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	tok91, _, _ := predict(0.91)
+	require.NotEqual(t, tok92, tok91)
+	wait("the new capacity", contains(fmt.Sprintf("KV %s tok", commas(tok91))))
+	assert.Equal(t, 2, sup.Status().Run, "the child was restarted")
+	pid := sup.Status().PID
+	require.NotZero(t, pid)
+	assert.Contains(t, sup.Status().Args, "0.91")
+
+	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'q'}})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
+	assert.Equal(t, server.Exited, sup.Status().State)
+	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "q leaves no child process")
+}
+
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	out := ""
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out += ","
+		}
+		out += string(s[i])
+	}
+	return out
+}
