@@ -38,11 +38,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return runDashboard(args, stdout, stderr)
 }
 
-func notYet(stderr io.Writer, mode string) int {
-	fmt.Fprintf(stderr, "vllmtop: the %s mode is not yet available in this build; run 'vllmtop help' for what is\n", mode)
-	return 2
-}
-
 func usage(w io.Writer) {
 	fmt.Fprint(w, `vllmtop: benchmark and monitor vLLM servers from a terminal
 
