@@ -55,7 +55,13 @@ type Client struct {
 	chat    bool
 	hc      *http.Client
 	readers sync.Pool
+	// tokens counts content chunks as they arrive, across all requests: the live output rate
+	// (results only count tokens when a request ends, which makes bursty rates).
+	tokens atomic.Int64
 }
+
+// TokensReceived is the number of content chunks received so far by every request.
+func (c *Client) TokensReceived() int64 { return c.tokens.Load() }
 
 // APIKeyFromEnv returns the key from OPENAI_API_KEY or VLLM_API_KEY, in that order.
 func APIKeyFromEnv(getenv func(string) string) string {
@@ -314,6 +320,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 				}
 				lastContent = at
 				contentSeen++
+				c.tokens.Add(1)
 				if watch != nil {
 					watch.Token(UnescapeText(ch.Text), at)
 				}

@@ -140,6 +140,8 @@ type LoaderStats struct {
 	// Lag is how late the open-loop dispatcher last sent behind its schedule.
 	Lag     time.Duration
 	Elapsed time.Duration
+	// TokensReceived counts output chunks as they arrive (for a live token rate).
+	TokensReceived int64
 }
 
 // Stats returns the runner's state now.
@@ -151,6 +153,7 @@ func (r *Runner) Stats() LoaderStats {
 	s.Started = r.started.Load()
 	s.Finished = r.finished.Load()
 	s.Lag = time.Duration(r.lagNanos.Load())
+	s.TokensReceived = r.client.TokensReceived()
 	if t := r.runStart.Load(); t != 0 {
 		s.Elapsed = time.Since(time.Unix(0, t))
 	}

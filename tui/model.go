@@ -86,6 +86,8 @@ type Model struct {
 	tickGen, scrapeGen int
 	ticks              int
 	startedAt          time.Time
+	lastTokens         int64     // tokens received at the last chart point
+	lastPoint          time.Time // when that was
 
 	charts []*chart
 	epochs []epoch
@@ -259,7 +261,7 @@ func (m *Model) refresh(now time.Time) {
 		p := m.deps.Live.Tick(now)
 		m.window = m.deps.Live.Window()
 		m.charts[0].push(now, msf(p.TTFT.P50, p.TTFT.N), msf(p.TTFT.P90, p.TTFT.N), msf(p.TTFT.P99, p.TTFT.N), m.serverP99TTFT(), m.serverP99Queue())
-		m.charts[1].push(now, p.OutputTokensPerSec, m.serverGenRate())
+		m.charts[1].push(now, m.tokenRate(now, p.OutputTokensPerSec), m.serverGenRate())
 	}
 	if m.cur != nil {
 		if mod := m.model(); mod != nil {
@@ -281,6 +283,17 @@ func (m *Model) refresh(now time.Time) {
 	}
 	m.updateEpoch()
 	m.redrawCharts()
+}
+
+// tokenRate is the client's output tokens per second since the last point, counted as they
+// arrive; without a counter it falls back to the tokens of requests that finished.
+func (m *Model) tokenRate(now time.Time, fallback float64) float64 {
+	tokens := m.loader.TokensReceived
+	defer func() { m.lastTokens, m.lastPoint = tokens, now }()
+	if tokens == 0 || m.lastPoint.IsZero() || !now.After(m.lastPoint) {
+		return fallback
+	}
+	return float64(tokens-m.lastTokens) / now.Sub(m.lastPoint).Seconds()
 }
 
 // msf turns a quantile into milliseconds, NaN when there was no sample.
