@@ -1,0 +1,113 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+)
+
+// BenchConfig is one headless run, driven as vllm bench serve drives it.
+type BenchConfig struct {
+	Workload Workload
+	// NumPrompts is the number of measured requests; 0 means no count (Duration must be set).
+	NumPrompts int
+	// Duration stops starting requests after this long (0 = no limit); those in flight finish.
+	Duration time.Duration
+	// RequestRate is the arrival rate in requests per second, with gamma inter-arrival times of
+	// shape Burstiness; +Inf (or 0) sends every request at once, MaxConcurrency at a time.
+	RequestRate float64
+	Burstiness  float64
+	// MaxConcurrency caps the requests in flight (0 = no cap).
+	MaxConcurrency int
+	// Warmups are requests sent before the measured ones, at the same concurrency, and not
+	// counted. Their prompts come after the measured ones, so they do not prime the server's
+	// prefix cache for them.
+	Warmups int
+	Seed    int64
+	// Sinks receive each measured result as it finishes, from the request goroutines.
+	Sinks []func(Result)
+}
+
+// BenchRun is what one run measured.
+type BenchRun struct {
+	Results []Result
+	// Duration runs from the first measured dispatch until the last request ended, as vLLM's
+	// benchmark_duration does.
+	Duration time.Duration
+}
+
+// ErrNoLimit is returned by Bench when neither a request count nor a duration bounds a run.
+var ErrNoLimit = errors.New("the run has no end: give a number of prompts or a duration")
+
+// ErrUnboundedConcurrency is returned by Bench for a duration-bound run that would send every
+// request at once: it needs a request rate or a concurrency cap.
+var ErrUnboundedConcurrency = errors.New("a run bounded by duration needs a request rate or a maximum concurrency")
+
+// closedLoop reports whether the config sends everything at once (vLLM's rate inf).
+func (cfg BenchConfig) closedLoop() bool {
+	return cfg.RequestRate <= 0 || math.IsInf(cfg.RequestRate, 1)
+}
+
+func (cfg BenchConfig) slots() int {
+	if cfg.MaxConcurrency > 0 {
+		return cfg.MaxConcurrency
+	}
+	return cfg.NumPrompts
+}
+
+// Bench runs the warm-ups, then the measured requests, and returns the measured results. It blocks until the run ends; when ctx ends first it returns what
+// finished and ctx's error. Requests fail into their Result's error class; Bench itself fails
+// only for a config it cannot run.
+func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
+	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
+		return BenchRun{}, ErrNoLimit
+	}
+	if cfg.closedLoop() && cfg.slots() <= 0 {
+		return BenchRun{}, ErrUnboundedConcurrency
+	}
+	if cfg.Warmups > 0 {
+		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed}
+		if cfg.MaxConcurrency > 0 {
+			warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
+		} else {
+			warm.Concurrency = cfg.Warmups
+		}
+		if err := NewRunner(c, warm).Run(ctx); err != nil {
+			return BenchRun{}, err
+		}
+	}
+	rec := &Recorder{}
+	rc := RunnerConfig{
+		Workload:    cfg.Workload,
+		NumRequests: max(cfg.NumPrompts, 0),
+		Duration:    cfg.Duration,
+		Seed:        cfg.Seed,
+		Sinks:       append([]func(Result){rec.Add}, cfg.Sinks...),
+	}
+	if cfg.closedLoop() {
+		rc.Concurrency = cfg.slots()
+	} else {
+		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
+	}
+	start := time.Now()
+	err := NewRunner(c, rc).Run(ctx)
+	return BenchRun{Results: rec.Results(), Duration: time.Since(start)}, err
+}
+
+// Offset shifts a workload by n prompts: its i-th prompt is w's (n+i)-th. A sweep uses it to
+// give each run fresh prompts of the same shape.
+func Offset(w Workload, n int) Workload {
+	if n == 0 {
+		return w
+	}
+	return offset{w, n}
+}
+
+type offset struct {
+	w Workload
+	n int
+}
+
+func (o offset) Prompt(i int) Prompt { return o.w.Prompt(o.n + i) }
+func (o offset) Name() string        { return o.w.Name() }

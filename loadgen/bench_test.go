@@ -1,0 +1,195 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// benchFakeServer streams two tokens and usage for every completion and counts the requests
+// and the prompts it saw.
+type benchFakeServer struct {
+	*httptest.Server
+	requests atomic.Int64
+	prompts  chan string
+}
+
+func newBenchFakeServer(t *testing.T) *benchFakeServer {
+	f := &benchFakeServer{prompts: make(chan string, 1000)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		f.requests.Add(1)
+		var body struct {
+			Prompt string `json:"prompt"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.prompts <- body.Prompt
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, tok := range []string{"a", "b"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"%s\",\"finish_reason\":null}]}\n\n", tok)
+		}
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":5,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
+	})
+	f.Server = httptest.NewServer(mux)
+	t.Cleanup(f.Close)
+	return f
+}
+
+func newBenchClient(t *testing.T, url string) *Client {
+	c, err := NewClient(ClientConfig{BaseURL: url, Model: "m"})
+	require.NoError(t, err)
+	return c
+}
+
+// numbered prompts tell which prompt indices a run used.
+type numbered struct{}
+
+func (numbered) Prompt(i int) Prompt { return Prompt{Text: fmt.Sprint(i), OutputTokens: 2} }
+func (numbered) Name() string        { return "numbered" }
+
+func TestBenchMeasuresOnlyAfterWarmups(t *testing.T) {
+	f := newBenchFakeServer(t)
+	c := newBenchClient(t, f.URL)
+	var sunk atomic.Int64
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 10, Warmups: 3,
+		RequestRate: math.Inf(1), MaxConcurrency: 2, Sinks: []func(Result){func(Result) { sunk.Add(1) }}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(13), f.requests.Load())
+	assert.Len(t, run.Results, 10)
+	assert.Equal(t, int64(10), sunk.Load(), "sinks see measured requests only")
+	assert.Positive(t, run.Duration)
+	close(f.prompts)
+	var seen []string
+	for p := range f.prompts {
+		seen = append(seen, p)
+	}
+	// Warm-ups use the prompts after the measured ones (10, 11, 12), and come first.
+	assert.ElementsMatch(t, []string{"10", "11", "12"}, seen[:3])
+	s := Summarize(run.Results, run.Duration, []float64{99}, Goodput{})
+	assert.Equal(t, 10, s.Completed)
+	assert.Equal(t, 20, s.TotalOutputTokens)
+}
+
+func TestBenchOpenLoopAndLimits(t *testing.T) {
+	f := newBenchFakeServer(t)
+	c := newBenchClient(t, f.URL)
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 5, RequestRate: 1000, Burstiness: 1})
+	require.NoError(t, err)
+	assert.Len(t, run.Results, 5)
+
+	// Sad paths: no end, or everything at once with no count.
+	_, err = Bench(context.Background(), c, BenchConfig{Workload: numbered{}, RequestRate: math.Inf(1)})
+	assert.ErrorIs(t, err, ErrNoLimit)
+	_, err = Bench(context.Background(), c, BenchConfig{Workload: numbered{}, Duration: time.Second, RequestRate: math.Inf(1)})
+	assert.ErrorIs(t, err, ErrUnboundedConcurrency)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Bench(ctx, c, BenchConfig{Workload: numbered{}, NumPrompts: 5, MaxConcurrency: 1})
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestOffsetShiftsPrompts(t *testing.T) {
+	w := Offset(numbered{}, 100)
+	assert.Equal(t, "105", w.Prompt(5).Text)
+	assert.Equal(t, "numbered", w.Name())
+	assert.Equal(t, numbered{}, Offset(numbered{}, 0))
+}
+
+func TestModelsAndHealth(t *testing.T) {
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Header.Get("Authorization") {
+		case "Bearer good":
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"served","root":"org/model","max_model_len":4096}]}`)
+		default:
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":"Unauthorized"}`)
+		}
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			ready.Store(true)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	c, err := NewClient(ClientConfig{BaseURL: srv.URL, APIKey: "good"})
+	require.NoError(t, err)
+	models, err := c.Models(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []ModelCard{{ID: "served", Root: "org/model", MaxModelLen: 4096}}, models)
+	require.NoError(t, c.WaitHealthy(context.Background(), time.Millisecond))
+
+	// Sad paths: a refused key, no server, a server that is not OpenAI-compatible.
+	bad, _ := NewClient(ClientConfig{BaseURL: srv.URL})
+	_, err = bad.Models(context.Background())
+	var se *ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 401, se.Status)
+	assert.Equal(t, srv.URL+"/v1/models: HTTP 401: Unauthorized", err.Error())
+
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	dead, _ := NewClient(ClientConfig{BaseURL: gone.URL})
+	_, err = dead.Models(context.Background())
+	assert.Equal(t, "cannot reach "+gone.URL+": connection refused", err.Error())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	assert.Error(t, dead.WaitHealthy(ctx, 5*time.Millisecond))
+
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<html>\n<body>nope</body>\n</html>")
+	}))
+	defer html.Close()
+	other, _ := NewClient(ClientConfig{BaseURL: html.URL})
+	_, err = other.Models(context.Background())
+	assert.Equal(t, html.URL+"/v1/models: HTTP 404: 404 Not Found", err.Error())
+	assert.NotContains(t, err.Error(), "\n")
+}
+
+func TestProgressLine(t *testing.T) {
+	p := NewProgress(1000, 0)
+	for i := 0; i < 120; i++ {
+		p.Add(Result{OutputTokens: 50})
+	}
+	for i := 0; i < 3; i++ {
+		p.Add(Result{Error: ErrReset})
+	}
+	p.Add(Result{Error: ErrCanceled})
+	p.Add(Result{Warmup: true})
+	assert.Equal(t, "requests 123/1000, 3 failed, 500 tok/s, elapsed 12s", p.Line(12*time.Second))
+	assert.Equal(t, "[##..................] requests 123/1000, 3 failed, 488 tok/s, elapsed 12s", p.Bar(12*time.Second+300*time.Millisecond))
+
+	byTime := NewProgress(0, time.Minute)
+	assert.Equal(t, "[##########..........] requests 0, 0 failed, 0 tok/s, elapsed 30s", byTime.Bar(30*time.Second))
+}
+
+func TestProgressStartAndStop(t *testing.T) {
+	p := NewProgress(2, 0)
+	p.Add(Result{OutputTokens: 1})
+	var plain strings.Builder
+	stop := p.Start(&plain, false)
+	stop()
+	stop()
+	assert.True(t, strings.HasPrefix(plain.String(), "requests 1/2, 0 failed"), plain.String())
+	assert.Equal(t, 1, strings.Count(plain.String(), "\n"))
+
+	var term strings.Builder
+	p.Start(&term, true)()
+	assert.Equal(t, "\r\x1b[K", term.String(), "a terminal's bar is erased at stop")
+}

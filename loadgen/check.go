@@ -1,0 +1,189 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// ModelCard is one model a server lists at GET /v1/models.
+type ModelCard struct {
+	ID          string `json:"id"`
+	Root        string `json:"root"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+// ServerError is a failed check of the server, worded in one line.
+type ServerError struct {
+	URL    string // what was asked
+	Status int    // the HTTP status; 0 when no answer came
+	Msg    string // the cause: "connection refused", or the server's error message
+}
+
+func (e *ServerError) Error() string {
+	if e.Status == 0 {
+		return "cannot reach " + e.URL + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s: HTTP %d: %s", e.URL, e.Status, e.Msg)
+}
+
+// Models asks the server which models it serves (GET /v1/models, with the API key). Failures
+// are *ServerError: no answer (Status 0), or an HTTP status other than 200.
+func (c *Client) Models(ctx context.Context) ([]ModelCard, error) {
+	u := c.BaseURL() + "/v1/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &ServerError{URL: c.BaseURL(), Msg: err.Error()}
+	}
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, &ServerError{URL: c.BaseURL(), Msg: rootCause(ctx, err)}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, &ServerError{URL: c.BaseURL(), Msg: rootCause(ctx, err)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: oneLine(serverMessage(data, resp.Status))}
+	}
+	var list struct {
+		Data []ModelCard `json:"data"`
+	}
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: "not an OpenAI-compatible model list: " + oneLine(err.Error())}
+	}
+	if len(list.Data) == 0 {
+		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: "the server lists no model"}
+	}
+	return list.Data, nil
+}
+
+// WaitHealthy polls GET /health every interval until it answers 200, and returns nil then, or
+// the last failure when ctx ends.
+func (c *Client) WaitHealthy(ctx context.Context, every time.Duration) error {
+	u := c.BaseURL() + "/health"
+	for {
+		err := func() error {
+			rctx, cancel := context.WithTimeout(ctx, max(every, time.Second))
+			defer cancel()
+			req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+			if err != nil {
+				return &ServerError{URL: c.BaseURL(), Msg: err.Error()}
+			}
+			resp, err := c.hc.Do(req)
+			if err != nil {
+				return &ServerError{URL: c.BaseURL(), Msg: rootCause(rctx, err)}
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return &ServerError{URL: u, Status: resp.StatusCode, Msg: "not ready"}
+			}
+			return nil
+		}()
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// serverMessage picks the message out of an error body: vLLM's {"error": {"message": ...}},
+// its flat {"error": "Unauthorized"}, FastAPI's {"detail": ...}, or the HTTP status text.
+func serverMessage(body []byte, status string) string {
+	var v struct {
+		Error  json.RawMessage `json:"error"`
+		Detail any             `json:"detail"`
+		Msg    string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+			return inner.Message
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return s
+		case v.Msg != "":
+			return v.Msg
+		case v.Detail != nil:
+			return fmt.Sprint(v.Detail)
+		}
+	}
+	if t := strings.TrimSpace(string(body)); t != "" && len(t) <= 200 && !strings.ContainsAny(t, "<{") {
+		return t
+	}
+	return status
+}
+
+// rootCause words a transport error by its innermost cause: "connection refused", "no such
+// host", "no answer within the deadline".
+func rootCause(ctx context.Context, err error) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return "no answer before the deadline"
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return "canceled"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return "no such host " + dns.Name
+		}
+		return oneLine(dns.Err)
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return oneLine(op.Err.Error())
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "no answer before the deadline"
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the server closed the connection"
+	}
+	msg := err.Error()
+	// *url.Error reads `Get "http://...": cause`; the URL is said already.
+	if i := strings.LastIndex(msg, "\": "); i >= 0 {
+		msg = msg[i+3:]
+	}
+	return oneLine(msg)
+}
+
+// oneLine folds a message onto one line and bounds its length.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return s
+}
+
+// CloseIdleConnections closes the connections kept alive for reuse. A server shutting down
+// gracefully waits for connections that never carried a request (the transport may dial more
+// than it uses), so close them before stopping a server in the same process.
+func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }

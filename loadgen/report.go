@@ -1,0 +1,512 @@
+package loadgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backends as vllm bench serve names them; the endpoint decides which one a run uses.
+const (
+	BackendCompletions = "openai"
+	BackendChat        = "openai-chat"
+)
+
+// PercentileMetrics are the latency metrics vllm bench serve can report, in its print order.
+var PercentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}
+
+// RunInfo is what a report says about a run besides its statistics: the command line's
+// choices, as vllm bench serve prints and saves them.
+type RunInfo struct {
+	Date        time.Time
+	Backend     string // BackendCompletions or BackendChat
+	Label       string // --label; "" is none (null in the JSON)
+	ModelID     string
+	TokenizerID string // "" means the model
+	NumPrompts  int
+	// RequestRate is in requests per second; +Inf means every request at once.
+	RequestRate    float64
+	Burstiness     float64
+	MaxConcurrency int // 0: not set
+	Goodput        Goodput
+	// Metrics are the selected percentile metrics (a subset of PercentileMetrics) and
+	// Percentiles the percentiles reported for each (e.g. 99 or 99.9).
+	Metrics     []string
+	Percentiles []float64
+	Metadata    []Field // --metadata key=value pairs, in order
+}
+
+func (info RunInfo) selected(metric string) bool {
+	for _, m := range info.Metrics {
+		if m == metric {
+			return true
+		}
+	}
+	return false
+}
+
+// ParsePercentileMetrics reads --percentile-metrics ("ttft,tpot,itl"): known names only.
+func ParsePercentileMetrics(s string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		known := false
+		for _, k := range PercentileMetrics {
+			known = known || k == m
+		}
+		if !known {
+			return nil, fmt.Errorf("--percentile-metrics: unknown metric %q (want a comma list of ttft, tpot, itl, e2el)", m)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--percentile-metrics: no metric given (want a comma list of ttft, tpot, itl, e2el)")
+	}
+	return out, nil
+}
+
+// ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in (0, 100].
+func ParsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in (0, 100]", f)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--metric-percentiles: no percentile given")
+	}
+	return out, nil
+}
+
+// resultTitle and the section headers are vllm bench serve's, centred in 50 columns.
+const tableWidth = 50
+
+var metricHeaders = map[string][2]string{
+	"ttft": {"TTFT", "Time to First Token"},
+	"tpot": {"TPOT", "Time per Output Token (excl. 1st token)"},
+	"itl":  {"ITL", "Inter-token Latency"},
+	"e2el": {"E2EL", "End-to-end Latency"},
+}
+
+func (s *Summary) dist(metric string) Dist {
+	switch metric {
+	case "ttft":
+		return s.TTFT
+	case "tpot":
+		return s.TPOT
+	case "itl":
+		return s.ITL
+	}
+	return s.E2EL
+}
+
+// PrintResult writes vllm bench serve's result table for s, line for line as vLLM prints it
+// (labels padded to 40 columns, values to 10, trailing spaces included), so scripts that read
+// vLLM's output read this one. One addition: when requests failed, indented rows under
+// "Failed requests:" count them by class.
+func PrintResult(w io.Writer, s Summary, info RunInfo) error {
+	var b bytes.Buffer
+	b.WriteString(center(" Serving Benchmark Result ", '=', tableWidth) + "\n")
+	row := func(label, value string) { fmt.Fprintf(&b, "%-40s %-10s\n", label, value) }
+	row("Successful requests:", strconv.Itoa(s.Completed))
+	row("Failed requests:", strconv.Itoa(s.Failed))
+	for _, c := range failureClasses(s.FailuresByClass) {
+		row("  "+string(c.class)+":", strconv.Itoa(c.n))
+	}
+	if info.MaxConcurrency > 0 {
+		row("Maximum request concurrency:", strconv.Itoa(info.MaxConcurrency))
+	}
+	if !math.IsInf(info.RequestRate, 1) {
+		row("Request rate configured (RPS):", fixed2(info.RequestRate))
+	}
+	row("Benchmark duration (s):", fixed2(s.Duration.Seconds()))
+	row("Total input tokens:", strconv.Itoa(s.TotalInputTokens))
+	row("Total generated tokens:", strconv.Itoa(s.TotalOutputTokens))
+	row("Request throughput (req/s):", fixed2(s.RequestThroughput))
+	if info.Goodput.Set() {
+		row("Request goodput (req/s):", fixed2(s.RequestGoodput))
+	}
+	row("Output token throughput (tok/s):", fixed2(s.OutputThroughput))
+	row("Peak output token throughput (tok/s):", fixed2(s.MaxOutputTokensPerS))
+	row("Peak concurrent requests:", fixed2(float64(s.MaxConcurrent)))
+	row("Total token throughput (tok/s):", fixed2(s.TotalTokenThroughput))
+	for _, m := range PercentileMetrics {
+		if !info.selected(m) {
+			continue
+		}
+		name, header := metricHeaders[m][0], metricHeaders[m][1]
+		d := s.dist(m)
+		b.WriteString(center(header, '-', tableWidth) + "\n")
+		row("Mean "+name+" (ms):", fixed2(d.Mean))
+		row("Median "+name+" (ms):", fixed2(d.Median))
+		for _, p := range info.Percentiles {
+			row("P"+percentileWord(p)+" "+name+" (ms):", fixed2(d.Percentiles[p]))
+		}
+	}
+	b.WriteString(strings.Repeat("=", tableWidth) + "\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+type classCount struct {
+	class ErrorClass
+	n     int
+}
+
+// failureClasses orders failure counts, most frequent first.
+func failureClasses(m map[ErrorClass]int) []classCount {
+	var out []classCount
+	for c, n := range m {
+		if n > 0 {
+			out = append(out, classCount{c, n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].n != out[j].n {
+			return out[i].n > out[j].n
+		}
+		return out[i].class < out[j].class
+	})
+	return out
+}
+
+// FailureSummary is a one-line account of failures by class, e.g. "reset 3, connect 17".
+func FailureSummary(m map[ErrorClass]int) string {
+	var parts []string
+	for _, c := range failureClasses(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", c.class, c.n))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// center centres s in n columns as Python's "{:c^n}" does (the odd column goes right).
+func center(s string, c byte, n int) string {
+	pad := n - len(s)
+	if pad <= 0 {
+		return s
+	}
+	left := pad / 2
+	return strings.Repeat(string(c), left) + s + strings.Repeat(string(c), pad-left)
+}
+
+// fixed2 formats as Python's "{:.2f}" (inf and nan as Python spells them).
+func fixed2(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+// pyRepr formats a float as Python's str(float) does: 1.0, 0.5, inf, 1e-05.
+func pyRepr(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	if a := math.Abs(x); a != 0 && (a < 1e-4 || a >= 1e16) {
+		s := strconv.FormatFloat(x, 'e', -1, 64)
+		// Go writes e-5 or e+16; Python writes e-05 and e+16.
+		if i := strings.IndexAny(s, "e"); i >= 0 && len(s)-i == 3 {
+			s = s[:i+2] + "0" + s[i+2:]
+		}
+		return s
+	}
+	s := strconv.FormatFloat(x, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// percentileWord is vLLM's p_word: 99 for 99.0, 99.9 otherwise.
+func percentileWord(p float64) string {
+	if p == math.Trunc(p) {
+		return strconv.FormatFloat(p, 'f', 0, 64)
+	}
+	return pyRepr(p)
+}
+
+// SweepRow is one run of a sweep: the value swept (a concurrency or a request rate) and the
+// run's summary, computed with the 99th percentile among its percentiles.
+type SweepRow struct {
+	Value   float64
+	Summary Summary
+}
+
+// PrintSweep writes one line per run of a sweep, in the given order: the swept value (param
+// names it, e.g. "concurrency"), TTFT p50/p99, TPOT p50/p99, ITL p99 in milliseconds, output
+// tokens per second, requests per second and failed requests.
+func PrintSweep(w io.Writer, param string, rows []SweepRow) error {
+	header := []string{param, "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "output tok/s", "req/s", "failed"}
+	cells := [][]string{header}
+	p99 := func(d Dist) string {
+		if v, ok := d.Percentiles[99]; ok {
+			return fixed2(v)
+		}
+		return "-"
+	}
+	for _, r := range rows {
+		s := r.Summary
+		v := strconv.FormatFloat(r.Value, 'f', -1, 64)
+		if math.IsInf(r.Value, 1) {
+			v = "inf"
+		}
+		cells = append(cells, []string{v, fixed2(s.TTFT.Median), p99(s.TTFT), fixed2(s.TPOT.Median), p99(s.TPOT),
+			p99(s.ITL), fixed2(s.OutputThroughput), fixed2(s.RequestThroughput), strconv.Itoa(s.Failed)})
+	}
+	widths := make([]int, len(header))
+	for _, line := range cells {
+		for i, c := range line {
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	const gap = "  "
+	total := (len(widths) - 1) * len(gap)
+	for _, n := range widths {
+		total += n
+	}
+	var b bytes.Buffer
+	b.WriteString(center(" Sweep Summary (times in ms) ", '=', total) + "\n")
+	for _, line := range cells {
+		for i, c := range line {
+			if i > 0 {
+				b.WriteString(gap)
+			}
+			fmt.Fprintf(&b, "%*s", widths[i], c)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(strings.Repeat("=", total) + "\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// Field is one key and value of a result document.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// ResultDoc is a JSON object whose keys keep their order (vLLM's order when built by
+// ResultJSON).
+type ResultDoc []Field
+
+// Get returns the value of key.
+func (d ResultDoc) Get(key string) (any, bool) {
+	for _, f := range d {
+		if f.Key == key {
+			return f.Value, true
+		}
+	}
+	return nil, false
+}
+
+// MarshalJSON writes the fields in order; a later field with the same key replaces an
+// earlier one in place, as a Python dict update does.
+func (d ResultDoc) MarshalJSON() ([]byte, error) {
+	last := map[string]int{}
+	for i, f := range d {
+		last[f.Key] = i
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	first := true
+	seen := map[string]bool{}
+	for _, f := range d {
+		if seen[f.Key] {
+			continue
+		}
+		seen[f.Key] = true
+		k, _ := json.Marshal(f.Key)
+		v, err := json.Marshal(d[last[f.Key]].Value)
+		if err != nil {
+			return nil, fmt.Errorf("result field %s: %w", f.Key, err)
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// PyFloat is a float that JSON-encodes as Python writes one (1.0, not 1), so saved results
+// read back with the same types vLLM's do. NaN and infinities encode as null.
+type PyFloat float64
+
+// MarshalJSON implements json.Marshaler.
+func (f PyFloat) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return []byte(pyRepr(x)), nil
+}
+
+// ResultDateFormat is the layout of the "date" key and of the file name's time stamp
+// (Python's %Y%m%d-%H%M%S).
+const ResultDateFormat = "20060102-150405"
+
+// ResultJSON builds the document vllm bench serve saves with --save-result (vllm.md 6.6):
+// the run's setup, then the statistics, then mean/median/std/percentiles of each selected
+// metric in milliseconds. detailed, when not nil, adds the per-request arrays of
+// --save-detailed (input_lens, output_lens, ttfts, itls, start_times, generated_texts,
+// errors; times in seconds). Keys vLLM does not write: failures_by_class.
+func ResultJSON(s Summary, info RunInfo, detailed []Result) ResultDoc {
+	var label any
+	if info.Label != "" {
+		label = info.Label
+	}
+	tokenizer := info.TokenizerID
+	if tokenizer == "" {
+		tokenizer = info.ModelID
+	}
+	d := ResultDoc{
+		{"date", info.Date.Format(ResultDateFormat)},
+		{"endpoint_type", info.Backend},
+		{"backend", info.Backend},
+		{"label", label},
+		{"model_id", info.ModelID},
+		{"tokenizer_id", tokenizer},
+		{"num_prompts", info.NumPrompts},
+	}
+	d = append(d, info.Metadata...)
+	var rate any = PyFloat(info.RequestRate)
+	if math.IsInf(info.RequestRate, 1) {
+		rate = "inf"
+	}
+	var maxConc any
+	if info.MaxConcurrency > 0 {
+		maxConc = info.MaxConcurrency
+	}
+	var goodput any
+	if info.Goodput.Set() {
+		goodput = PyFloat(s.RequestGoodput)
+	}
+	failures := map[string]int{}
+	for c, n := range s.FailuresByClass {
+		failures[string(c)] = n
+	}
+	d = append(d,
+		Field{"request_rate", rate},
+		Field{"burstiness", PyFloat(info.Burstiness)},
+		Field{"max_concurrency", maxConc},
+		Field{"duration", PyFloat(s.Duration.Seconds())},
+		Field{"completed", s.Completed},
+		Field{"failed", s.Failed},
+		Field{"total_input_tokens", s.TotalInputTokens},
+		Field{"total_output_tokens", s.TotalOutputTokens},
+		Field{"request_throughput", PyFloat(s.RequestThroughput)},
+		Field{"request_goodput", goodput},
+		Field{"output_throughput", PyFloat(s.OutputThroughput)},
+		Field{"total_token_throughput", PyFloat(s.TotalTokenThroughput)},
+		Field{"max_output_tokens_per_s", PyFloat(s.MaxOutputTokensPerS)},
+		Field{"max_concurrent_requests", s.MaxConcurrent},
+		Field{"rtfx", PyFloat(0)},
+	)
+	for _, m := range PercentileMetrics {
+		if !info.selected(m) {
+			continue
+		}
+		dist := s.dist(m)
+		d = append(d,
+			Field{"mean_" + m + "_ms", PyFloat(dist.Mean)},
+			Field{"median_" + m + "_ms", PyFloat(dist.Median)},
+			Field{"std_" + m + "_ms", PyFloat(dist.Std)},
+		)
+		for _, p := range info.Percentiles {
+			d = append(d, Field{"p" + percentileWord(p) + "_" + m + "_ms", PyFloat(dist.Percentiles[p])})
+		}
+	}
+	d = append(d, Field{"failures_by_class", failures})
+	if detailed != nil {
+		d = append(d, detailedFields(detailed)...)
+	}
+	return d
+}
+
+func detailedFields(results []Result) []Field {
+	rs := make([]Result, 0, len(results))
+	for _, r := range results {
+		if !r.Warmup {
+			rs = append(rs, r)
+		}
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Index < rs[j].Index })
+	var first time.Time
+	for _, r := range rs {
+		if !r.Start.IsZero() && (first.IsZero() || r.Start.Before(first)) {
+			first = r.Start
+		}
+	}
+	inLens, outLens := make([]int, len(rs)), make([]int, len(rs))
+	ttfts, starts := make([]PyFloat, len(rs)), make([]PyFloat, len(rs))
+	itls := make([][]PyFloat, len(rs))
+	texts, errs := make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		inLens[i] = r.PromptTokens
+		itls[i] = []PyFloat{}
+		if r.OK() {
+			outLens[i] = r.OutputTokens
+			ttfts[i] = PyFloat(r.TTFT.Seconds())
+			for _, d := range r.ITLs {
+				itls[i] = append(itls[i], PyFloat(d.Seconds()))
+			}
+		}
+		if !r.Start.IsZero() {
+			starts[i] = PyFloat(r.Start.Sub(first).Seconds())
+		}
+		if !r.OK() {
+			errs[i] = string(r.Error) + ": " + r.ErrorMessage
+		}
+	}
+	return []Field{{"input_lens", inLens}, {"output_lens", outLens}, {"ttfts", ttfts}, {"itls", itls},
+		{"start_times", starts}, {"generated_texts", texts}, {"errors", errs}}
+}
+
+// ResultFilename is vllm bench serve's default file name for a saved result:
+// {label}-{rate}qps[-concurrency{N}]-{model basename}-{date}.json, the label defaulting to
+// the backend and the rate written as Python writes a float ("inf", "4.0").
+func ResultFilename(info RunInfo) string {
+	label := info.Label
+	if label == "" {
+		label = info.Backend
+	}
+	conc := ""
+	if info.MaxConcurrency > 0 {
+		conc = "-concurrency" + strconv.Itoa(info.MaxConcurrency)
+	}
+	return fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyRepr(info.RequestRate), conc, modelBase(info.ModelID), info.Date.Format(ResultDateFormat))
+}
+
+// modelBase is the part of a model id after its last slash, as vLLM names result files.
+func modelBase(id string) string { return id[strings.LastIndex(id, "/")+1:] }
