@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -46,7 +47,7 @@ func scripted(t *testing.T, w, h int, theme string) Model {
 		batch.Lines = append(batch.Lines, server.Line{Seq: uint64(i + 1), Run: 1, Time: t0, Raw: l, Text: l})
 	}
 	step(serverEventsMsg{events: []server.Event{batch}})
-	snap, err := td.deps.Scraper.Scrape(nil)
+	snap, err := td.deps.Scraper.Scrape(context.Background())
 	require.NoError(t, err)
 	step(scrapeResultMsg{snap: snap})
 	step(scrapeResultMsg{snap: snap})
