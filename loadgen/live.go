@@ -186,17 +186,27 @@ func (l *Live) Points() []Point {
 	return out
 }
 
-// Window merges the closed intervals of the window.
-func (l *Live) Window() WindowStats {
+// Window merges the closed intervals of the window, latency histograms included.
+func (l *Live) Window() WindowStats { return l.window(true) }
+
+// WindowCounts is Window without the latency quantiles: counts and rates only, and cheap.
+func (l *Live) WindowCounts() WindowStats { return l.window(false) }
+
+func (l *Live) window(withLatency bool) WindowStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	merged := newLatencies()
+	var merged latencies
+	if withLatency {
+		merged = newLatencies()
+	}
 	w := WindowStats{FailuresByClass: map[ErrorClass]int{}}
 	var out int
 	var first, last time.Time
 	for i := 0; i < l.filled; i++ {
 		iv := l.slots[(l.next-1-i+len(l.slots))%len(l.slots)]
-		merged.merge(iv.lat)
+		if withLatency {
+			merged.merge(iv.lat)
+		}
 		w.Requests += iv.requests
 		w.Failures += iv.failures
 		for k, v := range iv.byClass {
@@ -215,7 +225,9 @@ func (l *Live) Window() WindowStats {
 		w.RequestsPerSec = float64(w.Requests) / sec
 		w.OutputTokensPerSec = float64(out) / sec
 	}
-	w.TTFT, w.TPOT, w.ITL = quantiles(merged.ttft), quantiles(merged.tpot), quantiles(merged.itl)
-	w.E2EL, w.Queue = quantiles(merged.e2el), quantiles(merged.queue)
+	if withLatency {
+		w.TTFT, w.TPOT, w.ITL = quantiles(merged.ttft), quantiles(merged.tpot), quantiles(merged.itl)
+		w.E2EL, w.Queue = quantiles(merged.e2el), quantiles(merged.queue)
+	}
 	return w
 }

@@ -102,6 +102,10 @@ func TestLiveWindowIsBoundedAndCorrect(t *testing.T) {
 	assert.InDelta(t, 90, float64(w.TTFT.P50)/1e6, 0.1)
 	assert.InDelta(t, 100, float64(w.TTFT.P99)/1e6, 0.1)
 	assert.EqualValues(t, 30, w.ITL.N)
+	c := l.WindowCounts()
+	assert.Equal(t, w.Requests, c.Requests)
+	assert.Equal(t, w.RequestsPerSec, c.RequestsPerSec)
+	assert.Zero(t, c.TTFT.N, "no histograms merged")
 }
 
 func TestEpochsKeepTheNewestAndSummarise(t *testing.T) {

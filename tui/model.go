@@ -259,7 +259,7 @@ func (m *Model) refresh(now time.Time) {
 	}
 	if m.deps.Live != nil {
 		p := m.deps.Live.Tick(now)
-		m.window = m.deps.Live.Window()
+		m.window = m.deps.Live.WindowCounts() // the header needs counts, not quantiles
 		m.charts[0].push(now, msf(p.TTFT.P50, p.TTFT.N), msf(p.TTFT.P90, p.TTFT.N), msf(p.TTFT.P99, p.TTFT.N), m.serverP99TTFT(), m.serverP99Queue())
 		m.charts[1].push(now, m.tokenRate(now, p.OutputTokensPerSec), m.serverGenRate())
 	}
