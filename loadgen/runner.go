@@ -278,6 +278,13 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	if s.watch != nil {
 		s.watch.end(res)
 	}
+	if res.Error == ErrConnect {
+		// Nothing is listening: hold the slot a moment rather than spin on refused connections.
+		select {
+		case <-time.After(connectBackoff):
+		case <-ctx.Done():
+		}
+	}
 	r.inFlight.Add(-1)
 	r.finished.Add(1)
 	for _, sink := range r.cfg.Sinks {
@@ -288,6 +295,9 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	default:
 	}
 }
+
+// connectBackoff is how long a slot waits after a request could not connect at all.
+const connectBackoff = 250 * time.Millisecond
 
 // interArrival draws the gap to the next request: gamma(shape=b, scale=1/(rate b)), as vLLM's
 // benchmark does; b=+Inf gives a constant 1/rate.

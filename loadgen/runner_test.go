@@ -340,3 +340,20 @@ func TestAPIKeyIsSentAsBearer(t *testing.T) {
 	assert.Equal(t, "k1", APIKeyFromEnv(func(k string) string { return map[string]string{"OPENAI_API_KEY": "k1", "VLLM_API_KEY": "k2"}[k] }))
 	assert.Equal(t, "k2", APIKeyFromEnv(func(k string) string { return map[string]string{"VLLM_API_KEY": "k2"}[k] }))
 }
+
+func TestRefusedConnectionsDoNotSpin(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	c := newTestClient(t, dead, EndpointCompletions)
+	var rec Recorder
+	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, Duration: 300 * time.Millisecond, Sinks: []func(Result){rec.Add}})
+	require.NoError(t, r.Run(context.Background()))
+	res := rec.Results()
+	require.NotEmpty(t, res)
+	assert.LessOrEqual(t, len(res), 2*(300/250+2), "each slot backs off after a refused connection")
+	for _, x := range res {
+		assert.Equal(t, ErrConnect, x.Error)
+	}
+}

@@ -279,7 +279,9 @@ func (s *Supervisor) exitStatus(r *run, cmd *exec.Cmd, waitErr error) ExitStatus
 	st.Requested, st.Killed = r.stop, r.killed
 	r.mu.Unlock()
 	s.mu.Lock()
-	st.Cause, st.Reason = r.cause.result(st.Requested)
+	// A process killed by a signal from outside has no cause in its own output: its last line
+	// is whatever it happened to print, so only a recognised failure line counts then.
+	st.Cause, st.Reason = r.cause.result(st.Requested || st.Signal == syscall.SIGKILL)
 	s.mu.Unlock()
 	return st
 }

@@ -403,7 +403,12 @@ func (m Model) handleServerEvents(msg serverEventsMsg) (tea.Model, tea.Cmd) {
 				m.setStatus("server ready", false)
 			case server.Exited:
 				if m.quitting == 0 && !m.restarting {
-					m.setStatus("server exited: "+ev.Exit.String(), true)
+					// Load against a dead server would only count connection failures.
+					if m.deps.Load != nil && !m.paused {
+						m.deps.Load.Pause()
+						m.paused = true
+					}
+					m.setStatus("server exited: "+ev.Exit.String()+" (load paused)", true)
 				}
 			case server.Unhealthy:
 				m.setStatus("server unhealthy", true)

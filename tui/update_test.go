@@ -247,3 +247,11 @@ func TestStaleTicksAreIgnored(t *testing.T) {
 	_, cmd = m.Update(scrapeTickMsg{gen: 5})
 	assert.Nil(t, cmd)
 }
+
+func TestServerExitPausesTheLoad(t *testing.T) {
+	m, td := sized(t)
+	next, _ := m.Update(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
+	m = next.(Model)
+	assert.True(t, td.load.paused)
+	assert.Contains(t, m.View(), "server exited: exit status 1: ValueError: boom (load paused)")
+}
