@@ -581,21 +581,10 @@ func rawFamily(mf *dto.MetricFamily) Family {
 }
 
 // summedFields are the Stats values that add up over engines (KVCacheUsage and Awake do not).
-var summedFields = []func(*Stats) *Value{
+var summedFields = append([]func(*Stats) *Value{
 	(*Stats).running, (*Stats).waiting,
 	func(s *Stats) *Value { return &s.Swapped },
-	func(s *Stats) *Value { return &s.Preemptions },
-	(*Stats).promptTokens, (*Stats).generationTokens,
-	func(s *Stats) *Value { return &s.PromptTokensCached },
-	func(s *Stats) *Value { return &s.PrefixCacheQueries },
-	func(s *Stats) *Value { return &s.PrefixCacheHits },
-	func(s *Stats) *Value { return &s.ExternalPrefixCacheQueries },
-	func(s *Stats) *Value { return &s.ExternalPrefixCacheHits },
-	(*Stats).finished,
-	func(s *Stats) *Value { return &s.SpecDecodeDrafts },
-	func(s *Stats) *Value { return &s.SpecDecodeDraftTokens },
-	func(s *Stats) *Value { return &s.SpecDecodeAcceptedTokens },
-}
+}, counterFields...)
 
 // histFields lists every histogram of Stats with a short name for messages.
 var histFields = []struct {

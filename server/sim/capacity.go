@@ -80,7 +80,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	if c.FreeBytes < c.RequestedBytes {
 		return c, &StartupError{Kind: FreeMemoryTooLow, Exception: "ValueError", Capacity: c, Message: fmt.Sprintf(
 			"Free memory on device cuda:0 (%s/%s GiB) on startup is less than desired GPU memory utilization (%s, %s GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
-			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), pyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
+			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), PyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
 	}
 
 	c.WeightsBytes = int64(weightBytes(s) / tp)
@@ -172,13 +172,27 @@ func readBytesPerStep(s *Setup) float64 {
 
 // FormatGiB renders bytes as vLLM's format_gib does: str(round(b / 2**30, 2)), so 5.0 stays "5.0".
 func FormatGiB(b int64) string {
-	return pyFloat(math.Round(float64(b)/gib*100) / 100)
+	return PyFloat(math.Round(float64(b)/gib*100) / 100)
 }
 
-// pyFloat renders a float as Python's str() does for ordinary magnitudes.
-func pyFloat(f float64) string {
+// PyFloat renders f as Python's str(float) does: the shortest digits that round-trip, ".0" on
+// integral values, and exponent form below 1e-4 or from 1e16 up. vLLM prints its numbers (in
+// logs and metric labels) this way.
+func PyFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
+		// Go's shortest exponent form ("1e-05", "1.5e+16") is Python's.
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
 	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".eEnN") {
+	if !strings.Contains(s, ".") {
 		s += ".0"
 	}
 	return s

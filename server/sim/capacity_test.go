@@ -235,6 +235,6 @@ func TestFormatGiB(t *testing.T) {
 	assert.Equal(t, "5.0", FormatGiB(5*gib))
 	assert.Equal(t, "1.12", FormatGiB(1206240000))
 	assert.Equal(t, "130.5", FormatGiB(int64(130.5*float64(gib))))
-	assert.Equal(t, "0.92", pyFloat(0.92))
-	assert.Equal(t, "1.0", pyFloat(1))
+	assert.Equal(t, "0.92", PyFloat(0.92))
+	assert.Equal(t, "1.0", PyFloat(1))
 }

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -65,24 +64,5 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-// pyFloat renders f as Python's str(float) does: the shortest digits that round-trip, ".0"
-// on integral values, and exponent form below 1e-4 or from 1e16 up.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
-		// Go's shortest exponent form ("1e-05", "1.5e+16") is Python's.
-		return strconv.FormatFloat(f, 'e', -1, 64)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
+// pyFloat is Python's str(float), as vLLM prints numbers.
+func pyFloat(f float64) string { return sim.PyFloat(f) }

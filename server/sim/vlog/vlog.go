@@ -3,7 +3,6 @@ package vlog
 import (
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vllmtop/vllmtop/server/sim"
 )
 
 // Version is the vLLM version the simulator reports in its logs.
@@ -291,26 +292,8 @@ func pyStr(s string) string {
 	return b.String()
 }
 
-// pyFloat is Python's repr of a float: the shortest round-tripping digits, positional between
-// 1e-4 and 1e16 (always with a decimal point), scientific outside.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	if a := math.Abs(f); a != 0 && (a < 1e-4 || a >= 1e16) {
-		return strconv.FormatFloat(f, 'e', -1, 64)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
+// pyFloat is Python's str(float), as vLLM prints numbers.
+func pyFloat(f float64) string { return sim.PyFloat(f) }
 
 // commas renders n with thousands separators, as Python's f"{n:,}".
 func commas(n int) string {
