@@ -196,7 +196,7 @@ func benchIngest(b *testing.B, streams, tokens int, pace, prefill time.Duration)
 		}
 		times := srv.stop()
 
-		var added []float64
+		var added, sendParts, recvParts []float64
 		for _, res := range results {
 			if !res.OK() || res.OutputTokens != tokens {
 				b.Fatalf("request %d: %s %s, %d tokens", res.Index, res.Error, res.ErrorMessage, res.OutputTokens)
@@ -208,8 +208,20 @@ func benchIngest(b *testing.B, streams, tokens int, pace, prefill time.Duration)
 			// What the client adds to TTFT: its TTFT minus the server's own time to the first write.
 			serverTTFT := time.Duration(st[1] - st[0])
 			added = append(added, float64(res.TTFT-serverTTFT)/float64(time.Millisecond))
+			if os.Getenv("INGEST_DEBUG") != "" {
+				send := time.Duration(st[0] - res.Start.UnixNano())
+				recv := time.Duration(res.Start.Add(res.TTFT).UnixNano() - st[1])
+				sendParts = append(sendParts, float64(send)/1e6)
+				recvParts = append(recvParts, float64(recv)/1e6)
+			}
 		}
 		sort.Float64s(added)
+		if len(sendParts) > 0 {
+			sort.Float64s(sendParts)
+			sort.Float64s(recvParts)
+			fmt.Printf("send (client start -> server handler) p50 %.2f p99 %.2f ms; receive (server write -> client read) p50 %.2f p99 %.2f ms\n",
+				Percentile(sendParts, 50), Percentile(sendParts, 99), Percentile(recvParts, 50), Percentile(recvParts, 99))
+		}
 		b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(measured*tokens), "client-cpu-us/tok")
 		if pace == 0 {
 			b.ReportMetric(ours, "tok/s")
