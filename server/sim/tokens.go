@@ -57,41 +57,35 @@ func eachPiece(text string, emit func(string)) {
 		}
 		switch {
 		case unicode.IsLetter(r):
-			letters := 0
-			for i < len(text) {
-				c, sz := utf8.DecodeRuneInString(text[i:])
-				if !unicode.IsLetter(c) {
-					break
-				}
-				if letters == 6 {
-					emit(text[start:i])
-					start, letters = i, 0
-				}
-				letters++
-				i += sz
-			}
-			emit(text[start:i])
+			i = emitRun(text, start, i, unicode.IsLetter, 6, emit)
 		case unicode.IsDigit(r):
-			digits := 0
-			for i < len(text) {
-				c, sz := utf8.DecodeRuneInString(text[i:])
-				if !unicode.IsDigit(c) {
-					break
-				}
-				if digits == 3 {
-					emit(text[start:i])
-					start, digits = i, 0
-				}
-				digits++
-				i += sz
-			}
-			emit(text[start:i])
+			i = emitRun(text, start, i, unicode.IsDigit, 3, emit)
 		default:
 			_, sz := utf8.DecodeRuneInString(text[i:])
 			i += sz
 			emit(text[start:i])
 		}
 	}
+}
+
+// emitRun emits the run of runes matching in from i (the piece began at start, which may be
+// a leading space) in pieces of at most limit runes, and returns where the run ends.
+func emitRun(text string, start, i int, in func(rune) bool, limit int, emit func(string)) int {
+	n := 0
+	for i < len(text) {
+		c, sz := utf8.DecodeRuneInString(text[i:])
+		if !in(c) {
+			break
+		}
+		if n == limit {
+			emit(text[start:i])
+			start, n = i, 0
+		}
+		n++
+		i += sz
+	}
+	emit(text[start:i])
+	return i
 }
 
 // pieceID hashes a piece (FNV-1a) into the id space above the built-in words.
