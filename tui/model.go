@@ -90,9 +90,12 @@ type Model struct {
 	lastPoint          time.Time // when that was
 
 	charts []*chart
-	epochs []epoch
-	cursor int
-	picked []int // indexes of epochs chosen for comparison (at most 2)
+	// overview is the overview's body, composed when the charts are drawn: View runs after
+	// every message, and stitching four charts cell by cell each time cost more than drawing them.
+	overview string
+	epochs   []epoch
+	cursor   int
+	picked   []int // indexes of epochs chosen for comparison (at most 2)
 
 	logLines    []server.Line
 	logView     viewport.Model

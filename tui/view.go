@@ -39,6 +39,10 @@ func (m *Model) redrawCharts() {
 	for _, c := range m.charts {
 		c.render(m.styles, now)
 	}
+	row := func(a, b *chart) string {
+		return lipgloss.JoinHorizontal(lipgloss.Top, padBlock(a.view(), a.w+1, a.h), padBlock(b.view(), b.w, b.h))
+	}
+	m.overview = row(m.charts[0], m.charts[1]) + "\n" + row(m.charts[2], m.charts[3])
 }
 
 // View renders the whole screen. It only stitches cached pieces and short text.
@@ -64,8 +68,10 @@ func (m Model) View() string {
 	case m.view == viewCapacity:
 		body = m.capacityView()
 	}
-	screen := strings.Join([]string{m.header(), m.tabs(), padLines(body, m.bodyHeight()), m.footer()}, "\n")
-	return clampLines(screen, m.width, m.height)
+	if m.view != viewOverview || m.showHelp {
+		body = clampLines(body, m.width, m.bodyHeight()) // the overview is fitted when composed
+	}
+	return strings.Join([]string{m.header(), m.tabs(), padLines(body, m.bodyHeight()), m.footer()}, "\n")
 }
 
 func (m *Model) stateStyle(s server.State) lipgloss.Style {
@@ -224,12 +230,7 @@ func (m *Model) helpView() string {
 	return title + "\n\n" + m.help.FullHelpView(m.keys.FullHelp())
 }
 
-func (m *Model) overviewView() string {
-	row := func(a, b *chart) string {
-		return lipgloss.JoinHorizontal(lipgloss.Top, padBlock(a.view(), a.w+1, a.h), padBlock(b.view(), b.w, b.h))
-	}
-	return row(m.charts[0], m.charts[1]) + "\n" + row(m.charts[2], m.charts[3])
-}
+func (m *Model) overviewView() string { return m.overview }
 
 // padBlock makes s exactly w cells wide and h lines tall.
 func padBlock(s string, w, h int) string {
