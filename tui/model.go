@@ -43,8 +43,7 @@ type epoch struct {
 	util     float64
 	kvTokens int
 	maxConc  float64
-	preempt0 float64 // server preemption counter at the start
-	preempt  float64 // preemptions seen in the epoch
+	preempt  float64 // preemptions the server counted during the epoch
 }
 
 // Model is the dashboard's state. Update and View never block.
@@ -93,6 +92,8 @@ type Model struct {
 	// overview is the overview's body, composed when the charts are drawn: View runs after
 	// every message, and stitching four charts cell by cell each time cost more than drawing them.
 	overview string
+	// epochStatsCache is the per-epoch statistics, taken once a second (not per frame).
+	epochStatsCache []loadgen.EpochStats
 	epochs   []epoch
 	cursor   int
 	picked   []int // indexes of epochs chosen for comparison (at most 2)
@@ -188,12 +189,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case scrapeResultMsg:
 		if msg.err != nil {
 			m.srvErr = oneLine(msg.err.Error())
+			// Old numbers must not be plotted as if they were current.
+			m.srv, m.cur = scrape.Window{}, nil
 		} else {
 			m.srvErr = ""
 			snap := msg.snap
 			m.prev, m.cur = m.cur, &snap
 			if m.prev != nil {
 				m.srv = scrape.Compare(m.prev, m.cur)
+				// Preemptions in the window (absent across a restart) add up per epoch.
+				if mw := m.modelWindow(); mw != nil && mw.Total.Preemptions.OK && !m.restarting {
+					m.epochs[len(m.epochs)-1].preempt += mw.Total.Preemptions.V
+				}
 			}
 		}
 		return m, scheduleScrape(m.scrapeGen, m.deps.ScrapeInterval)
@@ -201,12 +208,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.handleServerEvents(msg)
 	case restartDoneMsg:
 		m.restarting = false
-		if msg.err != nil {
-			m.setStatus("restart failed: "+oneLine(msg.err.Error()), true)
-		} else {
-			m.util = msg.util
-			m.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
+		if m.quitting > 0 {
+			return m, stopCmd(m.deps.Supervisor)
 		}
+		if msg.err != nil {
+			// The server is down: load would only count refused connections.
+			m.paused = true
+			m.setStatus("restart failed: "+oneLine(msg.err.Error())+" (load paused)", true)
+			return m, nil
+		}
+		m.util = msg.util
+		m.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
 		if m.deps.Load != nil && !m.paused {
 			m.deps.Load.Resume()
 		}
@@ -285,6 +297,9 @@ func (m *Model) refresh(now time.Time) {
 		m.charts[3].push(now, float64(st.Running), float64(st.Waiting), math.NaN())
 	}
 	m.updateEpoch()
+	if m.deps.Epochs != nil {
+		m.epochStatsCache = m.deps.Epochs.All()
+	}
 	m.redrawCharts()
 }
 
@@ -366,14 +381,6 @@ func (m *Model) updateEpoch() {
 	if tok > 0 && !m.restarting {
 		e.kvTokens, e.maxConc = tok, conc
 	}
-	if mod := m.model(); mod != nil {
-		if p, ok := mod.Total.Preemptions.V, mod.Total.Preemptions.OK; ok {
-			if e.preempt0 == 0 && e.preempt == 0 {
-				e.preempt0 = p
-			}
-			e.preempt = math.Max(0, p-e.preempt0)
-		}
-	}
 }
 
 // newEpoch starts a row in the runs table and a marker on the charts.
@@ -389,9 +396,7 @@ func (m *Model) newEpoch(why string) {
 		e.kvTokens, e.maxConc = 0, 0
 	}
 	m.epochs = append(m.epochs, e)
-	if len(m.epochs) > 100 {
-		m.epochs = m.epochs[1:]
-	}
+	m.trimEpochs()
 	for _, c := range m.charts {
 		c.markEpoch(now)
 	}
@@ -626,12 +631,28 @@ func (m *Model) markLoadEpoch() {
 	}
 	now := m.deps.Now()
 	m.epochs = append(m.epochs, epoch{n: n, start: now, settings: m.loadSettings(), util: m.util})
-	if len(m.epochs) > 100 {
-		m.epochs = m.epochs[1:]
-	}
+	m.trimEpochs()
 	for _, c := range m.charts {
 		c.markEpoch(now)
 	}
+}
+
+// trimEpochs keeps the newest 100 runs; picked rows and the cursor follow their runs.
+func (m *Model) trimEpochs() {
+	const keep = 100
+	drop := len(m.epochs) - keep
+	if drop <= 0 {
+		return
+	}
+	m.epochs = m.epochs[drop:]
+	m.cursor = max(m.cursor-drop, 0)
+	kept := m.picked[:0]
+	for _, p := range m.picked {
+		if p-drop >= 0 {
+			kept = append(kept, p-drop)
+		}
+	}
+	m.picked = kept
 }
 
 func (m *Model) nudgeUtil(d float64) {
@@ -662,6 +683,12 @@ func (m Model) startRestart() (tea.Model, tea.Cmd) {
 }
 
 func (m Model) quit() (tea.Model, tea.Cmd) {
+	if m.restarting {
+		// Stopping now would race the restart's start; stop as soon as it is done.
+		m.quitting = 1
+		m.setStatus("stopping after the restart under way (q again or ctrl+c to force) ...", false)
+		return m, nil
+	}
 	m.quitting = 1
 	if m.deps.Load != nil {
 		m.deps.Load.Pause()

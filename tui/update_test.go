@@ -255,3 +255,53 @@ func TestServerExitPausesTheLoad(t *testing.T) {
 	assert.True(t, td.load.paused)
 	assert.Contains(t, m.View(), "server exited: exit status 1: ValueError: boom (load paused)")
 }
+
+func TestQuitDuringRestartStopsAfterIt(t *testing.T) {
+	m, td := sized(t)
+	m, cmd := press(t, m, "u", "enter", "enter")
+	require.NotNil(t, cmd)
+	m, stop := press(t, m, "q")
+	assert.Nil(t, stop, "nothing is stopped while the restart runs")
+	assert.Equal(t, 1, m.quitting)
+	next, stop := m.Update(cmd())
+	require.NotNil(t, stop, "the stop follows the restart")
+	_, ok := stop().(stopDoneMsg)
+	assert.True(t, ok)
+	assert.True(t, td.sup.stopped)
+	_ = next
+}
+
+func TestFailedRestartKeepsTheLoadPaused(t *testing.T) {
+	m, td := sized(t)
+	m, cmd := press(t, m, "u", "enter", "enter")
+	require.NotNil(t, cmd)
+	next, _ := m.Update(restartDoneMsg{util: 0.91, err: assertErr("server exited before it was ready")})
+	m = next.(Model)
+	assert.True(t, td.load.paused)
+	assert.True(t, m.paused)
+	assert.Contains(t, m.status, "restart failed")
+	assert.InDelta(t, 0.92, m.util, 1e-9, "the utilisation did not change")
+}
+
+type assertErr string
+
+func (e assertErr) Error() string { return string(e) }
+
+func TestOldRunsDropWithTheirPicks(t *testing.T) {
+	m, _ := sized(t)
+	for i := 0; i < 120; i++ {
+		m, _ = press(t, m, "+")
+		if i == 5 {
+			m.pick(len(m.epochs) - 1)
+		}
+	}
+	m.pick(len(m.epochs) - 1)
+	assert.Len(t, m.epochs, 100)
+	require.Len(t, m.picked, 1, "the pick of a dropped run goes with it")
+	assert.Equal(t, 99, m.picked[0])
+	assert.Equal(t, "C=124", m.epochs[m.picked[0]].settings)
+}
+
+func TestPrintableDropsControls(t *testing.T) {
+	assert.Equal(t, "a[31mred\nb]52;c;x", printable("a\x1b[31mred\nb\x1b]52;c;x\x07\u009b"))
+}

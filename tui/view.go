@@ -301,10 +301,21 @@ func (m *Model) streamView() string {
 				break
 			}
 		}
-		text.WriteString(st.Heat[bucket].Render(t.Text))
+		text.WriteString(st.Heat[bucket].Render(printable(t.Text)))
 	}
 	b.WriteString(lipgloss.NewStyle().Width(m.width).Render(text.String()))
 	return tailLines(b.String(), m.bodyHeight())
+}
+
+// printable drops control characters (but newlines) from server text, so a server cannot
+// move the cursor or talk to the terminal through the stream view.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || (r >= 0x20 && r != 0x7f && (r < 0x80 || r >= 0xa0)) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 func medianGap(ts []loadgen.WatchedToken) time.Duration {
@@ -379,10 +390,8 @@ func (m *Model) logViewString() string {
 
 func (m *Model) epochStats() map[int]loadgen.EpochStats {
 	out := map[int]loadgen.EpochStats{}
-	if m.deps.Epochs != nil {
-		for _, e := range m.deps.Epochs.All() {
-			out[e.Epoch] = e
-		}
+	for _, e := range m.epochStatsCache {
+		out[e.Epoch] = e
 	}
 	return out
 }
@@ -391,9 +400,22 @@ func (m *Model) runsView() string {
 	st := m.styles
 	stats := m.epochStats()
 	var b strings.Builder
-	head := fmt.Sprintf("  %-4s %-22s %5s %11s %8s %8s %8s %8s %9s %7s %6s", "#", "settings", "util", "KV tokens", "max conc", "TTFT p50", "TTFT p99", "TPOT p50", "out tok/s", "preempt", "fail")
+	// Below 110 columns the table drops max concurrency and TTFT p50 to fit.
+	wide := m.width >= 110
+	head := fmt.Sprintf("  %-4s %-14s %5s %10s %8s %8s %9s %6s %5s", "#", "settings", "util", "KV tokens", "TTFT p99", "TPOT p50", "out tok/s", "preem", "fail")
+	if wide {
+		head = fmt.Sprintf("  %-4s %-22s %5s %11s %8s %8s %8s %8s %9s %7s %6s", "#", "settings", "util", "KV tokens", "max conc", "TTFT p50", "TTFT p99", "TPOT p50", "out tok/s", "preempt", "fail")
+	}
 	b.WriteString(st.Label.Render(truncate(head, m.width)) + "\n")
-	for i, e := range m.epochs {
+	// Show the rows around the cursor that fit above the hint and the comparison.
+	room := m.bodyHeight() - 2
+	if len(m.picked) == 2 {
+		room -= 9
+	}
+	room = max(room, 3)
+	first := min(max(m.cursor-room+1, 0), max(len(m.epochs)-room, 0))
+	for i := first; i < len(m.epochs) && i < first+room; i++ {
+		e := m.epochs[i]
 		s := stats[e.n]
 		mark := " "
 		for _, p := range m.picked {
@@ -401,9 +423,15 @@ func (m *Model) runsView() string {
 				mark = "*"
 			}
 		}
-		row := fmt.Sprintf("%s %-4d %-22s %5.2f %11s %8s %8s %8s %8s %9s %7.0f %6d", mark, e.n, truncate(e.settings, 22), e.util,
-			commasOr(e.kvTokens), concOr(e.maxConc), qms(s.TTFT.P50, s.TTFT.N), qms(s.TTFT.P99, s.TTFT.N), qms(s.TPOT.P50, s.TPOT.N),
-			siNumber(s.OutputTokensPerSec()), e.preempt, s.Failures)
+		var row string
+		if wide {
+			row = fmt.Sprintf("%s %-4d %-22s %5.2f %11s %8s %8s %8s %8s %9s %7.0f %6d", mark, e.n, truncate(e.settings, 22), e.util,
+				commasOr(e.kvTokens), concOr(e.maxConc), qms(s.TTFT.P50, s.TTFT.N), qms(s.TTFT.P99, s.TTFT.N), qms(s.TPOT.P50, s.TPOT.N),
+				siNumber(s.OutputTokensPerSec()), e.preempt, s.Failures)
+		} else {
+			row = fmt.Sprintf("%s %-4d %-14s %5.2f %10s %8s %8s %9s %6.0f %5d", mark, e.n, truncate(e.settings, 14), e.util,
+				commasOr(e.kvTokens), qms(s.TTFT.P99, s.TTFT.N), qms(s.TPOT.P50, s.TPOT.N), siNumber(s.OutputTokensPerSec()), e.preempt, s.Failures)
+		}
 		row = truncate(row, m.width)
 		if i == m.cursor {
 			row = st.Selected.Render(row)
@@ -416,6 +444,15 @@ func (m *Model) runsView() string {
 		sa, sc := stats[a.n], stats[c.n]
 		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("run %d vs run %d", a.n, c.n)) + "\n")
 		cmp := func(name string, x, y float64, unit string, lowerBetter bool) {
+			show := func(v float64) string {
+				switch {
+				case math.IsNaN(v):
+					return "–"
+				case unit == "util":
+					return fmt.Sprintf("%.2f", v)
+				}
+				return fmtValue(v, unit)
+			}
 			d := pct(x, y)
 			ds := st.Muted.Render("–")
 			if !math.IsNaN(d) {
@@ -426,9 +463,9 @@ func (m *Model) runsView() string {
 				}
 				ds = s.Render(fmt.Sprintf("%+.1f%%", d))
 			}
-			fmt.Fprintf(&b, "  %-16s %12s %12s  %s\n", name, fmtValue(x, unit), fmtValue(y, unit), ds)
+			fmt.Fprintf(&b, "  %-16s %12s %12s  %s\n", name, show(x), show(y), ds)
 		}
-		cmp("util", a.util, c.util, "", false)
+		cmp("util", a.util, c.util, "util", false)
 		cmp("KV tokens", float64(a.kvTokens), float64(c.kvTokens), "", false)
 		cmp("TTFT p50", msf(sa.TTFT.P50, sa.TTFT.N), msf(sc.TTFT.P50, sc.TTFT.N), "ms", true)
 		cmp("TTFT p99", msf(sa.TTFT.P99, sa.TTFT.N), msf(sc.TTFT.P99, sc.TTFT.N), "ms", true)
