@@ -94,9 +94,9 @@ type Model struct {
 	overview string
 	// epochStatsCache is the per-epoch statistics, taken once a second (not per frame).
 	epochStatsCache []loadgen.EpochStats
-	epochs   []epoch
-	cursor   int
-	picked   []int // indexes of epochs chosen for comparison (at most 2)
+	epochs          []epoch
+	cursor          int
+	picked          []int // indexes of epochs chosen for comparison (at most 2)
 
 	logLines    []server.Line
 	logView     viewport.Model
