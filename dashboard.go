@@ -190,6 +190,11 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 			if _, ok := server.ArgValue(cmd, "--port"); !ok {
 				cmd = append(append([]string(nil), cmd...), "--port", strconv.Itoa(port))
 			}
+			// A server started here listens on loopback unless the command says otherwise
+			// (vLLM's own default is every interface).
+			if _, ok := server.ArgValue(cmd, "--host"); !ok {
+				cmd = append(cmd, "--host", "127.0.0.1")
+			}
 		}
 		sup, err := server.New(cmd)
 		if err != nil {
@@ -197,7 +202,7 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 		}
 		d.sup = sup
 		d.url = serverURL(cmd)
-		deps.Target = strings.Join(cmd, " ")
+		deps.Target = strings.Join(redactKeys(cmd), " ")
 		if v, ok := server.ArgValue(cmd, "--gpu-memory-utilization"); ok {
 			deps.InitialUtil, _ = strconv.ParseFloat(v, 64)
 		} else {
@@ -229,7 +234,10 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 		d.journal = j
 		sinks = append(sinks, j.Add)
 	}
-	cfg := loadgen.RunnerConfig{Workload: short, Concurrency: f.concurrency, Burstiness: f.burstiness, Seed: f.seed, Sinks: sinks}
+	// In rate mode a rate above what the server sustains would pile up requests without end;
+	// the cap bounds goroutines and sockets (the lag and queueing show the shortfall).
+	cfg := loadgen.RunnerConfig{Workload: short, Concurrency: f.concurrency, Burstiness: f.burstiness, Seed: f.seed, Sinks: sinks,
+		MaxConcurrency: maxInFlight}
 	if f.rate > 0 {
 		cfg.Rate = f.rate
 	}
@@ -243,6 +251,23 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 	deps.Workloads, deps.Capacity = d.workloads, capacity
 	d.deps = deps
 	return d, nil
+}
+
+// maxInFlight caps requests in flight in rate mode.
+const maxInFlight = 4096
+
+// redactKeys hides the value of --api-key in a command line that is shown on screen.
+func redactKeys(args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		switch {
+		case a == "--api-key" && i+1 < len(out):
+			out[i+1] = "***"
+		case strings.HasPrefix(a, "--api-key="):
+			out[i] = "--api-key=***"
+		}
+	}
+	return out
 }
 
 // serverURL is where a server started with args answers: its --host (loopback for an

@@ -63,7 +63,8 @@ func (e *Epochs) Add(r Result) {
 			}
 			delete(e.epochs, oldest)
 		}
-		a = &epochAcc{lat: newLatencies(), stats: EpochStats{Epoch: r.Epoch}}
+		// Two significant digits: enough to compare runs, a quarter of the memory per epoch.
+		a = &epochAcc{lat: newLatenciesDigits(2), stats: EpochStats{Epoch: r.Epoch}}
 		e.epochs[r.Epoch] = a
 	}
 	if a.first.IsZero() || r.Start.Before(a.first) {

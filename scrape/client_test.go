@@ -58,11 +58,11 @@ func TestMetricsURL(t *testing.T) {
 }
 
 func TestScrape(t *testing.T) {
-	var gotAccept, gotAuth string
+	var gotAccept, gotAuth, gotPath string
 	fixture := fixtureHandler(t, "vllm-0.25.1-metrics-opt-125m-tp2-idle.prom")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAccept, gotAuth = r.Header.Get("Accept"), r.Header.Get("Authorization")
-		require.Equal(t, "/metrics", r.URL.Path)
+		// Recorded here, checked on the test's goroutine.
+		gotAccept, gotAuth, gotPath = r.Header.Get("Accept"), r.Header.Get("Authorization"), r.URL.Path
 		fixture(w, r)
 	}))
 	defer srv.Close()
@@ -73,6 +73,7 @@ func TestScrape(t *testing.T) {
 	before := time.Now()
 	s, err := c.Scrape(context.Background())
 	require.NoError(t, err)
+	assert.Equal(t, "/metrics", gotPath)
 	assert.Equal(t, "text/plain;version=0.0.4", gotAccept)
 	assert.Empty(t, gotAuth, "no key, no Authorization header")
 	assert.Equal(t, BackendVLLM, s.Backend)

@@ -130,6 +130,11 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 			return
 		}
 		key := strings.ReplaceAll(f.Name, "-", "_")
+		if key == "api_key" {
+			// Logged as vLLM logs it, but never the key itself.
+			o.NonDefault = append(o.NonDefault, NamedValue{key, "***"})
+			return
+		}
 		switch f.Value.Type() {
 		case "int", "int64":
 			n, _ := strconv.ParseInt(f.Value.String(), 10, 64)

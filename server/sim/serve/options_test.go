@@ -94,3 +94,12 @@ func TestParseArgsErrors(t *testing.T) {
 	assert.Contains(t, help.Text, "--gpu-memory-utilization")
 	assert.Contains(t, help.Text, "meta-llama/Llama-3.1-8B-Instruct")
 }
+
+func TestAPIKeyIsNotInTheLoggedArgs(t *testing.T) {
+	o, err := ParseArgs([]string{"--api-key", "sk-secret"}, noEnv)
+	require.NoError(t, err)
+	for _, nv := range o.NonDefault {
+		assert.NotEqual(t, "sk-secret", nv.Value)
+	}
+	assert.Equal(t, []string{"sk-secret"}, o.APIKeys)
+}
