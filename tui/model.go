@@ -98,7 +98,11 @@ type Model struct {
 	cursor          int
 	picked          []int // indexes of epochs chosen for comparison (at most 2)
 
-	logLines    []server.Line
+	logLines []server.Line
+	// logStyled holds each line of logLines truncated and styled, so new lines cost only
+	// themselves; logDirty says the viewport needs them (refreshed at the tick, not per batch).
+	logStyled   []string
+	logDirty    bool
 	logView     viewport.Model
 	follow      bool
 	filter      textinput.Model
@@ -265,6 +269,9 @@ func (m *Model) refresh(now time.Time) {
 			last.n = m.loader.Epoch
 		}
 	}
+	if m.logDirty && m.view == viewLog {
+		m.refreshLogView()
+	}
 	if m.watched != nil {
 		v := m.watched.View(0)
 		m.watchView = v
@@ -424,13 +431,15 @@ func (m Model) handleServerEvents(msg serverEventsMsg) (tea.Model, tea.Cmd) {
 		case server.LogBatch:
 			m.droppedLogs += ev.Dropped
 			m.logLines = append(m.logLines, ev.Lines...)
+			for _, l := range ev.Lines {
+				m.logStyled = append(m.logStyled, m.styleLogLine(l))
+			}
 			if over := len(m.logLines) - maxLogLines; over > 0 {
 				m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
+				m.logStyled = append(m.logStyled[:0:0], m.logStyled[over:]...)
 			}
+			m.logDirty = true
 		}
-	}
-	if m.view == viewLog {
-		m.refreshLogView()
 	}
 	if msg.closed {
 		m.eventsClosed = true
@@ -574,6 +583,7 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.styles = NewStyles(m.theme)
 		m.help.Styles = m.styles.Help
 		m.redrawCharts()
+		m.restyleLog()
 		m.refreshLogView()
 	case key.Matches(msg, k.Up):
 		m.scroll(-1)

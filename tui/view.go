@@ -28,6 +28,7 @@ func (m *Model) layout() {
 	}
 	m.logView.Width = m.width
 	m.logView.Height = max(bh-1, 1)
+	m.restyleLog()
 	m.refreshLogView()
 }
 
@@ -227,7 +228,12 @@ func (m *Model) helpView() string {
 	m.help.ShowAll = true
 	defer func() { m.help.ShowAll = false }()
 	title := m.styles.Title.Render("Keys") + m.styles.Muted.Render("  (? or esc to close)")
-	return title + "\n\n" + m.help.FullHelpView(m.keys.FullHelp())
+	groups := m.keys.FullHelp()
+	if m.width >= 120 {
+		return title + "\n\n" + m.help.FullHelpView(groups)
+	}
+	// Narrow terminals get the key groups in two rows, so no column is cut.
+	return title + "\n\n" + m.help.FullHelpView(groups[:3]) + "\n\n" + m.help.FullHelpView(groups[3:])
 }
 
 func (m *Model) overviewView() string { return m.overview }
@@ -339,28 +345,44 @@ func tailLines(s string, h int) string {
 	return strings.Join(append(lines[:3], lines[len(lines)-(h-3):]...), "\n")
 }
 
+// styleLogLine fits a log line to the width and colours errors, warnings and capacity lines.
+func (m *Model) styleLogLine(l server.Line) string {
+	st := m.styles
+	text := truncate(l.Text, m.width)
+	low := l.Text
+	switch {
+	case strings.Contains(low, " ERROR ") || strings.Contains(low, "Error") || strings.Contains(low, "Traceback"):
+		return st.Bad.Render(text)
+	case strings.Contains(low, "WARNING"):
+		return st.Warn.Render(text)
+	case strings.Contains(low, "KV cache") || strings.Contains(low, "Maximum concurrency") || strings.Contains(low, "Model loading took"):
+		return st.Good.Render(text)
+	}
+	return text
+}
+
+// restyleLog renders every line again (after a resize or a theme change).
+func (m *Model) restyleLog() {
+	m.logStyled = m.logStyled[:0]
+	for _, l := range m.logLines {
+		m.logStyled = append(m.logStyled, m.styleLogLine(l))
+	}
+	m.logDirty = true
+}
+
+// refreshLogView puts the (filtered) styled lines in the viewport.
 func (m *Model) refreshLogView() {
+	m.logDirty = false
 	if m.logView.Width == 0 {
 		return
 	}
-	st := m.styles
 	filter := strings.ToLower(m.filter.Value())
 	var b strings.Builder
-	for _, l := range m.logLines {
+	for i, l := range m.logLines {
 		if filter != "" && !strings.Contains(strings.ToLower(l.Text), filter) {
 			continue
 		}
-		text := truncate(l.Text, m.width)
-		low := l.Text
-		switch {
-		case strings.Contains(low, " ERROR ") || strings.Contains(low, "Error") || strings.Contains(low, "Traceback"):
-			text = st.Bad.Render(text)
-		case strings.Contains(low, "WARNING"):
-			text = st.Warn.Render(text)
-		case strings.Contains(low, "KV cache") || strings.Contains(low, "Maximum concurrency") || strings.Contains(low, "Model loading took"):
-			text = st.Good.Render(text)
-		}
-		b.WriteString(text)
+		b.WriteString(m.logStyled[i])
 		b.WriteByte('\n')
 	}
 	m.logView.SetContent(strings.TrimSuffix(b.String(), "\n"))

@@ -114,6 +114,12 @@ func TestHelpOverlayAndTooSmall(t *testing.T) {
 	assert.Contains(t, out, "pause/resume load")
 	assert.Contains(t, out, "restart with pending util")
 	assert.LessOrEqual(t, maxLineWidth(out), 120)
+	next, _ = next.(Model).Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	narrow := next.(Model).View()
+	for _, k := range []string{"next theme", "quit (twice: force)", "watch a new request", "short/long prompts", "filter log"} {
+		assert.Contains(t, narrow, k, "every key is readable at 80 columns")
+	}
+	assert.LessOrEqual(t, maxLineWidth(narrow), 80)
 
 	for _, sz := range [][2]int{{59, 30}, {100, 15}, {10, 3}, {1, 1}} {
 		next, _ := m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
