@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,11 @@ import (
 func buildVllmtop(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "vllmtop")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/vllmtop/vllmtop").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, "github.com/vllmtop/vllmtop")...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }
@@ -50,7 +55,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 	bin := buildVllmtop(t)
 	port := freePort(t)
 	args := []string{bin, "sim", "Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--port", strconv.Itoa(port), "--sim-startup-seconds", "0.2", "--gpu-memory-utilization", "0.92"}
-	sup, err := server.New(args, server.WithGrace(3*time.Second), server.WithHealthInterval(50*time.Millisecond))
+	// A race-built child sleeps a second at exit unless told not to.
+	sup, err := server.New(args, server.WithGrace(3*time.Second), server.WithHealthInterval(50*time.Millisecond),
+		server.WithEnv(append(os.Environ(), "GORACE=atexit_sleep_ms=0")))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
