@@ -122,6 +122,10 @@ func freePort() (int, error) {
 // runDashboard is `vllmtop [flags] [-- CMD...]`.
 func runDashboard(args []string, stdout, stderr io.Writer) int {
 	f, err := parseDashboardFlags(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		usage(stdout)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vllmtop: %v (see vllmtop help)\n", err)
 		return 2

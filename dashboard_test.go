@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,4 +24,14 @@ func TestDashboardFlags(t *testing.T) {
 	}
 	assert.Equal(t, "http://127.0.0.1:9000", serverURL([]string{"vllm", "serve", "m", "--host", "0.0.0.0", "--port", "9000"}))
 	assert.Equal(t, "http://127.0.0.1:8000", serverURL([]string{"vllm", "serve", "m"}))
+}
+
+func TestDashboardHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 0, run([]string{"--max-concurrency", "8", "--help"}, &out, &errOut))
+	assert.Contains(t, out.String(), "Dashboard flags:")
+	assert.Empty(t, errOut.String())
+	out.Reset()
+	assert.Equal(t, 0, run([]string{"help"}, &out, &errOut))
+	assert.Contains(t, out.String(), "vllmtop sim [MODEL]")
 }

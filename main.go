@@ -50,6 +50,19 @@ Usage:
   vllmtop metrics URL                     one /metrics scrape, parsed
   vllmtop version                         print the version
 
-Run 'vllmtop sim --help' for the simulator's flags.
+Dashboard flags:
+  --max-concurrency N       requests in flight (default 4); --request-rate R starts in rate mode
+  --random-input-len N      prompt tokens (default 256); --long-input-len N for the p key (4096)
+  --random-output-len N     output tokens (default 128)
+  --endpoint PATH           /v1/completions (default) or /v1/chat/completions
+  --model NAME              model for requests (default: the server's first)
+  --sim-args "FLAGS"        flags for the built-in simulator, e.g. "--sim-gpu l4 Qwen/Qwen2.5-0.5B-Instruct"
+  --record FILE.jsonl       keep every result
+  --theme NAME              dark, colorblind, high-contrast, light (NO_COLOR is honoured)
+  --metrics-interval D      /metrics scrape interval (default 1s)
+  --api-key KEY             default: OPENAI_API_KEY or VLLM_API_KEY
+
+Run 'vllmtop sim --help', 'vllmtop bench --help' or 'vllmtop metrics --help' for their flags;
+press ? in the dashboard for its keys.
 `)
 }
