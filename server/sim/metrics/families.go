@@ -58,11 +58,7 @@ func (f families) counter(name, help string) prometheus.Counter {
 func (f families) counterVec(name, help, label string, values ...string) map[string]prometheus.Counter {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
 	f.reg.MustRegister(v)
-	children := make(map[string]prometheus.Counter, len(values))
-	for _, value := range values {
-		children[value] = v.WithLabelValues(value)
-	}
-	return children
+	return children(v.WithLabelValues, values)
 }
 
 func (f families) gauge(name, help string) prometheus.Gauge {
@@ -75,11 +71,16 @@ func (f families) gauge(name, help string) prometheus.Gauge {
 func (f families) gaugeVec(name, help, label string, values ...string) map[string]prometheus.Gauge {
 	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
 	f.reg.MustRegister(v)
-	children := make(map[string]prometheus.Gauge, len(values))
+	return children(v.WithLabelValues, values)
+}
+
+// children creates the child of every label value, keyed by the value.
+func children[T any](with func(...string) T, values []string) map[string]T {
+	out := make(map[string]T, len(values))
 	for _, value := range values {
-		children[value] = v.WithLabelValues(value)
+		out[value] = with(value)
 	}
-	return children
+	return out
 }
 
 func (f families) histogram(name, help string, buckets []float64) prometheus.Histogram {
