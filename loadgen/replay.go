@@ -1,0 +1,244 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+)
+
+// Arrival is one request of a schedule: what to send and when.
+type Arrival struct {
+	Index int // 0-based among the arrivals (filtered and skipped lines not counted)
+	// At is when to send, from the start of the replay, with the speed-up applied. For a
+	// session turn that waits on the previous one (AfterPrevious), At is unused and Delay
+	// (sped up too) is the wait after the previous turn finished.
+	At            time.Duration
+	AfterPrevious bool
+	Delay         time.Duration
+	Session       string
+	Turn          int // 1-based within Session; 0 outside sessions
+	Prompt        Prompt
+	Entry         TraceEntry
+}
+
+// ScheduleConfig says how a trace becomes arrivals.
+type ScheduleConfig struct {
+	// Speedup divides the trace's times: 2 replays an hour of trace in half an hour, 0.5 in
+	// two hours. 0 means 1.
+	Speedup float64
+	// Prompt builds the index-th arrival's prompt from its entry (e.g. TracePrompts.Prompt).
+	Prompt func(index int, e TraceEntry) Prompt
+	// Limit stops the schedule after this many arrivals (0: the whole trace).
+	Limit int
+	// SkipMalformed goes on past malformed lines (each reported to OnSkip) instead of ending
+	// the schedule with the line's error.
+	SkipMalformed bool
+	OnSkip        func(err error)
+}
+
+// Schedule turns a trace into arrivals, in file order, one line at a time (constant memory
+// apart from one counter per session). Times count from the first timed entry, so the first
+// request goes at once whatever the trace's zero. Timestamps must not go backwards: a
+// replay cannot send into the past, so such a line is malformed. It is not safe for
+// concurrent use: one goroutine calls Next.
+type Schedule struct {
+	r        TraceReader
+	cfg      ScheduleConfig
+	next     int
+	first    time.Duration
+	last     time.Duration
+	timed    bool
+	lastAt   time.Duration
+	sessions map[string]int
+	skipped  int
+}
+
+// NewSchedule reads arrivals from r.
+func NewSchedule(r TraceReader, cfg ScheduleConfig) (*Schedule, error) {
+	if cfg.Speedup == 0 {
+		cfg.Speedup = 1
+	}
+	if !(cfg.Speedup > 0) || math.IsInf(cfg.Speedup, 0) {
+		return nil, fmt.Errorf("--trace-speedup must be a positive number, got %g", cfg.Speedup)
+	}
+	if cfg.Prompt == nil {
+		return nil, fmt.Errorf("a schedule needs a prompt builder")
+	}
+	return &Schedule{r: r, cfg: cfg, sessions: map[string]int{}}, nil
+}
+
+// Skipped is the number of malformed lines skipped so far.
+func (s *Schedule) Skipped() int { return s.skipped }
+
+// Next returns the next arrival, io.EOF at the end of the trace (or of Limit), or the error
+// that ended it.
+func (s *Schedule) Next() (Arrival, error) {
+	for {
+		if s.cfg.Limit > 0 && s.next >= s.cfg.Limit {
+			return Arrival{}, io.EOF
+		}
+		e, err := s.r.Next()
+		if err == nil {
+			var a Arrival
+			if a, err = s.arrival(e); err == nil {
+				return a, nil
+			}
+		}
+		if !s.cfg.SkipMalformed || !IsTraceLineError(err) {
+			return Arrival{}, err
+		}
+		s.skipped++
+		if s.cfg.OnSkip != nil {
+			s.cfg.OnSkip(err)
+		}
+	}
+}
+
+func (s *Schedule) arrival(e TraceEntry) (Arrival, error) {
+	a := Arrival{Index: s.next, Entry: e, Session: e.SessionID}
+	switch {
+	case e.HasTimestamp:
+		if !s.timed {
+			s.first, s.last, s.timed = e.Timestamp, e.Timestamp, true
+		}
+		if e.Timestamp < s.last {
+			return a, &TraceError{File: s.fileOf(), Line: e.Line, Msg: fmt.Sprintf(
+				"timestamp %v is before the previous line's %v: the trace must be sorted by time", e.Timestamp, s.last)}
+		}
+		s.last = e.Timestamp
+		a.At = s.scale(e.Timestamp - s.first)
+		s.lastAt = a.At
+	case e.SessionID != "" && s.sessions[e.SessionID] > 0:
+		a.AfterPrevious = true
+		a.Delay = s.scale(e.Delay)
+	case e.SessionID != "":
+		// A session's first turn without a timestamp starts where the schedule is now.
+		a.At = s.lastAt + s.scale(e.Delay)
+	default:
+		return a, &TraceError{File: s.fileOf(), Line: e.Line, Msg: "no timestamp: a replay needs one on every line (or a session_id and delay)"}
+	}
+	if e.SessionID != "" {
+		s.sessions[e.SessionID]++
+		a.Turn = s.sessions[e.SessionID]
+	}
+	a.Prompt = s.cfg.Prompt(a.Index, e)
+	s.next++
+	return a, nil
+}
+
+func (s *Schedule) scale(d time.Duration) time.Duration {
+	return time.Duration(math.Round(float64(d) / s.cfg.Speedup))
+}
+
+// fileOf names the trace's file for errors the schedule finds.
+func (s *Schedule) fileOf() string {
+	if n, ok := s.r.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return "trace"
+}
+
+// Clock is the time a replay runs on: the wall clock in use, a fake one in tests. It has the
+// method set of the simulator's clocks.
+type Clock interface {
+	Now() time.Time
+	// SleepUntil returns when the clock reaches t, or with ctx's error if ctx ends first.
+	SleepUntil(ctx context.Context, t time.Time) error
+}
+
+// WallClock is real time.
+type WallClock struct{}
+
+// Now returns time.Now().
+func (WallClock) Now() time.Time { return time.Now() }
+
+// SleepUntil waits on one timer until t.
+func (WallClock) SleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ArrivalSource is what Replay reads: a *Schedule, or any other source of arrivals in order.
+type ArrivalSource interface {
+	Next() (Arrival, error)
+}
+
+// Sender starts one request. intended is when the schedule wanted it sent: latency counts
+// from there, so a late sender shows as latency, not as a quieter schedule. finished must be
+// called once when the request ends (answer received or failed); a session's next turn waits
+// for it. Replay calls Sender in schedule order from its own goroutine, and for session turns
+// that wait on an earlier one, from others: it must be safe for concurrent use. It may block
+// to hold back load (a concurrency cap); later arrivals keep their intended times.
+type Sender func(ctx context.Context, a Arrival, intended time.Time, finished func())
+
+// Replay sends src's arrivals open loop at their times on clock, counted from clock.Now() at
+// the call, and returns when every arrival has been handed to send (nil at the end of src),
+// when src fails (its error), or when ctx ends (ctx's error).
+func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) error {
+	start := clock.Now()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	type turnDone struct {
+		done chan struct{}
+		at   time.Time // when the turn finished; read after done is closed
+	}
+	last := map[string]*turnDone{} // each session's latest turn
+	for {
+		a, err := src.Next()
+		if err == io.EOF {
+			wg.Wait()
+			return ctx.Err()
+		}
+		if err != nil {
+			return err
+		}
+		finished := func() {}
+		var prev *turnDone
+		if a.Session != "" {
+			cur := &turnDone{done: make(chan struct{})}
+			prev, last[a.Session] = last[a.Session], cur
+			var once sync.Once
+			finished = func() {
+				once.Do(func() {
+					cur.at = clock.Now()
+					close(cur.done)
+				})
+			}
+		}
+		if a.AfterPrevious && prev != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-prev.done:
+				case <-ctx.Done():
+					return
+				}
+				intended := prev.at.Add(a.Delay)
+				if clock.SleepUntil(ctx, intended) != nil {
+					return
+				}
+				send(ctx, a, intended, finished)
+			}()
+			continue
+		}
+		intended := start.Add(a.At)
+		if err := clock.SleepUntil(ctx, intended); err != nil {
+			return err
+		}
+		send(ctx, a, intended, finished)
+	}
+}
