@@ -159,6 +159,9 @@ type Result struct {
 	Index  int  `json:"index"`
 	Epoch  int  `json:"epoch"`
 	Warmup bool `json:"warmup,omitempty"`
+	// Turn is the request's 1-based turn in a conversation (0 outside one): turn 1 computes
+	// its whole prompt, later turns find their history in the prefix cache.
+	Turn int `json:"turn,omitempty"`
 	// Intended is when the schedule wanted the request sent; Start is when it was. The
 	// difference is client-side queueing (open loop with a concurrency cap, or a late loader).
 	Intended     time.Time       `json:"intended"`
