@@ -54,6 +54,10 @@ type SyntheticConversationConfig struct {
 	// SystemLen is the length of a system prompt every conversation shares (0: none): the
 	// prefix a server caches across conversations.
 	SystemLen int
+	// PrefixLen adds this many tokens, unique to the conversation, at the start of its first
+	// message (vLLM's multi-turn prefix_num_tokens: a document the user asks about). Later
+	// turns find it in the prefix cache.
+	PrefixLen int
 	Seed      int64
 }
 
@@ -75,8 +79,8 @@ func NewSyntheticConversations(cfg SyntheticConversationConfig, v *Vocab) (*Synt
 	if cfg.RangeRatio < 0 || cfg.RangeRatio >= 1 {
 		return nil, fmt.Errorf("the range ratio must be in [0, 1), got %g", cfg.RangeRatio)
 	}
-	if cfg.SystemLen < 0 {
-		return nil, fmt.Errorf("the system prompt length must not be negative, got %d", cfg.SystemLen)
+	if cfg.SystemLen < 0 || cfg.PrefixLen < 0 {
+		return nil, fmt.Errorf("prefix lengths must not be negative, got %d and %d", cfg.SystemLen, cfg.PrefixLen)
 	}
 	s := &SyntheticConversations{cfg: cfg, vocab: v}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5157))
@@ -93,9 +97,12 @@ func (s *SyntheticConversations) Name() string {
 func (s *SyntheticConversations) Conversation(i int) *Conversation {
 	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), uint64(i)+1))
 	c := &Conversation{ID: fmt.Sprintf("synthetic-%d", i), System: s.system, SystemTokens: s.cfg.SystemLen}
-	for range s.cfg.Turns {
+	for k := range s.cfg.Turns {
 		in := max(1, uniformLen(rng, s.cfg.InputLen, s.cfg.RangeRatio))
 		out := max(1, uniformLen(rng, s.cfg.OutputLen, s.cfg.RangeRatio))
+		if k == 0 && s.cfg.PrefixLen > 0 {
+			in += s.cfg.PrefixLen
+		}
 		c.Turns = append(c.Turns, Turn{User: randomText(s.vocab, rng, in), UserTokens: in, AnswerTokens: out})
 	}
 	return c

@@ -14,15 +14,18 @@ import (
 
 func TestSyntheticConversationsHaveExactLengths(t *testing.T) {
 	v := &Vocab{Words: EstimatedVocab().Words, Overhead: 1}
-	s, err := NewSyntheticConversations(SyntheticConversationConfig{Turns: 4, InputLen: 100, OutputLen: 30, RangeRatio: 0.2, SystemLen: 256, Seed: 7}, v)
+	s, err := NewSyntheticConversations(SyntheticConversationConfig{Turns: 4, InputLen: 100, OutputLen: 30, RangeRatio: 0.2, SystemLen: 256, PrefixLen: 500, Seed: 7}, v)
 	require.NoError(t, err)
 	c := s.Conversation(3)
 	require.Len(t, c.Turns, 4)
 	assert.Len(t, strings.Fields(c.System), 256)
 	assert.Equal(t, 256, c.SystemTokens)
-	for _, turn := range c.Turns {
+	assert.InDelta(t, 600, c.Turns[0].UserTokens, 20, "the first message starts with the conversation's own prefix")
+	for k, turn := range c.Turns {
 		assert.Len(t, strings.Fields(turn.User), turn.UserTokens)
-		assert.InDelta(t, 100, turn.UserTokens, 20)
+		if k > 0 {
+			assert.InDelta(t, 100, turn.UserTokens, 20)
+		}
 		assert.InDelta(t, 30, turn.AnswerTokens, 6)
 		assert.Empty(t, turn.Recorded)
 	}
@@ -36,6 +39,7 @@ func TestSyntheticConversationsHaveExactLengths(t *testing.T) {
 		{Turns: 1, InputLen: 0, OutputLen: 1},
 		{Turns: 1, InputLen: 1, OutputLen: 1, RangeRatio: 1},
 		{Turns: 1, InputLen: 1, OutputLen: 1, SystemLen: -1},
+		{Turns: 1, InputLen: 1, OutputLen: 1, PrefixLen: -1},
 	} {
 		_, err := NewSyntheticConversations(bad, v)
 		assert.Error(t, err, "%+v", bad)
