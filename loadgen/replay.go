@@ -242,3 +242,13 @@ func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) er
 		send(ctx, a, intended, finished)
 	}
 }
+
+// FromIntended counts r's TTFT and E2EL from when the schedule wanted it sent rather than
+// from when it was: an open-loop replay's latency includes the time the client held the
+// request (a late loader, a concurrency cap), which a closed loop would hide.
+func FromIntended(r Result) Result {
+	q := r.QueueDelay()
+	r.TTFT += q
+	r.E2EL += q
+	return r
+}
