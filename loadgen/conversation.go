@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ChatMessage is one message of a chat request, as /v1/chat/completions takes it.
@@ -433,7 +434,11 @@ func NewAnswerText(maxBytes int) *AnswerText { return &AnswerText{max: maxBytes}
 // Token appends text.
 func (a *AnswerText) Token(text string, _ time.Time) {
 	if room := a.max - a.b.Len(); len(text) > room {
-		text, a.truncated = text[:max(0, room)], true
+		cut := max(0, room)
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut-- // never half a character
+		}
+		text, a.truncated = text[:cut], true
 	}
 	a.b.WriteString(text)
 }

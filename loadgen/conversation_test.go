@@ -251,6 +251,10 @@ func TestAnswerTextIsBounded(t *testing.T) {
 	}
 	assert.Equal(t, "Hello, wor", a.String())
 	assert.True(t, a.Truncated())
+	u := NewAnswerText(4)
+	u.Token("añb", time.Time{})
+	u.Token("ñ", time.Time{})
+	assert.Equal(t, "añb", u.String(), "ñ is two bytes: it does not fit, and is not cut in half")
 }
 
 func TestSummarizeTurns(t *testing.T) {

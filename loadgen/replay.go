@@ -56,13 +56,19 @@ type Schedule struct {
 	skipped  int
 }
 
+// The speed-ups a schedule takes: a thousand times slower to a million times faster.
+const (
+	minSpeedup = 1e-3
+	maxSpeedup = 1e6
+)
+
 // NewSchedule reads arrivals from r.
 func NewSchedule(r TraceReader, cfg ScheduleConfig) (*Schedule, error) {
 	if cfg.Speedup == 0 {
 		cfg.Speedup = 1
 	}
-	if !(cfg.Speedup > 0) || math.IsInf(cfg.Speedup, 0) {
-		return nil, fmt.Errorf("--trace-speedup must be a positive number, got %g", cfg.Speedup)
+	if !(cfg.Speedup >= minSpeedup && cfg.Speedup <= maxSpeedup) {
+		return nil, fmt.Errorf("--trace-speedup must be a number from %g to %g, got %g", minSpeedup, maxSpeedup, cfg.Speedup)
 	}
 	if cfg.Prompt == nil {
 		return nil, fmt.Errorf("a schedule needs a prompt builder")
@@ -186,7 +192,8 @@ type Sender func(ctx context.Context, a Arrival, intended time.Time, finished fu
 
 // Replay sends src's arrivals open loop at their times on clock, counted from clock.Now() at
 // the call, and returns when every arrival has been handed to send (nil at the end of src),
-// when src fails (its error), or when ctx ends (ctx's error).
+// when src fails (its error), or when ctx ends (ctx's error). It holds one small record per
+// session seen, nothing per plain arrival.
 func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) error {
 	start := clock.Now()
 	var wg sync.WaitGroup
