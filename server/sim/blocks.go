@@ -3,8 +3,13 @@ package sim
 // blockPool is a paged KV cache of fixed-size blocks with prefix caching: full prompt blocks
 // are kept in a cache keyed by the hash of the prompt up to and including the block, shared
 // by reference count, and evicted least-recently-freed first when fresh blocks run out.
+//
+// Counts are in pool blocks. A cached block stands for one block position of a request in
+// every full-attention group, so it costs unit pool blocks (1 unless a hybrid model has
+// more than one full-attention group).
 type blockPool struct {
 	capacity int // usable blocks: num_gpu_blocks - 1 (block 0 is vLLM's null block)
+	unit     int // pool blocks per cached block
 	used     int // blocks held by at least one request
 	cache    map[uint64]*cachedBlock
 	// Idle cached blocks (no holder) form a list, oldest first; they count as free.
@@ -18,8 +23,8 @@ type cachedBlock struct {
 	prev, next *cachedBlock
 }
 
-func newBlockPool(capacity int, prefixCaching bool) *blockPool {
-	p := &blockPool{capacity: capacity}
+func newBlockPool(capacity, unit int, prefixCaching bool) *blockPool {
+	p := &blockPool{capacity: capacity, unit: max(1, unit)}
 	if prefixCaching {
 		p.cache = make(map[uint64]*cachedBlock)
 	}
@@ -31,7 +36,7 @@ func (p *blockPool) free() int { return p.capacity - p.used }
 
 // take allocates n fresh blocks; the caller checked free() >= n.
 func (p *blockPool) take(n int) {
-	for fresh := p.capacity - p.used - p.idle; fresh < n; fresh++ {
+	for fresh := p.capacity - p.used - p.idle; fresh < n; fresh += p.unit {
 		p.evictOldest()
 	}
 	p.used += n
@@ -52,7 +57,7 @@ func (p *blockPool) lookup(hash uint64) *cachedBlock {
 func (p *blockPool) acquire(b *cachedBlock) {
 	if b.refs == 0 {
 		p.unlinkIdle(b)
-		p.used++
+		p.used += p.unit
 	}
 	b.refs++
 }
@@ -61,7 +66,7 @@ func (p *blockPool) acquire(b *cachedBlock) {
 func (p *blockPool) drop(b *cachedBlock) {
 	b.refs--
 	if b.refs == 0 {
-		p.used--
+		p.used -= p.unit
 		p.linkIdle(b)
 	}
 }
@@ -72,7 +77,7 @@ func (p *blockPool) drop(b *cachedBlock) {
 func (p *blockPool) publish(hash uint64) *cachedBlock {
 	if b, ok := p.cache[hash]; ok {
 		p.acquire(b)
-		p.release(1)
+		p.release(p.unit)
 		return b
 	}
 	b := &cachedBlock{hash: hash, refs: 1}
@@ -94,7 +99,7 @@ func (p *blockPool) linkIdle(b *cachedBlock) {
 		p.idleHead = b
 	}
 	p.idleTail = b
-	p.idle++
+	p.idle += p.unit
 }
 
 func (p *blockPool) unlinkIdle(b *cachedBlock) {
@@ -109,7 +114,7 @@ func (p *blockPool) unlinkIdle(b *cachedBlock) {
 		p.idleTail = b.prev
 	}
 	b.prev, b.next = nil, nil
-	p.idle--
+	p.idle -= p.unit
 }
 
 // hashBlocks returns the chained hash of each full block of tokens: block i's hash covers

@@ -10,7 +10,7 @@ import (
 const gib = 1 << 30
 
 // Capacity is the memory plan of one GPU (one tensor-parallel rank), as vLLM V1 computes it
-// (vllm.md 3.1-3.4). Byte counts are per GPU.
+// (vllm.md 3.1-3.4, hybrid-kv.md). Byte counts are per GPU.
 type Capacity struct {
 	TotalBytes      int64 // device memory as torch reports it
 	FreeBytes       int64 // total minus what other processes hold
@@ -21,14 +21,24 @@ type Capacity struct {
 	CUDAGraphBytes  int64
 	// AvailableKVBytes = requested - weights - activation - non-torch - CUDA graphs.
 	AvailableKVBytes int64
-	BytesPerToken    int64 // K and V of every layer for one token on this GPU
-	BlockBytes       int64 // BytesPerToken x block size
-	NumGPUBlocks     int   // floor(AvailableKVBytes / BlockBytes)
-	// BlocksPerRequest is what one max_model_len request needs: ceil(max_model_len / block size).
+	// Layout is how the KV cache is grouped and paged.
+	Layout KVLayout
+	// BytesPerToken is the K and V of every full-attention layer for one token on this GPU:
+	// what grows with the context (all layers of a dense model).
+	BytesPerToken int64
+	// SlidingBytesPerToken is the same for the sliding-window layers, which keep only their
+	// window; StateBytesPerSeq is the Gated-DeltaNet state of all linear-attention layers,
+	// a fixed size per request.
+	SlidingBytesPerToken int64
+	StateBytesPerSeq     int64
+	BlockBytes           int64 // one block of the pool (Layout.BlockBytes)
+	NumGPUBlocks         int   // floor(AvailableKVBytes / BlockBytes)
+	// BlocksPerRequest is what one max_model_len request needs in all groups.
 	BlocksPerRequest int
 	// MaxConcurrency = NumGPUBlocks / BlocksPerRequest, logged as "Maximum concurrency ... X.XXx".
 	MaxConcurrency float64
-	// KVCacheTokens = int(MaxConcurrency x max_model_len), logged as "GPU KV cache size: N tokens".
+	// KVCacheTokens is the "GPU KV cache size: N tokens" figure: int(MaxConcurrency x
+	// max_model_len) from 0.21 on, num_blocks // groups x block size before.
 	KVCacheTokens int
 }
 
@@ -91,17 +101,28 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	}
 
 	forward := h.ActivationBytesPerTokenHidden * float64(s.MaxNumBatchedTokens) * float64(m.HiddenSize)
+	if m.IsMoE() {
+		forward += h.MoEActivationBytes * float64(s.MaxNumBatchedTokens*m.ExpertsPerToken*m.IntermediateSize) / tp
+	}
 	sampler := h.SamplerBytesPerSeqVocab * float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	c.ActivationBytes = int64(max(forward, sampler))
 	c.NonTorchBytes = int64(h.NonTorchGiB * gib)
 	c.CUDAGraphBytes = int64(h.CUDAGraphGiB * gib)
+	if s.CUDAGraphProfiled() {
+		c.CUDAGraphBytes += CUDAGraphEstimateBytes(s)
+	}
 	c.AvailableKVBytes = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
 
-	kvBytes, _ := dtypeBytes(s.KVDType)
-	kvHeads := max(1, m.NumKeyValueHeads/s.TensorParallelSize)
-	c.BytesPerToken = int64(2 * float64(m.NumLayers*kvHeads*m.HeadDim) * kvBytes)
-	c.BlockBytes = c.BytesPerToken * int64(s.BlockSize)
-	c.BlocksPerRequest = ceilDiv(s.MaxModelLen, s.BlockSize)
+	l, err := kvLayout(s)
+	if err != nil {
+		return c, err
+	}
+	c.Layout = l
+	c.BytesPerToken = l.AttentionBytesPerToken * int64(l.FullLayers)
+	c.SlidingBytesPerToken = l.AttentionBytesPerToken * int64(l.SlidingLayers)
+	c.StateBytesPerSeq = l.MambaStateBytes * int64(l.MambaLayers)
+	c.BlockBytes = l.BlockBytes()
+	c.BlocksPerRequest = l.BlocksPerRequest(s.MaxModelLen)
 
 	if o := s.NumGPUBlocksOverride; o > 0 {
 		// vLLM logs "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d" and sizes
@@ -111,15 +132,48 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	if c.AvailableKVBytes <= 0 {
 		return c, &StartupError{Kind: NoKVMemory, Exception: "ValueError", Capacity: c, Message: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."}
 	}
-	needed := int64(c.BlocksPerRequest) * c.BlockBytes
-	if needed > c.AvailableKVBytes {
-		est := int(c.AvailableKVBytes/c.BlockBytes) * s.BlockSize
+	if needed := l.neededBytes(s.MaxModelLen); needed > c.AvailableKVBytes {
+		est := l.estimateMaxModelLen(c.AvailableKVBytes, s.MaxModelLen)
 		return c, &StartupError{Kind: MaxModelLenTooLarge, Exception: "ValueError", Capacity: c, EstimatedMaxModelLen: est, Message: fmt.Sprintf(
 			"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
 			s.MaxModelLen, FormatGiB(needed), FormatGiB(c.AvailableKVBytes), est)}
 	}
-	c.NumGPUBlocks, c.MaxConcurrency, c.KVCacheTokens = KVCacheSize(c.AvailableKVBytes, c.BytesPerToken, s.BlockSize, s.MaxModelLen)
+	c.NumGPUBlocks, c.MaxConcurrency, c.KVCacheTokens = KVCapacity(l, c.AvailableKVBytes, s.MaxModelLen, s.Version)
 	return c, nil
+}
+
+// V2ModelRunner reports whether vLLM runs the model with its V2 model runner: the default for
+// dense models from about 0.25 (PR #44443, 2026-07-02). MoE and hybrid models, and every
+// model before, use the V1 runner.
+func (s *Setup) V2ModelRunner() bool {
+	m := s.ModelProfile
+	return !m.IsMoE() && !m.IsHybrid() && s.Version.AtLeast("0.25.0")
+}
+
+// CUDAGraphProfiled reports whether the CUDA-graph memory estimate comes out of the KV budget:
+// with the V1 model runner from 0.21 on (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1).
+func (s *Setup) CUDAGraphProfiled() bool {
+	return !s.V2ModelRunner() && s.Version.AtLeast("0.21.0")
+}
+
+// CUDAGraphEstimateBytes is the memory of the captured CUDA graphs: about 0.3 GiB plus 4 MiB
+// a layer (0.4 GiB for a 28-layer model; vLLM logs 0.4-0.8 GiB for small and mid-size models).
+func CUDAGraphEstimateBytes(s *Setup) int64 {
+	return int64((0.3 + 0.004*float64(s.ModelProfile.NumLayers)) * gib)
+}
+
+// KVCapacity is vLLM's arithmetic from available KV bytes to the logged figures for a
+// layout: the number of blocks, the maximum concurrency for max_model_len-token requests,
+// and the "GPU KV cache size" in tokens, whose formula changed in 0.21 (hybrid-kv.md 2).
+func KVCapacity(l KVLayout, availableBytes int64, maxModelLen int, v Version) (numBlocks int, maxConcurrency float64, tokens int) {
+	numBlocks = l.NumBlocks(availableBytes)
+	maxConcurrency = float64(numBlocks) / float64(l.BlocksPerRequest(maxModelLen))
+	if v.AtLeast("0.21.0") {
+		tokens = int(maxConcurrency * float64(maxModelLen))
+	} else {
+		tokens = numBlocks / l.NumGroups() * l.BlockSize
+	}
+	return numBlocks, maxConcurrency, tokens
 }
 
 // KVCacheSize is vLLM's arithmetic from available KV bytes to the logged figures: the number
@@ -137,7 +191,7 @@ func weightBytes(s *Setup) float64 {
 	m := s.ModelProfile
 	db, _ := dtypeBytes(s.ModelDType)
 	cb, _ := dtypeBytes(m.DType)
-	q := strings.ToLower(s.Quantization)
+	q := s.weightQuantization()
 	if q == "" && m.LoadedWeightsGiB > 0 && db == cb {
 		return m.LoadedWeightsGiB * gib
 	}
@@ -145,7 +199,31 @@ func weightBytes(s *Setup) float64 {
 	if !m.TieWordEmbeddings {
 		embed *= 2
 	}
-	return m.LayerParams()*linearWeightBytes(q, db) + embed*db
+	linear := linearWeightBytes(q, db)
+	if m.IsMoE() {
+		experts := float64(m.NumExperts) * m.ExpertParams()
+		return (m.LayerParams()-experts)*linear + experts*expertBytes(m, q, db) + embed*db + m.EncoderParams*db
+	}
+	return m.LayerParams()*linear + embed*db + m.EncoderParams*db
+}
+
+// weightQuantization is the --quantization flag, or "" when it names the checkpoint's own
+// method (which the profile's sizes already describe).
+func (s *Setup) weightQuantization() string {
+	q := strings.ToLower(s.Quantization)
+	if q == strings.ToLower(s.ModelProfile.Quantization) {
+		return ""
+	}
+	return q
+}
+
+// expertBytes is the storage of one expert parameter: the checkpoint's (MXFP4 for gpt-oss)
+// unless a quantization flag overrides it.
+func expertBytes(m Model, quantization string, modelBytes float64) float64 {
+	if m.ExpertBytesPerParam > 0 && quantization == "" {
+		return m.ExpertBytesPerParam
+	}
+	return linearWeightBytes(quantization, modelBytes)
 }
 
 // linearWeightBytes is the bytes per parameter of the transformer's linear layers: 4-bit
@@ -157,17 +235,10 @@ func linearWeightBytes(quantization string, modelBytes float64) float64 {
 		return 0.5 + 4.0/128
 	case "fp8":
 		return 1
+	case "mxfp4":
+		return 0.53125
 	}
 	return modelBytes
-}
-
-// readBytesPerStep is what one forward pass streams from memory on one GPU: the transformer
-// weights and the LM head (the embedding is a gather).
-func readBytesPerStep(s *Setup) float64 {
-	m := s.ModelProfile
-	db, _ := dtypeBytes(s.ModelDType)
-	w := m.LayerParams()*linearWeightBytes(strings.ToLower(s.Quantization), db) + m.EmbeddingParams()*db
-	return w / float64(s.TensorParallelSize)
 }
 
 // FormatGiB renders bytes as vLLM's format_gib does: str(round(b / 2**30, 2)), so 5.0 stays "5.0".

@@ -223,12 +223,12 @@ func TestModelAndGPULookup(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, "meta-llama/Llama-3.1-8B-Instruct", m.Name)
 	}
-	for _, name := range []string{"h100", "H100-SXM-80GB", "h100_sxm", "a100", "A100-40GB", "l4", "4090", "rtx-4090", "L40S", "a10g", "h200"} {
+	for _, name := range []string{"h100", "H100-SXM-80GB", "h100_sxm", "a100", "A100-40GB", "l4", "4090", "rtx-4090", "L40S", "a10g", "h200", "RTX-4060-8GB", "rtx4060"} {
 		_, err := p.GPU(name)
 		assert.NoError(t, err, name)
 	}
-	assert.Len(t, p.GPUs, 8)
-	assert.Len(t, p.Models, 11)
+	assert.Len(t, p.GPUs, 9)
+	assert.Len(t, p.Models, 15)
 }
 
 func TestFormatGiB(t *testing.T) {

@@ -37,6 +37,10 @@ type Config struct {
 	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
+	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
+	VLLMVersion string
+	// Speculative is --speculative-config (nil: no speculative decoding).
+	Speculative *SpeculativeConfig
 }
 
 // Defaults vLLM applies (vllm.md section 4).
@@ -59,10 +63,26 @@ type Setup struct {
 	ModelDType string
 	KVDType    string
 	Capacity   Capacity
+	// Version is the vLLM release imitated.
+	Version Version
 }
 
-// PrefixCachingEnabled reports whether prefix caching is on.
-func (s *Setup) PrefixCachingEnabled() bool { return s.PrefixCaching != Off }
+// NumSpeculativeTokens is the number of draft tokens per step (0 without speculative decoding).
+func (s *Setup) NumSpeculativeTokens() int {
+	if s.Speculative == nil {
+		return 0
+	}
+	return s.Speculative.NumSpeculativeTokens
+}
+
+// PrefixCachingEnabled reports whether prefix caching is on: by default for every model but
+// hybrids (vLLM's arg_utils: default_prefix_caching = not is_hybrid).
+func (s *Setup) PrefixCachingEnabled() bool {
+	if s.PrefixCaching == Default {
+		return !s.ModelProfile.IsHybrid()
+	}
+	return s.PrefixCaching == On
+}
 
 // ChunkedPrefillEnabled reports whether chunked prefill is on.
 func (s *Setup) ChunkedPrefillEnabled() bool { return s.ChunkedPrefill != Off }
@@ -100,6 +120,15 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		return nil, &ConfigError{err.Error()}
 	}
 	m, g := s.ModelProfile, s.GPUProfile
+	if cfg.VLLMVersion == "" {
+		cfg.VLLMVersion = DefaultVersion
+	}
+	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
+		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}
+	}
+	if s.Version.Less(oldestVersion) || newestVersion.Less(s.Version) {
+		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to 0.26", s.Version, oldestVersion)}
+	}
 
 	if cfg.GPUMemoryUtilization == 0 {
 		cfg.GPUMemoryUtilization = DefaultGPUMemoryUtilization
@@ -132,9 +161,9 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		return nil, &ConfigError{err.Error()}
 	}
 	switch strings.ToLower(cfg.Quantization) {
-	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq":
+	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq", "mxfp4":
 	default:
-		return nil, &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq or fp8", cfg.Quantization)}
+		return nil, &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq, fp8 or mxfp4", cfg.Quantization)}
 	}
 
 	if cfg.MaxModelLen == 0 {
@@ -160,14 +189,16 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
 		return nil, &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen)}
 	}
-	if cfg.MaxNumSeqs == 0 {
-		cfg.MaxNumSeqs = g.DefaultMaxNumSeqs
-	}
 	if cfg.MaxNumSeqs < 0 {
 		return nil, &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
 	}
-	// vLLM finally caps the batch size at the token budget.
-	cfg.MaxNumSeqs = min(cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens)
+	if cfg.MaxNumSeqs == 0 {
+		// vLLM's default batch size, capped at the token budget (get_batch_defaults).
+		cfg.MaxNumSeqs = min(g.DefaultMaxNumSeqs, cfg.MaxNumBatchedTokens)
+	}
+	if cfg.MaxNumBatchedTokens < cfg.MaxNumSeqs {
+		return nil, &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)}
+	}
 	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
 		return nil, &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
 	}
@@ -176,6 +207,10 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	}
 	if cfg.Jitter < 0 || cfg.Jitter > 0.5 || math.IsNaN(cfg.Jitter) {
 		return nil, &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}
+	}
+
+	if cfg.Speculative, err = resolveSpeculative(cfg.Speculative, m); err != nil {
+		return nil, err
 	}
 
 	s.Config = cfg

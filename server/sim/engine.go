@@ -53,7 +53,8 @@ type Sequence struct {
 	target   int            // output length this request will produce
 	eosStop  bool           // the target was drawn (an EOS), not the max_tokens cap
 	computed int            // tokens with KV in the cache
-	blocks   int            // blocks held, cached ones included
+	blocks   int            // block positions held in the full-attention groups, cached ones included
+	extra    int            // pool blocks held in sliding-window and mamba groups
 	cached   []*cachedBlock // leading prompt blocks held through the prefix cache
 	hashes   []uint64       // hash of each full prompt block
 	rng      uint64
@@ -75,14 +76,19 @@ func (s *Sequence) Finished() bool { return s.state == stateDone }
 // numTokens is prompt plus generated tokens: what the KV cache must hold for the next step.
 func (s *Sequence) numTokens() int { return len(s.Prompt) + s.Outputs }
 
-// Output is one generated token.
+// Output is what one request generated in a step: one token, or with speculative decoding
+// the accepted draft tokens and the bonus token.
 type Output struct {
-	Seq      *Sequence
-	Token    int
-	Index    int           // 0 for the first output token
-	Gap      time.Duration // time since the request's previous token (0 for the first)
-	Finished bool
-	Reason   FinishReason
+	Seq    *Sequence
+	Token  int           // the first of Tokens
+	Tokens []int         // every token of this step, in order (valid until the next Step)
+	Index  int           // index of Tokens[0] among the request's outputs (0 for the first token)
+	Gap    time.Duration // time since the request's previous tokens (0 for the first)
+	// Drafted and Accepted are the draft tokens this step verified for the request and how
+	// many of them it accepted (both 0 without speculative decoding).
+	Drafted, Accepted int
+	Finished          bool
+	Reason            FinishReason
 }
 
 // StepResult reports one engine step. Its slices are reused by the next Step: copy what you keep.
@@ -97,6 +103,11 @@ type StepResult struct {
 
 	Outputs  []Output
 	Finished []*Sequence // sequences that ended in this step (not aborts)
+
+	// Speculative decoding in this step: requests that verified a draft, draft tokens
+	// verified, tokens accepted, and accepted tokens by draft position.
+	SpecDrafts, SpecDraftTokens, SpecAccepted int
+	SpecAcceptedPerPos                        []int
 
 	ScheduledSeqs    int
 	ScheduledTokens  int // prefill + decode tokens computed
@@ -141,12 +152,17 @@ type Engine struct {
 	queued    time.Duration // host input cost
 	perActive float64       // extra input delay per request in flight, in nanoseconds
 
+	layout  KVLayout
+	spec    int         // draft tokens per step (0: no speculative decoding)
+	accept  Acceptance  // the simulated verifier
 	waiting []*Sequence // FIFO; preempted requests go back to the front
 	running []*Sequence // in admission order; the newest is last
 	nextSeq uint64
 	rng     uint64
 
 	result   StepResult
+	tokenBuf []int
+	drafted  []int // draft tokens verified by each entry of batchSeq
 	batch    []Work
 	batchSeq []*Sequence
 	counters Counters
@@ -155,18 +171,26 @@ type Engine struct {
 // NewEngine builds an engine for a resolved setup.
 func NewEngine(s *Setup) *Engine {
 	e := &Engine{
-		setup: s,
-		model: NewStepModel(s),
-		pool:  newBlockPool(s.Capacity.NumGPUBlocks-1, s.PrefixCachingEnabled()),
+		setup:  s,
+		model:  NewStepModel(s),
+		pool:   newBlockPool(s.Capacity.NumGPUBlocks-1, s.Capacity.Layout.FullGroups, s.PrefixCachingEnabled()),
+		layout: s.Capacity.Layout,
+		spec:   s.NumSpeculativeTokens(),
 		// The API server's input cost and its output cost for the first token both add to TTFT
 		// alone (not to inter-token gaps), so both delay the request's entry to the scheduler.
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
 		rng:       uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
 	}
+	if e.spec > 0 {
+		e.accept = NewAcceptance(e.spec, s.Speculative.AcceptanceRate)
+	}
 	e.counters.FinishedByReason = map[FinishReason]int64{}
 	return e
 }
+
+// Acceptance is the simulated verifier of speculative decoding (zero without it).
+func (e *Engine) Acceptance() Acceptance { return e.accept }
 
 // Setup returns the configuration the engine was built from.
 func (e *Engine) Setup() *Setup { return e.setup }
@@ -243,7 +267,7 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	s.Times.Queued = r.Arrival.Add(e.queued + time.Duration(float64(active)*e.perActive))
 	s.target, s.eosStop = outputLength(&s.rng, r)
 	if e.pool.cache != nil {
-		s.hashes = hashBlocks(r.Prompt, e.setup.BlockSize)
+		s.hashes = hashBlocks(r.Prompt, e.layout.BlockSize)
 	}
 	e.waiting = append(e.waiting, s)
 	return s, nil
@@ -302,22 +326,26 @@ func removeSeq(list []*Sequence, s *Sequence) []*Sequence {
 // and max_num_seqs. It returns when the step would end on the simulated GPU.
 func (e *Engine) Step(now time.Time) *StepResult {
 	r := &e.result
-	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0]}
-	e.batch, e.batchSeq = e.batch[:0], e.batchSeq[:0]
+	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0], SpecAcceptedPerPos: r.SpecAcceptedPerPos[:0]}
+	e.batch, e.batchSeq, e.drafted = e.batch[:0], e.batchSeq[:0], e.drafted[:0]
 	budget := e.setup.MaxNumBatchedTokens
 	chunked := e.setup.ChunkedPrefillEnabled()
-	bs := e.setup.BlockSize
 
 	// 1. Running requests, oldest first.
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		s := e.running[i]
-		n := min(s.numTokens()-s.computed, budget)
+		need := s.numTokens() - s.computed
+		if e.spec > 0 && s.Outputs > 0 && need == 1 {
+			// A decode verifies the draft tokens with the new one, never past max_model_len.
+			need += min(e.spec, e.setup.MaxModelLen-s.numTokens())
+		}
+		n := min(need, budget)
 		if !chunked && n < s.numTokens()-s.computed {
 			continue
 		}
 		scheduled := true
-		for !e.reserve(s, s.computed+n, bs) {
+		for !e.reserve(s, s.computed+n, n) {
 			victim := e.running[len(e.running)-1]
 			e.running = e.running[:len(e.running)-1]
 			e.preempt(victim)
@@ -347,7 +375,7 @@ func (e *Engine) Step(now time.Time) *StepResult {
 			}
 			need := s.numTokens() - s.computed
 			n := min(need, budget)
-			if (!chunked && need > budget) || !e.reserve(s, s.computed+n, bs) {
+			if (!chunked && need > budget) || !e.reserve(s, s.computed+n, n) {
 				// Not admitted: give back the prefix hits; they are looked up again next time.
 				e.freeBlocks(s)
 				s.computed = 0
@@ -379,6 +407,14 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	}
 
 	d := e.model.StepDuration(e.batch)
+	if e.spec > 0 && e.model.draftSeconds > 0 {
+		for _, k := range e.drafted {
+			if k > 0 {
+				d += seconds(e.model.DraftSeconds(e.spec))
+				break
+			}
+		}
+	}
 	if j := e.setup.Jitter; j > 0 {
 		u1 := (float64(next(&e.rng)>>11) + 0.5) / (1 << 53)
 		u2 := (float64(next(&e.rng)>>11) + 0.5) / (1 << 53)
@@ -390,12 +426,32 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	e.counters.Steps++
 	e.counters.BusyTime += d
 
-	// 3. Apply: advance every scheduled request; those that caught up sample a token.
+	// 3. Apply: advance every scheduled request; those that caught up sample a token (and,
+	// with speculative decoding, keep the draft tokens the verifier accepts).
+	if need := len(e.batchSeq) * (1 + e.spec); cap(e.tokenBuf) < need {
+		e.tokenBuf = make([]int, 0, 2*need)
+	}
+	e.tokenBuf = e.tokenBuf[:0]
+	if e.spec > 0 {
+		r.SpecAcceptedPerPos = append(r.SpecAcceptedPerPos, make([]int, e.spec)...)
+	}
 	for i, s := range e.batchSeq {
-		q := e.batch[i].Q
-		s.computed += q
+		q, drafted := e.batch[i].Q, e.drafted[i]
+		accepted := 0
+		if drafted > 0 {
+			accepted = min(e.accept.Draw(&s.rng), drafted)
+			r.SpecDrafts++
+			r.SpecDraftTokens += drafted
+			r.SpecAccepted += accepted
+			for p := range accepted {
+				r.SpecAcceptedPerPos[p]++
+			}
+		}
+		// The rejected drafts' KV is discarded: only the verified token and the accepted
+		// drafts stay computed.
+		s.computed += q - drafted + accepted
 		if e.pool.cache != nil {
-			e.publishFullBlocks(s, bs)
+			e.publishFullBlocks(s, e.layout.BlockSize)
 		}
 		if s.computed < s.numTokens() {
 			continue // mid-prefill chunk
@@ -406,18 +462,26 @@ func (e *Engine) Step(now time.Time) *StepResult {
 			e.counters.PromptTokens += int64(len(s.Prompt))
 			s.Times.FirstToken = end
 		}
-		tok := wordBase + int(next(&s.rng)%uint64(len(outputWords)))
-		out := Output{Seq: s, Token: tok, Index: s.Outputs}
+		out := Output{Seq: s, Index: s.Outputs, Drafted: drafted, Accepted: accepted}
 		if s.Outputs > 0 {
 			out.Gap = end.Sub(s.Times.LastToken)
 		}
-		s.Outputs++
+		first := len(e.tokenBuf)
+		for range 1 + accepted {
+			e.tokenBuf = append(e.tokenBuf, wordBase+int(next(&s.rng)%uint64(len(outputWords))))
+			s.Outputs++
+			e.counters.GenerationTokens++
+			if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
+				out.Finished = true
+				break
+			}
+		}
+		out.Tokens = e.tokenBuf[first:len(e.tokenBuf):len(e.tokenBuf)]
+		out.Token = out.Tokens[0]
 		s.Times.LastToken = end
-		e.counters.GenerationTokens++
-		if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
-			out.Finished = true
+		if out.Finished {
 			out.Reason = FinishLength
-			if s.eosStop {
+			if s.eosStop && s.Outputs >= s.target {
 				out.Reason = FinishStop
 			}
 			s.Reason = out.Reason
@@ -451,7 +515,8 @@ func (e *Engine) fillGauges(r *StepResult) {
 	e.counters.PrefixHits += int64(r.PrefixHits)
 }
 
-// schedule adds n tokens of s to this step's batch.
+// schedule adds n tokens of s to this step's batch. For a decode, the tokens beyond the
+// first are draft tokens to verify.
 func (e *Engine) schedule(s *Sequence, n int) {
 	e.batch = append(e.batch, Work{Q: n, C: s.computed})
 	e.batchSeq = append(e.batchSeq, s)
@@ -459,24 +524,32 @@ func (e *Engine) schedule(s *Sequence, n int) {
 	r.ScheduledSeqs++
 	r.ScheduledTokens += n
 	if s.Outputs > 0 && s.numTokens()-s.computed == 1 {
+		e.drafted = append(e.drafted, n-1)
 		r.DecodeTokens += n
-	} else {
-		r.PrefillTokens += n
-		e.counters.ComputedTokens += int64(n)
+		return
 	}
+	e.drafted = append(e.drafted, 0)
+	r.PrefillTokens += n
+	e.counters.ComputedTokens += int64(n)
 }
 
-// reserve makes s hold enough blocks for tokens tokens; false if the pool is too short.
-func (e *Engine) reserve(s *Sequence, tokens, bs int) bool {
-	need := ceilDiv(tokens, bs) - s.blocks
-	if need <= 0 {
-		return true
-	}
-	if need > e.pool.free() {
+// reserve makes s hold enough blocks in every group for tokens tokens, scheduled of them in
+// this step; false if the pool is too short.
+func (e *Engine) reserve(s *Sequence, tokens, scheduled int) bool {
+	positions := max(0, e.layout.FullBlockPositions(tokens)-s.blocks)
+	extra := e.layout.ExtraBlocks(tokens, scheduled)
+	grow := positions*e.pool.unit + extra - s.extra
+	if grow > e.pool.free() {
 		return false
 	}
-	e.pool.take(need)
-	s.blocks += need
+	if shrink := s.extra - extra; shrink > 0 {
+		e.pool.release(shrink) // blocks that slid out of the window
+		e.pool.take(positions * e.pool.unit)
+	} else if grow > 0 {
+		e.pool.take(grow)
+	}
+	s.blocks += positions
+	s.extra = extra
 	return true
 }
 
@@ -496,9 +569,9 @@ func (e *Engine) freeBlocks(s *Sequence) {
 	for _, b := range s.cached {
 		e.pool.drop(b)
 	}
-	e.pool.release(s.blocks - len(s.cached))
+	e.pool.release((s.blocks-len(s.cached))*e.pool.unit + s.extra)
 	s.cached = s.cached[:0]
-	s.blocks = 0
+	s.blocks, s.extra = 0, 0
 }
 
 // matchPrefix looks the prompt's full blocks up in the prefix cache; hits become blocks the
@@ -508,7 +581,8 @@ func (e *Engine) matchPrefix(s *Sequence) {
 	if e.pool.cache == nil {
 		return
 	}
-	maxHit := (len(s.Prompt) - 1) / e.setup.BlockSize
+	bs := e.layout.BlockSize
+	maxHit := (len(s.Prompt) - 1) / bs
 	hits := 0
 	for hits < maxHit {
 		b := e.pool.lookup(s.hashes[hits])
@@ -520,7 +594,7 @@ func (e *Engine) matchPrefix(s *Sequence) {
 		hits++
 	}
 	s.blocks = hits
-	s.computed = hits * e.setup.BlockSize
+	s.computed = hits * bs
 	s.CachedTokens = s.computed
 }
 

@@ -47,23 +47,115 @@ type Model struct {
 	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
 	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
 	DType                 string   `json:"dtype"`
+	// Quantization is the checkpoint's quantization_config method ("mxfp4" for gpt-oss), if any.
+	Quantization string `json:"quantization,omitempty"`
 	// Params is the total parameter count, embeddings included.
 	Params float64 `json:"params"`
 	// LoadedWeightsGiB, when known from a real vLLM log, replaces the computed weight size.
 	LoadedWeightsGiB float64 `json:"loaded_weights_gib,omitempty"`
-	Source           string  `json:"source,omitempty"`
+	// EncoderParams are the parameters of a vision or audio encoder: loaded with the weights,
+	// not read by a text decode step.
+	EncoderParams float64 `json:"encoder_params,omitempty"`
+
+	// Layer types, as config.json's layer_types counts them. The remaining layers
+	// (num_layers minus these) are full attention.
+	NumSlidingWindowLayers int `json:"num_sliding_window_layers,omitempty"`
+	SlidingWindow          int `json:"sliding_window,omitempty"` // tokens
+	// Gated-DeltaNet ("linear_attention") layers keep a fixed-size state per request instead
+	// of a growing KV cache: a conv state in the model dtype and a temporal state in
+	// mamba_ssm_dtype.
+	NumLinearAttentionLayers int    `json:"num_linear_attention_layers,omitempty"`
+	LinearNumKeyHeads        int    `json:"linear_num_key_heads,omitempty"`
+	LinearNumValueHeads      int    `json:"linear_num_value_heads,omitempty"`
+	LinearKeyHeadDim         int    `json:"linear_key_head_dim,omitempty"`
+	LinearValueHeadDim       int    `json:"linear_value_head_dim,omitempty"`
+	LinearConvKernelDim      int    `json:"linear_conv_kernel_dim,omitempty"`
+	MambaSSMDType            string `json:"mamba_ssm_dtype,omitempty"`
+	// MTPLayers is mtp_num_hidden_layers: the model's own draft layers for speculative
+	// decoding with method "mtp".
+	MTPLayers int `json:"mtp_num_hidden_layers,omitempty"`
+
+	// Mixture of experts: NumExperts experts per layer, ExpertsPerToken of them active.
+	// ActiveParams are the parameters one token touches (attention, the active experts and the
+	// LM head), which set a step's FLOPs; Params sets the weight memory.
+	NumExperts      int     `json:"num_experts,omitempty"`
+	ExpertsPerToken int     `json:"num_experts_per_tok,omitempty"`
+	ActiveParams    float64 `json:"active_params,omitempty"`
+	// ExpertBytesPerParam is the checkpoint's storage of the expert weights (0.53125 for
+	// MXFP4: 4 bits and an 8-bit scale per 32); 0 means the model dtype.
+	ExpertBytesPerParam float64 `json:"expert_bytes_per_param,omitempty"`
+	Source              string  `json:"source,omitempty"`
+}
+
+// NumFullAttentionLayers is the number of layers with a full (growing) KV cache.
+func (m Model) NumFullAttentionLayers() int {
+	return m.NumLayers - m.NumSlidingWindowLayers - m.NumLinearAttentionLayers
+}
+
+// IsHybrid reports whether the model mixes attention with state-space (Gated-DeltaNet)
+// layers, which vLLM calls a hybrid model (prefix caching is then off by default).
+func (m Model) IsHybrid() bool { return m.NumLinearAttentionLayers > 0 }
+
+// IsMoE reports whether the model has mixture-of-experts layers.
+func (m Model) IsMoE() bool { return m.NumExperts > 0 && m.ExpertsPerToken > 0 && m.ActiveParams > 0 }
+
+// ExpertParams is the size of one expert across all layers, from the totals: the parameters
+// a token does not touch are the embedding table and the inactive experts.
+func (m Model) ExpertParams() float64 {
+	if !m.IsMoE() {
+		return 0
+	}
+	inactive := m.Params - m.ActiveParams - m.EmbeddingParams()
+	if m.TieWordEmbeddings {
+		inactive += m.EmbeddingParams() // the tied table is the LM head, counted as active
+	}
+	return inactive / float64(m.NumExperts-m.ExpertsPerToken)
 }
 
 // EmbeddingParams is the size of the token embedding (and of the LM head, which has the same shape).
 func (m Model) EmbeddingParams() float64 { return float64(m.VocabSize) * float64(m.HiddenSize) }
 
-// LayerParams is the parameter count of the transformer layers: everything but embedding and LM head.
+// LayerParams is the parameter count of the transformer layers: everything but embedding,
+// LM head and encoder.
 func (m Model) LayerParams() float64 {
-	p := m.Params - m.EmbeddingParams()
+	p := m.Params - m.EmbeddingParams() - m.EncoderParams
 	if !m.TieWordEmbeddings {
 		p -= m.EmbeddingParams()
 	}
 	return p
+}
+
+// validateLayers checks the layer-type and expert fields against each other.
+func (m Model) validateLayers() error {
+	switch {
+	case m.NumSlidingWindowLayers < 0 || m.NumLinearAttentionLayers < 0 || m.NumFullAttentionLayers() < 0:
+		return fmt.Errorf("num_sliding_window_layers and num_linear_attention_layers must be between 0 and num_layers")
+	case m.NumFullAttentionLayers()+m.NumSlidingWindowLayers == 0:
+		return fmt.Errorf("at least one attention layer is needed")
+	case m.NumSlidingWindowLayers > 0 && m.SlidingWindow <= 0:
+		return fmt.Errorf("sliding-window layers need a positive sliding_window")
+	case m.NumLinearAttentionLayers > 0 && (m.LinearNumKeyHeads <= 0 || m.LinearNumValueHeads <= 0 ||
+		m.LinearKeyHeadDim <= 0 || m.LinearValueHeadDim <= 0 || m.LinearConvKernelDim <= 1):
+		return fmt.Errorf("linear-attention layers need linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim (> 1)")
+	case m.EncoderParams < 0 || m.EncoderParams >= m.Params:
+		return fmt.Errorf("encoder_params must be between 0 and params")
+	case m.ExpertBytesPerParam < 0 || m.MTPLayers < 0:
+		return fmt.Errorf("expert_bytes_per_param and mtp_num_hidden_layers must not be negative")
+	}
+	if m.MambaSSMDType != "" {
+		if _, err := dtypeBytes(m.MambaSSMDType); err != nil {
+			return fmt.Errorf("mamba_ssm_dtype: %w", err)
+		}
+	}
+	if m.NumExperts > 0 || m.ExpertsPerToken > 0 || m.ActiveParams > 0 {
+		if m.NumExperts <= m.ExpertsPerToken || m.ExpertsPerToken <= 0 || m.ActiveParams <= 0 || m.ActiveParams >= m.Params {
+			return fmt.Errorf("a mixture of experts needs num_experts > num_experts_per_tok > 0 and 0 < active_params < params")
+		}
+		if m.ExpertParams() <= 0 {
+			return fmt.Errorf("active_params leaves no room for inactive experts")
+		}
+	}
+	return nil
 }
 
 // Host describes the CPU-side costs of the API server and scheduler.
@@ -84,9 +176,12 @@ type Host struct {
 	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.
 	ActivationBytesPerTokenHidden float64 `json:"activation_bytes_per_token_hidden"`
 	SamplerBytesPerSeqVocab       float64 `json:"sampler_bytes_per_seq_vocab"`
-	NonTorchGiB                   float64 `json:"non_torch_gib"`
-	CUDAGraphGiB                  float64 `json:"cudagraph_gib"`
-	MemorySource                  string  `json:"memory_source,omitempty"`
+	// MoEActivationBytes is the fused-MoE buffers of the profiling forward, in bytes per token,
+	// active expert and expert intermediate size (split across tensor-parallel ranks).
+	MoEActivationBytes float64 `json:"moe_activation_bytes_per_token_expert_intermediate,omitempty"`
+	NonTorchGiB        float64 `json:"non_torch_gib"`
+	CUDAGraphGiB       float64 `json:"cudagraph_gib"`
+	MemorySource       string  `json:"memory_source,omitempty"`
 }
 
 // Profiles is a set of GPU, model and host profiles.
@@ -164,10 +259,13 @@ func (p *Profiles) validate() error {
 		if m.LayerParams() <= 0 {
 			return fmt.Errorf("model %q: params must exceed the embedding size (vocab_size x hidden_size)", m.Name)
 		}
+		if err := m.validateLayers(); err != nil {
+			return fmt.Errorf("model %q: %w", m.Name, err)
+		}
 	}
 	for _, h := range p.Hosts {
 		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 ||
-			h.ActivationBytesPerTokenHidden < 0 || h.SamplerBytesPerSeqVocab < 0 || h.NonTorchGiB < 0 || h.CUDAGraphGiB < 0 {
+			h.ActivationBytesPerTokenHidden < 0 || h.SamplerBytesPerSeqVocab < 0 || h.MoEActivationBytes < 0 || h.NonTorchGiB < 0 || h.CUDAGraphGiB < 0 {
 			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
 		}
 	}

@@ -6,23 +6,41 @@ import (
 )
 
 // Work is one request's share of an engine step: Q new tokens computed on top of C tokens
-// already in its KV cache (a decode is Q=1; a prefill chunk is Q>1).
+// already in its KV cache (a decode is Q=1, or 1 + the draft tokens it verifies with
+// speculative decoding; a prefill chunk is Q>1).
 type Work struct{ Q, C int }
 
 // StepModel is the roofline model of one engine step (sim-model.md 6.2), with every constant
 // taken from the GPU, model and host profiles. It is immutable and safe for concurrent use.
+//
+// Beyond a dense transformer it knows three layer and weight shapes:
+//   - sliding-window layers read at most their window of KV, however long the context;
+//   - Gated-DeltaNet layers read and write a fixed-size state per request and step instead
+//     of a growing KV cache;
+//   - mixture-of-experts layers compute with the active parameters only, and stream the
+//     experts a batch touches: with B tokens each choosing k of E experts, an expert is
+//     read with probability 1 - (1 - k/E)^B.
 type StepModel struct {
 	floor       float64 // per-layer kernel floor x layers, seconds
-	weightsTime float64 // t_w: streaming the weights once, seconds
-	layerFLOPs  float64 // 2 x transformer params (FLOPs per token)
-	headFLOPs   float64 // 2 x LM-head params (FLOPs per sequence: only the last token needs logits)
+	denseBytes  float64 // weights every step streams: non-expert layers and the LM head, per GPU
+	expertBytes float64 // all experts of all layers, per GPU (0 for a dense model)
+	expertFrac  float64 // k / E
+	layerFLOPs  float64 // FLOPs per token in the layers (2 x active layer params / TP)
+	headFLOPs   float64 // FLOPs per sequence of the LM head (only the last token needs logits)
 	gemmRate    float64 // effective GEMM FLOP/s
 	attnRate    float64 // effective attention FLOP/s
 	bandwidth   float64 // effective bytes/s
-	kvBytes     float64 // KV bytes per token on this GPU
-	attnCoef    float64 // 4 x layers x heads x head_dim / TP
-	hostStep    float64 // seconds
-	hostPerSeq  float64 // seconds
+
+	kvBytes      float64 // full-attention KV bytes per token on this GPU
+	slidingBytes float64 // sliding-window KV bytes per token on this GPU
+	window       float64 // sliding window, tokens
+	stateBytes   float64 // Gated-DeltaNet state per request, read and written every step
+	attnCoef     float64 // 4 x full-attention layers x heads x head_dim / TP
+	slidingCoef  float64 // the same for the sliding-window layers
+
+	draftSeconds float64 // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
+	hostStep     float64 // seconds
+	hostPerSeq   float64 // seconds
 }
 
 // NewStepModel builds the step model for a resolved setup.
@@ -30,44 +48,80 @@ func NewStepModel(s *Setup) *StepModel {
 	g, m, h := s.GPUProfile, s.ModelProfile, s.HostProfile
 	tp := float64(s.TensorParallelSize)
 	bw := g.EtaBandwidth * g.BandwidthTBps * 1e12
-	return &StepModel{
-		floor:       float64(m.NumLayers) * g.LayerFloorUS * 1e-6,
-		weightsTime: readBytesPerStep(s) / bw,
-		layerFLOPs:  2 * m.LayerParams() / tp,
-		headFLOPs:   2 * m.EmbeddingParams() / tp,
-		gemmRate:    g.EtaGEMM * g.BF16TFLOPS * 1e12,
-		attnRate:    g.EtaAttention * g.BF16TFLOPS * 1e12,
-		bandwidth:   bw,
-		kvBytes:     float64(s.Capacity.BytesPerToken),
-		attnCoef:    4 * float64(m.NumLayers*m.NumAttentionHeads*m.HeadDim) / tp,
-		hostStep:    h.StepMS * 1e-3,
-		hostPerSeq:  h.PerSeqUS * 1e-6,
+	db, _ := dtypeBytes(s.ModelDType)
+	q := s.weightQuantization()
+	linear := linearWeightBytes(q, db)
+
+	head := m.EmbeddingParams()
+	layers, activeLayers := m.LayerParams(), m.LayerParams()
+	var experts, frac float64
+	if m.IsMoE() {
+		experts = float64(m.NumExperts) * m.ExpertParams()
+		layers -= experts
+		activeLayers = m.ActiveParams - head
+		frac = float64(m.ExpertsPerToken) / float64(m.NumExperts)
 	}
+	c := s.Capacity
+	sm := &StepModel{
+		floor:        float64(m.NumLayers) * g.LayerFloorUS * 1e-6,
+		denseBytes:   (layers*linear + head*db) / tp,
+		expertBytes:  experts * expertBytes(m, q, db) / tp,
+		expertFrac:   frac,
+		layerFLOPs:   2 * activeLayers / tp,
+		headFLOPs:    2 * head / tp,
+		gemmRate:     g.EtaGEMM * g.BF16TFLOPS * 1e12,
+		attnRate:     g.EtaAttention * g.BF16TFLOPS * 1e12,
+		bandwidth:    bw,
+		kvBytes:      float64(c.BytesPerToken),
+		slidingBytes: float64(c.SlidingBytesPerToken),
+		window:       float64(m.SlidingWindow),
+		stateBytes:   2 * float64(c.StateBytesPerSeq),
+		attnCoef:     4 * float64(m.NumFullAttentionLayers()*m.NumAttentionHeads*m.HeadDim) / tp,
+		slidingCoef:  4 * float64(m.NumSlidingWindowLayers*m.NumAttentionHeads*m.HeadDim) / tp,
+		hostStep:     h.StepMS * 1e-3,
+		hostPerSeq:   h.PerSeqUS * 1e-6,
+	}
+	if sp := s.Speculative; sp != nil && sp.Method != "ngram" {
+		// One drafting pass runs a single decoder layer and the LM head (EAGLE and MTP heads
+		// are one layer; a draft model is taken as the same size).
+		layer := (layers / float64(max(1, m.NumLayers))) * linear / tp
+		sm.draftSeconds = 2*g.LayerFloorUS*1e-6 + (layer+head*db/tp)/bw
+	}
+	return sm
 }
 
 // GPUSeconds is the GPU time of a step: the per-layer floor, a smooth roofline over weight
-// streaming and GEMM FLOPs, and attention as the larger of KV reads and attention FLOPs.
+// streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, and the
+// linear-attention state traffic.
 func (sm *StepModel) GPUSeconds(batch []Work) float64 {
-	var tokens, seqs, kvTokens, attnFLOPs float64
+	var tokens, seqs, kvRead, attnFLOPs float64
 	for _, w := range batch {
 		q, c := float64(w.Q), float64(w.C)
 		tokens += q
 		seqs++
-		kvTokens += c + q
+		kvRead += (c + q) * sm.kvBytes
 		attnFLOPs += sm.attnCoef * q * (c + q/2)
+		if sm.slidingBytes > 0 {
+			kvRead += min(c+q, sm.window+q) * sm.slidingBytes
+			attnFLOPs += sm.slidingCoef * q * min(c+q/2, sm.window)
+		}
 	}
-	return sm.gpuSeconds(tokens, seqs, kvTokens, attnFLOPs)
-}
-
-func (sm *StepModel) gpuSeconds(tokens, seqs, kvTokens, attnFLOPs float64) float64 {
 	if seqs == 0 {
 		return 0
 	}
+	weights := sm.denseBytes
+	if sm.expertBytes > 0 {
+		weights += sm.expertBytes * (1 - math.Pow(1-sm.expertFrac, tokens))
+	}
+	tw := weights / sm.bandwidth
 	tg := (sm.layerFLOPs*tokens + sm.headFLOPs*seqs) / sm.gemmRate
-	gemm := math.Hypot(sm.weightsTime, tg)
-	attn := max(kvTokens*sm.kvBytes/sm.bandwidth, attnFLOPs/sm.attnRate)
-	return sm.floor + gemm + attn
+	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
+	return sm.floor + math.Hypot(tw, tg) + attn
 }
+
+// DraftSeconds is the drafting of k tokens for a step's speculating requests: k sequential
+// passes of the draft head (n-gram drafting is CPU work inside the host cost).
+func (sm *StepModel) DraftSeconds(k int) float64 { return float64(k) * sm.draftSeconds }
 
 // HostSeconds is the scheduler's CPU time for a step of seqs sequences.
 func (sm *StepModel) HostSeconds(seqs int) float64 {

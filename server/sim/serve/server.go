@@ -239,7 +239,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /ping", health)
 	s.mux.HandleFunc("POST /ping", health)
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, []byte(`{"version":"`+vlog.Version+`"}`))
+		writeJSON(w, 200, []byte(`{"version":"`+s.setup.Version.String()+`"}`))
 	})
 	s.mux.HandleFunc("GET /load", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []byte(`{"server_load":0}`))

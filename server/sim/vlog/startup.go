@@ -48,7 +48,7 @@ func graphPoolGiB(s *sim.Setup) float64 {
 	if b := s.Capacity.CUDAGraphBytes; b > 0 {
 		return float64(b) / (1 << 30)
 	}
-	return 0.3 + 0.004*float64(s.ModelProfile.NumLayers)
+	return float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
 }
 
 // Startup writes a successful `vllm serve` startup up to the engine being ready: the logo,
@@ -59,6 +59,7 @@ func graphPoolGiB(s *sim.Setup) float64 {
 func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64) {
 	c := s.Capacity
 	t := StartupTimings(s, loadSeconds)
+	version := s.Version.String()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	api, eng, wrk := l.api(), l.engine(), l.worker(s.TensorParallelSize)
@@ -66,7 +67,7 @@ func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64)
 	l.record(api, Info, "api_utils.py:345", strings.Join([]string{
 		"",
 		logo[0],
-		logo[1] + "  version " + Version,
+		logo[1] + "  version " + version,
 		logo[2] + "  model   " + s.Model,
 		logo[3],
 		"",
@@ -77,11 +78,31 @@ func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64)
 		l.record(api, Info, "scheduler.py:242", fmt.Sprintf("Chunked prefill is enabled with max_num_batched_tokens=%d.", s.MaxNumBatchedTokens))
 	}
 
-	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", Version, engineConfig(s)))
-	l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
-	l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
-	l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-	l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(c.WeightsBytes), t.ModelLoad))
+	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s)))
+	if lay := c.Layout; lay.BlockSizeRaised {
+		// The hybrid alignment (Platform._align_hybrid_block_size), before the model loads.
+		l.record(eng, Info, "interface.py:911", fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", lay.BlockSize))
+	}
+	if lay := c.Layout; lay.MambaPaddingPercent > 0 {
+		l.record(eng, Info, "interface.py:935", fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", lay.MambaPaddingPercent))
+	}
+	if s.V2ModelRunner() {
+		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
+		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
+		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
+		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(c.WeightsBytes), t.ModelLoad))
+	} else {
+		l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
+		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
+		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, c.WeightsBytes, t.ModelLoad))
+	}
+	if s.CUDAGraphProfiled() {
+		est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
+		total := float64(c.TotalBytes) / (1 << 30)
+		u := s.GPUMemoryUtilization
+		l.record(wrk, Info, "gpu_model_runner.py:5993", fmt.Sprintf("Estimated CUDA graph memory: %.2f GiB total", est))
+		l.record(wrk, Info, "gpu_worker.py:497", fmt.Sprintf("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=%.4f is equivalent to --gpu-memory-utilization=%.4f without CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to %.4f. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.", u, u-est/total, u+est/total))
+	}
 
 	// With --num-gpu-blocks-override the capacity is sized from the override, but the worker
 	// still reports the profiled budget and the override line shows the profiled block count.
@@ -99,6 +120,19 @@ func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64)
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
 }
 
+// v1ModelLoading is the V1 model runner's "Model loading took" line in the format of the
+// release: %.4f GiB until 0.12, "GiB memory" from 0.12 (PR #28178), format_gib from 0.15
+// (PR #31865).
+func v1ModelLoading(s *sim.Setup, weights int64, seconds float64) string {
+	switch {
+	case s.Version.AtLeast("0.15.0"):
+		return fmt.Sprintf("Model loading took %s GiB memory and %.6f seconds", sim.FormatGiB(weights), seconds)
+	case s.Version.AtLeast("0.12.0"):
+		return fmt.Sprintf("Model loading took %.4f GiB memory and %.6f seconds", float64(weights)/(1<<30), seconds)
+	}
+	return fmt.Sprintf("Model loading took %.4f GiB and %.6f seconds", float64(weights)/(1<<30), seconds)
+}
+
 // floorDiv is Python's a // b for b > 0.
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -114,6 +148,12 @@ func engineConfig(s *sim.Setup) string {
 	quant := "None"
 	if s.Quantization != "" {
 		quant = strings.ToLower(s.Quantization)
+	} else if q := s.ModelProfile.Quantization; q != "" {
+		quant = q
+	}
+	specCfg := "None"
+	if sp := s.Speculative; sp != nil {
+		specCfg = fmt.Sprintf("SpeculativeConfig(method=%s, model=%s, num_spec_tokens=%d)", pyStr(sp.Method), pyStr(sp.Model), sp.NumSpeculativeTokens)
 	}
 	kv := strings.ToLower(s.KVCacheDType)
 	if kv == "" {
@@ -121,7 +161,7 @@ func engineConfig(s *sim.Setup) string {
 	}
 	fields := []string{
 		"model=" + pyStr(s.Model),
-		"speculative_config=None",
+		"speculative_config=" + specCfg,
 		"tokenizer=" + pyStr(s.Model),
 		"skip_tokenizer_init=False",
 		"tokenizer_mode=auto",

@@ -15,8 +15,9 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
-// Version is the vLLM version the simulator reports in its logs.
-const Version = "0.26.0"
+// Version is the vLLM version the simulator reports by default (--sim-vllm-version picks
+// another; a Setup's Version is the one in use).
+const Version = sim.DefaultVersion
 
 // Level is a Python logging level name.
 type Level string

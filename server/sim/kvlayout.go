@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+)
+
+// KVLayout is how vLLM V1 lays the KV cache out for a model (hybrid-kv.md sections 2-3): one
+// page size for every layer, the layers grouped by kind, and a pool of blocks the groups
+// share. A dense model is one group of full-attention layers; gpt-oss adds a sliding-window
+// group; a Qwen3.5 hybrid adds Gated-DeltaNet ("mamba") groups with a fixed-size state.
+type KVLayout struct {
+	BlockSize int   // tokens per block, after the hybrid alignment
+	PageBytes int64 // one layer's share of one block
+
+	AttentionBytesPerToken int64 // one attention layer, one token: 2 x KV heads x head dim x dtype
+	// MambaStateBytes is one linear-attention layer's state (conv and temporal), unpadded.
+	MambaStateBytes int64
+	// BlockSizeRaised is set when the hybrid alignment raised the block size ("Setting
+	// attention block size to N tokens"); MambaPaddingPercent is how much the mamba page was
+	// padded to the attention page ("Padding mamba page size by P%").
+	BlockSizeRaised     bool
+	MambaPaddingPercent float64
+
+	// Layers per kind, and the grouping: GroupSize tensors are shared by one layer of each
+	// group, and each kind is split into ceil(layers / GroupSize) groups.
+	FullLayers, SlidingLayers, MambaLayers int
+	GroupSize                              int
+	FullGroups, SlidingGroups, MambaGroups int
+	// Uniform is a model with a single layer kind: then a block spans every layer.
+	Uniform bool
+
+	SlidingWindow int
+	// SlidingReserveTokens is what a sliding-window group reserves beyond the window: the
+	// tokens one request can have scheduled at once.
+	SlidingReserveTokens int
+	// MambaCacheMode is "none" (no prefix caching: one state block per request) or "align"
+	// (prefix caching: a second block for the cached state); "" without mamba layers.
+	MambaCacheMode string
+	// MambaBlocks is blocks per request per mamba group: 1 or 2, plus the speculative tokens.
+	MambaBlocks int
+}
+
+// NumGroups is the number of KV-cache groups.
+func (l KVLayout) NumGroups() int { return l.FullGroups + l.SlidingGroups + l.MambaGroups }
+
+// BlockBytes is one block of the pool: a page for every layer of a uniform model, a page
+// for each of the GroupSize shared tensors otherwise.
+func (l KVLayout) BlockBytes() int64 {
+	if l.Uniform {
+		return l.PageBytes * int64(l.FullLayers+l.SlidingLayers+l.MambaLayers)
+	}
+	return l.PageBytes * int64(l.GroupSize)
+}
+
+// NumBlocks is get_num_blocks: the pool size for availableBytes of KV memory.
+func (l KVLayout) NumBlocks(availableBytes int64) int {
+	if availableBytes <= 0 || l.BlockBytes() <= 0 {
+		return 0
+	}
+	return int(availableBytes / l.BlockBytes())
+}
+
+// FullBlockPositions is how many blocks a request of tokens tokens holds in one
+// full-attention group.
+func (l KVLayout) FullBlockPositions(tokens int) int { return ceilDiv(tokens, l.BlockSize) }
+
+// slidingBlocks is what one sliding-window group holds for a request of tokens tokens with
+// scheduled of them being computed in this step: the window plus the step's tokens, as the
+// blocks that slide out of the window are freed (SlidingWindowSpec).
+func (l KVLayout) slidingBlocks(tokens, scheduled int) int {
+	if l.SlidingGroups == 0 {
+		return 0
+	}
+	return min(ceilDiv(tokens, l.BlockSize), ceilDiv(l.SlidingWindow-1+scheduled, l.BlockSize)+1)
+}
+
+// ExtraBlocks is what a request holds outside the full-attention groups: sliding-window
+// and mamba groups.
+func (l KVLayout) ExtraBlocks(tokens, scheduled int) int {
+	return l.SlidingGroups*l.slidingBlocks(tokens, scheduled) + l.MambaGroups*l.MambaBlocks
+}
+
+// BlocksPerRequest is what one request of maxModelLen tokens needs in every group: the sum
+// of cdiv(max_memory_usage_bytes, page) that get_max_concurrency_for_kv_cache_config takes.
+func (l KVLayout) BlocksPerRequest(maxModelLen int) int {
+	n := l.FullGroups * ceilDiv(maxModelLen, l.BlockSize)
+	if l.SlidingGroups > 0 {
+		n += l.SlidingGroups * (ceilDiv(min(l.SlidingWindow-1+l.SlidingReserveTokens, maxModelLen), l.BlockSize) + 1)
+	}
+	return n + l.MambaGroups*l.MambaBlocks
+}
+
+// neededBytes is what _check_enough_kv_cache_memory asks for one request of maxModelLen
+// tokens: every layer's max_memory_usage_bytes.
+func (l KVLayout) neededBytes(maxModelLen int) int64 {
+	perLayer := int64(l.FullLayers) * int64(ceilDiv(maxModelLen, l.BlockSize))
+	if l.SlidingLayers > 0 {
+		perLayer += int64(l.SlidingLayers) * int64(ceilDiv(min(l.SlidingWindow-1+l.SlidingReserveTokens, maxModelLen), l.BlockSize)+1)
+	}
+	perLayer += int64(l.MambaLayers) * int64(l.MambaBlocks)
+	return perLayer * l.PageBytes
+}
+
+// estimateMaxModelLen is vLLM's estimate_max_model_len: the longest request that fits,
+// found by bisection over the needed memory.
+func (l KVLayout) estimateMaxModelLen(availableBytes int64, maxModelLen int) int {
+	lo, hi := 0, maxModelLen
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if l.neededBytes(mid) <= availableBytes {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// hybridAlignment is the kernel block size the hybrid block size is a multiple of.
+const hybridAlignment = 16
+
+// kvLayout builds the layout for a resolved setup (everything but Capacity set).
+func kvLayout(s *Setup) (KVLayout, error) {
+	m := s.ModelProfile
+	tp := s.TensorParallelSize
+	kvBytes, _ := dtypeBytes(s.KVDType)
+	kvHeads := max(1, m.NumKeyValueHeads/tp)
+	l := KVLayout{
+		BlockSize:              s.BlockSize,
+		AttentionBytesPerToken: int64(math.Round(2 * float64(kvHeads*m.HeadDim) * kvBytes)),
+		FullLayers:             m.NumFullAttentionLayers(),
+		SlidingLayers:          m.NumSlidingWindowLayers,
+		MambaLayers:            m.NumLinearAttentionLayers,
+		SlidingWindow:          m.SlidingWindow,
+		SlidingReserveTokens:   s.MaxNumBatchedTokens,
+	}
+	// Newer builds reserve the in-flight tokens of both batches that async scheduling
+	// keeps going (hybrid-kv.md section 2; the exact release is uncertain).
+	if s.Version.AtLeast("0.26.0") && s.Speculative == nil {
+		l.SlidingReserveTokens = 2 * s.MaxNumBatchedTokens
+	}
+	spec := s.NumSpeculativeTokens()
+	l.PageBytes = int64(l.BlockSize) * l.AttentionBytesPerToken
+	if l.MambaLayers > 0 {
+		if m.LinearNumValueHeads%tp != 0 || m.LinearNumKeyHeads%tp != 0 {
+			return l, &ConfigError{fmt.Sprintf("linear attention heads (%d key, %d value) must be divisible by tensor parallel size (%d).", m.LinearNumKeyHeads, m.LinearNumValueHeads, tp)}
+		}
+		l.MambaStateBytes = gdnStateBytes(s)
+		l.MambaCacheMode, l.MambaBlocks = "none", 1+spec
+		if s.PrefixCachingEnabled() {
+			l.MambaCacheMode, l.MambaBlocks = "align", 2+spec
+		}
+		attnBlock := hybridAlignment * int(ceilDiv64(l.MambaStateBytes, hybridAlignment*l.AttentionBytesPerToken))
+		if l.BlockSize < attnBlock {
+			l.BlockSize, l.BlockSizeRaised = attnBlock, true
+		}
+		l.PageBytes = int64(l.BlockSize) * l.AttentionBytesPerToken
+		if pad := l.PageBytes - l.MambaStateBytes; pad > 0 {
+			l.MambaPaddingPercent = 100 * float64(pad) / float64(l.MambaStateBytes)
+		}
+	}
+
+	var kinds []*int
+	for _, n := range []*int{&l.FullLayers, &l.SlidingLayers, &l.MambaLayers} {
+		if *n > 0 {
+			kinds = append(kinds, n)
+		}
+	}
+	if len(kinds) == 1 {
+		l.Uniform = true
+		l.GroupSize = *kinds[0]
+	} else {
+		l.GroupSize = math.MaxInt
+		for _, n := range kinds {
+			l.GroupSize = min(l.GroupSize, *n)
+		}
+	}
+	l.FullGroups = ceilDiv(l.FullLayers, l.GroupSize)
+	l.SlidingGroups = ceilDiv(l.SlidingLayers, l.GroupSize)
+	l.MambaGroups = ceilDiv(l.MambaLayers, l.GroupSize)
+	return l, nil
+}
+
+// gdnStateBytes is one Gated-DeltaNet layer's state on one GPU (mamba_utils.py
+// gated_delta_net_state_shape): a conv state of (kernel - 1 + speculative tokens) x conv_dim
+// in the model dtype, and a temporal state of value heads x value dim x key dim in
+// mamba_ssm_dtype (float32 for Qwen3.5).
+func gdnStateBytes(s *Setup) int64 {
+	m := s.ModelProfile
+	tp := s.TensorParallelSize
+	modelBytes, _ := dtypeBytes(s.ModelDType)
+	ssmBytes := modelBytes
+	if m.MambaSSMDType != "" {
+		ssmBytes, _ = dtypeBytes(m.MambaSSMDType)
+	}
+	convDim := (m.LinearKeyHeadDim*m.LinearNumKeyHeads*2 + m.LinearValueHeadDim*m.LinearNumValueHeads) / tp
+	conv := float64((m.LinearConvKernelDim-1+s.NumSpeculativeTokens())*convDim) * modelBytes
+	temporal := float64(m.LinearNumValueHeads/tp*m.LinearValueHeadDim*m.LinearKeyHeadDim) * ssmBytes
+	return int64(conv + temporal)
+}
+
+func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// SpeculativeConfig is vLLM's --speculative-config (a JSON object), with the fields the
+// simulator uses, and the simulated acceptance.
+type SpeculativeConfig struct {
+	// Method is "ngram", "eagle", "eagle3", "mtp" or "draft_model" (vLLM also names MTP per
+	// model, e.g. "qwen3_next_mtp"; those resolve to "mtp").
+	Method               string `json:"method"`
+	NumSpeculativeTokens int    `json:"num_speculative_tokens"`
+	// Model is the draft model or EAGLE head (required for eagle, eagle3 and draft_model).
+	Model string `json:"model,omitempty"`
+	// AcceptanceRate is the mean draft acceptance rate to simulate (accepted ÷ drafted tokens,
+	// vLLM's "Avg Draft acceptance rate"); 0 takes the method's default.
+	AcceptanceRate float64 `json:"-"`
+}
+
+// Default mean acceptance rates by method: assumptions in the range published for chat
+// workloads (n-gram lookup well below learned drafters; MTP heads trained with the model
+// highest), to be overridden with --sim-spec-acceptance for a given workload.
+var defaultAcceptance = map[string]float64{
+	"ngram":       0.35,
+	"eagle":       0.55,
+	"eagle3":      0.65,
+	"draft_model": 0.6,
+	"mtp":         0.75,
+}
+
+// resolveSpeculative checks a speculative config against the model and fills its defaults.
+func resolveSpeculative(sp *SpeculativeConfig, m Model) (*SpeculativeConfig, error) {
+	if sp == nil {
+		return nil, nil
+	}
+	out := *sp
+	out.Method = strings.ToLower(strings.TrimSpace(out.Method))
+	if strings.HasSuffix(out.Method, "_mtp") {
+		out.Method = "mtp"
+	}
+	switch out.Method {
+	case "":
+		if out.Model == "" {
+			return nil, &ConfigError{"--speculative-config: method or model must be given (method: ngram, eagle, eagle3, mtp or draft_model)"}
+		}
+		out.Method = "draft_model"
+	case "ngram", "mtp":
+	case "eagle", "eagle3", "draft_model":
+		if out.Model == "" {
+			return nil, &ConfigError{fmt.Sprintf("--speculative-config: method %q needs the draft model in \"model\"", out.Method)}
+		}
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--speculative-config: method %q is not simulated; choose ngram, eagle, eagle3, mtp or draft_model", sp.Method)}
+	}
+	if out.Method == "mtp" {
+		if m.MTPLayers == 0 {
+			return nil, &ConfigError{fmt.Sprintf("--speculative-config: method \"mtp\" needs a model with MTP layers; %s has none", m.Name)}
+		}
+		if out.NumSpeculativeTokens == 0 {
+			out.NumSpeculativeTokens = m.MTPLayers
+		}
+	}
+	if out.NumSpeculativeTokens == 0 && out.Method != "mtp" {
+		return nil, &ConfigError{"--speculative-config: num_speculative_tokens must be provided with speculative model unless the draft model config contains an n_predict parameter."}
+	}
+	if out.NumSpeculativeTokens < 1 || out.NumSpeculativeTokens > 16 {
+		return nil, &ConfigError{fmt.Sprintf("--speculative-config: num_speculative_tokens must be between 1 and 16, got %d", out.NumSpeculativeTokens)}
+	}
+	if out.AcceptanceRate == 0 {
+		out.AcceptanceRate = defaultAcceptance[out.Method]
+	}
+	if !(out.AcceptanceRate > 0 && out.AcceptanceRate < 1) {
+		return nil, &ConfigError{fmt.Sprintf("--sim-spec-acceptance must be between 0 and 1 (exclusive), got %g", out.AcceptanceRate)}
+	}
+	return &out, nil
+}
+
+// Acceptance is the simulated verifier: each draft position is accepted with the same
+// conditional probability, and drafting stops at the first rejection, so the acceptance
+// rate of position i (counting from 0) is c^(i+1), falling with position. c is chosen so
+// that the mean over the k positions equals the configured acceptance rate.
+type Acceptance struct {
+	K           int
+	Conditional float64
+}
+
+// NewAcceptance solves for the conditional acceptance that gives mean over k positions.
+func NewAcceptance(k int, mean float64) Acceptance {
+	lo, hi := 0.0, 1.0
+	for range 100 {
+		c := (lo + hi) / 2
+		if meanAcceptance(k, c) < mean {
+			lo = c
+		} else {
+			hi = c
+		}
+	}
+	return Acceptance{K: k, Conditional: (lo + hi) / 2}
+}
+
+func meanAcceptance(k int, c float64) float64 {
+	sum, p := 0.0, 1.0
+	for range k {
+		p *= c
+		sum += p
+	}
+	return sum / float64(k)
+}
+
+// PositionRate is the expected acceptance rate of draft position i (0-based).
+func (a Acceptance) PositionRate(i int) float64 { return math.Pow(a.Conditional, float64(i+1)) }
+
+// MeanRate is the expected accepted ÷ drafted tokens.
+func (a Acceptance) MeanRate() float64 { return meanAcceptance(a.K, a.Conditional) }
+
+// Draw returns how many leading draft tokens the verifier accepts, using rng.
+func (a Acceptance) Draw(rng *uint64) int {
+	n := 0
+	for n < a.K {
+		u := float64(next(rng)>>11) / (1 << 53)
+		if u >= a.Conditional {
+			break
+		}
+		n++
+	}
+	return n
+}
