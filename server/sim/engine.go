@@ -22,6 +22,8 @@ type Request struct {
 	MaxTokens int   // at least 1; prompt + MaxTokens must fit in max_model_len
 	MinTokens int
 	IgnoreEOS bool
+	// N is the n parameter of the API request this sequence is one choice of (1 if unset).
+	N int
 	// Arrival is when the API server received the request; the scheduler sees it after the
 	// host profile's input cost (parsing, tokenization).
 	Arrival time.Time

@@ -10,10 +10,13 @@ import (
 )
 
 // cacheConfigLabels is vLLM's CacheConfig rendered as vllm:cache_config_info labels: every
-// field as Python's str() of its value, plus engine. The simulator has no CPU offloading,
-// Mamba layers or sliding window, so those fields keep vLLM's defaults.
-func cacheConfigLabels(s *sim.Setup, engine string) prometheus.Labels {
+// field as Python's str() of its value, plus engine, with the field set of the release
+// (the 0.26 one of vllm.md 1.4; 0.23-0.25 as the 0.25.1 capture, with hash_block_size;
+// older as a 0.16-0.19 capture, without the capacity fields). The simulator has no CPU
+// offloading, so those fields keep vLLM's defaults.
+func cacheConfigLabels(s *sim.Setup, engine string, f features) prometheus.Labels {
 	c := s.Capacity
+	l := c.Layout
 	cacheDType := strings.ToLower(s.KVCacheDType)
 	if cacheDType == "" {
 		cacheDType = "auto"
@@ -22,9 +25,26 @@ func cacheConfigLabels(s *sim.Setup, engine string) prometheus.Labels {
 	if s.NumGPUBlocksOverride > 0 {
 		override = strconv.Itoa(s.NumGPUBlocksOverride)
 	}
-	return prometheus.Labels{
+	mambaBlock, mambaPadded, mambaSSM, mambaMode := "None", "None", "auto", "none"
+	if l.MambaLayers > 0 {
+		mambaMode = l.MambaCacheMode
+		if l.MambaPaddingPercent > 0 {
+			mambaPadded = strconv.FormatInt(l.PageBytes, 10)
+		}
+		if d := s.ModelProfile.MambaSSMDType; d != "" {
+			mambaSSM = strings.ToLower(d) // copied from the HF config (verify_and_update_config)
+		}
+		if mambaMode == "align" {
+			mambaBlock = strconv.Itoa(l.BlockSize)
+		}
+	}
+	window := "None"
+	if l.SlidingLayers > 0 {
+		window = strconv.Itoa(l.SlidingWindow)
+	}
+	labels := prometheus.Labels{
 		"_block_size_resolved":       "True",
-		"block_size":                 strconv.Itoa(s.BlockSize),
+		"block_size":                 strconv.Itoa(l.BlockSize),
 		"cache_dtype":                cacheDType,
 		"calculate_kv_scales":        "False",
 		"enable_prefix_caching":      pyBool(s.PrefixCachingEnabled()),
@@ -32,29 +52,38 @@ func cacheConfigLabels(s *sim.Setup, engine string) prometheus.Labels {
 		"gpu_memory_utilization":     pyFloat(s.GPUMemoryUtilization),
 		"is_attention_free":          "False",
 		"kv_cache_dtype_skip_layers": "[]",
-		"kv_cache_max_concurrency":   pyFloat(c.MaxConcurrency),
 		"kv_cache_memory_bytes":      "None",
-		"kv_cache_size_tokens":       strconv.Itoa(c.KVCacheTokens),
 		"kv_offloading_backend":      "native",
 		"kv_offloading_size":         "None",
 		"kv_sharing_fast_prefill":    "False",
-		"mamba_block_size":           "None",
+		"mamba_block_size":           mambaBlock,
 		"mamba_cache_dtype":          "auto",
-		"mamba_cache_mode":           "none",
-		"mamba_page_size_padded":     "None",
-		"mamba_ssm_cache_dtype":      "auto",
+		"mamba_cache_mode":           mambaMode,
+		"mamba_page_size_padded":     mambaPadded,
+		"mamba_ssm_cache_dtype":      mambaSSM,
 		"num_cpu_blocks":             "None",
 		"num_gpu_blocks":             strconv.Itoa(c.NumGPUBlocks),
 		"num_gpu_blocks_override":    override,
 		"prefix_caching_hash_algo":   "sha256",
-		"prefix_match_unit":          "None",
-		"skip_page_size_padded":      "None",
-		"sliding_window":             "None",
+		"sliding_window":             window,
 		// Only inferred: the resolved setup no longer says whether --block-size was given,
 		// so an explicit default reads as not specified.
-		"user_specified_block_size":       pyBool(s.BlockSize != sim.DefaultBlockSize),
-		"user_specified_mamba_block_size": "False",
+		"user_specified_block_size": pyBool(s.BlockSize != sim.DefaultBlockSize),
 	}
+	if !f.cacheCapacity {
+		labels["cpu_kvcache_space_bytes"] = "None"
+		return labels
+	}
+	labels["kv_cache_max_concurrency"] = pyFloat(c.MaxConcurrency)
+	labels["kv_cache_size_tokens"] = strconv.Itoa(c.KVCacheTokens)
+	labels["skip_page_size_padded"] = "None"
+	labels["user_specified_mamba_block_size"] = "False"
+	if f.prefixMatchUnit {
+		labels["prefix_match_unit"] = "None"
+	} else {
+		labels["hash_block_size"] = "None"
+	}
+	return labels
 }
 
 func pyBool(b bool) string {

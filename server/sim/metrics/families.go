@@ -1,7 +1,12 @@
 package metrics
 
 import (
+	"math"
+	"strings"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Bucket sets vLLM uses (vllm/v1/metrics/loggers.py).
@@ -40,16 +45,24 @@ func build125Buckets(maxValue int) []float64 {
 
 // families registers metrics that all carry the same constant labels (model_name and
 // engine), as every vLLM engine metric does.
+// The names registered are appended to order, the exposition's family order.
 type families struct {
 	reg    *prometheus.Registry
+	order  *[]string
+	series *seriesOrder
 	labels prometheus.Labels
+}
+
+func (f families) register(name string, c prometheus.Collector) {
+	f.reg.MustRegister(c)
+	*f.order = append(*f.order, name)
 }
 
 // Counter names include "_total" because the client library exposes a counter under exactly
 // the name it is given, and vLLM's exposed counter samples all end in "_total".
 func (f families) counter(name, help string) prometheus.Counter {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: f.labels})
-	f.reg.MustRegister(c)
+	f.register(name, c)
 	return c
 }
 
@@ -57,20 +70,26 @@ func (f families) counter(name, help string) prometheus.Counter {
 // now, so each series is exposed at 0 before anything happens.
 func (f families) counterVec(name, help, label string, values ...string) map[string]prometheus.Counter {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
-	f.reg.MustRegister(v)
+	f.register(name, v)
+	for _, value := range values {
+		f.series.note(name, value)
+	}
 	return children(v.WithLabelValues, values)
 }
 
 func (f families) gauge(name, help string) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: f.labels})
-	f.reg.MustRegister(g)
+	f.register(name, g)
 	return g
 }
 
 // gaugeVec is counterVec for gauges.
 func (f families) gaugeVec(name, help, label string, values ...string) map[string]prometheus.Gauge {
 	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
-	f.reg.MustRegister(v)
+	f.register(name, v)
+	for _, value := range values {
+		f.series.note(name, value)
+	}
 	return children(v.WithLabelValues, values)
 }
 
@@ -85,6 +104,50 @@ func children[T any](with func(...string) T, values []string) map[string]T {
 
 func (f families) histogram(name, help string, buckets []float64) prometheus.Histogram {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: f.labels, Buckets: buckets})
-	f.reg.MustRegister(h)
+	f.register(name, h)
 	return h
+}
+
+// seriesOrder remembers the order in which each family's children were created, keyed by
+// the values of their variable labels, so the exposition lists them in that order as
+// prometheus_client does. It is safe for concurrent use.
+type seriesOrder struct {
+	mu    sync.Mutex
+	ranks map[string]map[string]int
+}
+
+// note records a child of family with the given variable label values, if it is new.
+func (o *seriesOrder) note(family string, values ...string) {
+	key := strings.Join(values, "\x00")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ranks == nil {
+		o.ranks = map[string]map[string]int{}
+	}
+	r := o.ranks[family]
+	if r == nil {
+		r = map[string]int{}
+		o.ranks[family] = r
+	}
+	if _, ok := r[key]; !ok {
+		r[key] = len(r)
+	}
+}
+
+// rank is the creation index of a series: its label values other than the constant ones,
+// in label-name order, looked up among those noted (unknown series last).
+func (o *seriesOrder) rank(family string, labels []*dto.LabelPair, constant map[string]bool) int {
+	var values []string
+	for _, l := range labels {
+		if !constant[l.GetName()] {
+			values = append(values, l.GetValue())
+		}
+	}
+	key := strings.Join(values, "\x00")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if r, ok := o.ranks[family][key]; ok {
+		return r
+	}
+	return math.MaxInt32
 }

@@ -59,7 +59,7 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	req.Header.Set("Accept-Encoding", "gzip")
 	m.Handler().ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code)
-	require.True(t, strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain; version=0.0.4"), rec.Header().Get("Content-Type"))
+	require.Equal(t, "text/plain; version=1.0.0; charset=utf-8", rec.Header().Get("Content-Type"), "prometheus_client 0.23 and later")
 	require.Empty(t, rec.Header().Get("Content-Encoding"))
 	return parse(t, rec.Body.String())
 }
@@ -211,8 +211,8 @@ func TestEverySeriesStartsAtZero(t *testing.T) {
 	fams := scrape(t, New(resolve(t, sim.Config{}), modelName, true))
 
 	for name, mf := range fams {
-		if !strings.HasPrefix(name, "vllm:") {
-			continue
+		if !strings.HasPrefix(name, "vllm:") || strings.HasSuffix(name, "_created") {
+			continue // _created holds creation times, not values
 		}
 		for _, m := range mf.GetMetric() {
 			labels := labelMap(m)

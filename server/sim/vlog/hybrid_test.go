@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,4 +62,31 @@ func TestGptOssStartupLines(t *testing.T) {
 	require.Len(t, kv, 1)
 	assert.Regexp(t, `GPU KV cache size: 2,6[34]\d,\d{3} tokens$`, kv[0], "the fixture logged 2,640,144")
 	assert.Regexp(t, `Maximum concurrency for 16,384 tokens per request: 28[45]\.\d\dx$`, grep(ls, "Maximum concurrency")[0], "the fixture logged 284.25x")
+}
+
+// TestSpecDecodingLine: after the stats line of an interval with drafts comes vLLM's
+// "SpecDecoding metrics" line, with the interval's totals and per-position rates.
+func TestSpecDecodingLine(t *testing.T) {
+	clk := newClock()
+	t0 := time.Date(2026, 7, 24, 10, 15, 53, 0, time.UTC)
+	clk.set(t0)
+	var out bytes.Buffer
+	l := New(&out, nil, clk.now, apiPID, enginePID)
+	st := NewStats(l, 0)
+	r := &sim.StepResult{Running: 4, Outputs: make([]sim.Output, 4), DecodeTokens: 16,
+		SpecDrafts: 400, SpecDraftTokens: 1200, SpecAccepted: 720, SpecAcceptedPerPos: []int{320, 240, 160}}
+	st.Observe(r)
+	clk.set(t0.Add(10 * time.Second))
+	st.Tick(t0.Add(10 * time.Second))
+	ls := lines(out.String())
+	require.Len(t, ls, 2)
+	assert.Contains(t, ls[0], "Engine 000: Avg prompt throughput")
+	assert.Equal(t, "(APIServer pid=4127) INFO 07-24 10:16:03 [metrics.py:97] SpecDecoding metrics: Mean acceptance length: 2.80, Accepted throughput: 72.00 tokens/s, Drafted throughput: 120.00 tokens/s, Accepted: 720 tokens, Drafted: 1200 tokens, Per-position acceptance rate: 0.800, 0.600, 0.400, Avg Draft acceptance rate: 60.0%", ls[1])
+
+	// Without drafts in the next interval, no spec line.
+	st.Observe(&sim.StepResult{Running: 1, Outputs: make([]sim.Output, 1), DecodeTokens: 1})
+	clk.set(t0.Add(20 * time.Second))
+	before := out.Len()
+	st.Tick(t0.Add(20 * time.Second))
+	assert.NotContains(t, out.String()[before:], "SpecDecoding")
 }

@@ -47,6 +47,10 @@ type Stats struct {
 	running, waiting int
 	kvUsage          float64
 
+	// Speculative decoding over the interval (SpecDecodingLogging).
+	specDrafts, specDraftTokens, specAccepted int
+	specPerPos                                []int
+
 	promptsDone, promptTokensDone int64
 	window                        []prefixObs
 	winRequests                   int64
@@ -73,9 +77,20 @@ func (s *Stats) Observe(r *sim.StepResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.promptTokens += r.PrefillTokens
-	s.genTokens += len(r.Outputs)
+	for i := range r.Outputs {
+		s.genTokens += max(1, len(r.Outputs[i].Tokens))
+	}
 	s.preemptions += r.Preempted
 	s.running, s.waiting = r.Running, r.Waiting
+	s.specDrafts += r.SpecDrafts
+	s.specDraftTokens += r.SpecDraftTokens
+	s.specAccepted += r.SpecAccepted
+	for len(s.specPerPos) < len(r.SpecAcceptedPerPos) {
+		s.specPerPos = append(s.specPerPos, 0)
+	}
+	for p, n := range r.SpecAcceptedPerPos {
+		s.specPerPos[p] += n
+	}
 	s.kvUsage = r.KVCacheUsage()
 	s.promptsDone += int64(r.PromptsCompleted)
 	s.promptTokensDone += int64(r.PromptTokens)
@@ -141,10 +156,34 @@ func (s *Stats) Tick(now time.Time) {
 	s.promptTokens, s.genTokens, s.preemptions = 0, 0, 0
 	s.last = now
 	line := statsLine(prompt, gen, s.running, s.waiting, preemptions, s.kvUsage, s.hitRate())
+	spec := ""
+	if s.specDrafts > 0 {
+		spec = specLine(s.specDrafts, s.specDraftTokens, s.specAccepted, s.specPerPos, elapsed)
+	}
+	s.specDrafts, s.specDraftTokens, s.specAccepted = 0, 0, 0
+	clear(s.specPerPos)
 	s.mu.Unlock()
 	if !idle {
 		s.l.API(Info, "loggers.py:310", line)
+		if spec != "" {
+			s.l.API(Info, "metrics.py:97", spec)
+		}
 	}
+}
+
+// specLine is SpecDecodingLogging.log's message (vllm/v1/spec_decode/metrics.py): the mean
+// acceptance length counts the bonus token; per-position rates are accepted ÷ drafts.
+func specLine(drafts, draftTokens, accepted int, perPos []int, elapsed float64) string {
+	rates := make([]string, len(perPos))
+	for i, n := range perPos {
+		rates[i] = fmt.Sprintf("%.3f", float64(n)/float64(drafts))
+	}
+	acceptance := math.NaN()
+	if draftTokens > 0 {
+		acceptance = float64(accepted) / float64(draftTokens) * 100
+	}
+	return fmt.Sprintf("SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d tokens, Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%",
+		1+float64(accepted)/float64(drafts), float64(accepted)/elapsed, float64(draftTokens)/elapsed, accepted, draftTokens, strings.Join(rates, ", "), acceptance)
 }
 
 // statsLine builds LoggingStatLogger's message for engine 0; kvUsage and hitRate are fractions.
