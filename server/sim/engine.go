@@ -339,8 +339,9 @@ func (e *Engine) Step(now time.Time) *StepResult {
 		s := e.running[i]
 		need := s.numTokens() - s.computed
 		if e.spec > 0 && s.Outputs > 0 && need == 1 {
-			// A decode verifies the draft tokens with the new one, never past max_model_len.
-			need += min(e.spec, e.setup.MaxModelLen-s.numTokens())
+			// A decode verifies the draft tokens with the new one, never past max_tokens or
+			// max_model_len.
+			need += max(0, min(e.spec, e.setup.MaxModelLen-s.numTokens(), s.MaxTokens-s.Outputs-1))
 		}
 		n := min(need, budget)
 		if !chunked && n < s.numTokens()-s.computed {

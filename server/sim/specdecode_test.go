@@ -92,7 +92,8 @@ func TestSpeculativeEngine(t *testing.T) {
 				assert.Equal(t, o.Accepted+1, len(o.Tokens), "accepted drafts plus the bonus token")
 			}
 			if o.Index > 0 {
-				assert.Equal(t, 3, o.Drafted)
+				// Three drafts, fewer at the end: none may reach past max_tokens (300).
+				assert.Equal(t, min(3, 299-o.Index), o.Drafted)
 			}
 		}
 		assert.Equal(t, r.SpecAccepted, stepAccepted)
@@ -102,7 +103,8 @@ func TestSpeculativeEngine(t *testing.T) {
 	require.Len(t, h.done, 40)
 	assert.Equal(t, 40*300, emitted)
 	assert.Equal(t, int64(40*300), h.e.Counters().GenerationTokens)
-	assert.Equal(t, 3*drafts, draftTokens)
+	assert.LessOrEqual(t, draftTokens, 3*drafts)
+	assert.Greater(t, draftTokens, 3*drafts-3*40, "only the last steps of each request draft fewer")
 	assert.Equal(t, perPos[0]+perPos[1]+perPos[2], accepted)
 	rate := float64(accepted) / float64(draftTokens)
 	se := math.Sqrt(0.6 * 0.4 / float64(draftTokens))

@@ -155,3 +155,10 @@ func init() {
 	// Punctuation gives the text a sentence shape.
 	outputWords = append(outputWords, ".", ",", ".\n")
 }
+
+// OutputToken is the id of the i-th word the engine generates from (i taken modulo the
+// list), for callers that need plausible alternatives to a generated token.
+func OutputToken(i int) int {
+	n := len(outputWords)
+	return wordBase + ((i%n)+n)%n
+}

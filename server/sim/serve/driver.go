@@ -8,12 +8,25 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
-// event is what a stream is handed: one token, or the end of the request.
+// event is what a stream is handed: a step's tokens (one, or with speculative decoding
+// several), or the end of the request.
 type event struct {
 	token    int
-	index    int
+	more     []int // the step's tokens after the first (nil for one token)
+	index    int   // index of token among the request's outputs
 	finished bool
 	reason   sim.FinishReason
+}
+
+// tokens lists the event's tokens.
+func (e event) tokens() []int {
+	if e.reason == sim.FinishAbort {
+		return nil
+	}
+	if len(e.more) == 0 {
+		return []int{e.token}
+	}
+	return append([]int{e.token}, e.more...)
 }
 
 // stream connects one request to its HTTP handler. The driver appends events; the handler
@@ -23,15 +36,17 @@ type stream struct {
 	events []event
 	notify chan struct{} // capacity 1: "there is something to drain"
 	seq    *sim.Sequence
-	// sink, when set, takes events directly instead of the queue (streamed responses).
-	sink *sseSink
+	// sink, when set, takes events directly instead of the queue (streamed responses);
+	// choice is the stream's index among the request's n choices.
+	sink   *sseSink
+	choice int
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
 
 func (s *stream) push(ev event) {
 	if s.sink != nil {
-		s.sink.deliver(ev)
+		s.sink.deliver(s.choice, ev)
 		return
 	}
 	s.mu.Lock()
@@ -178,7 +193,11 @@ func (d *driver) run(ctx context.Context) {
 		d.pending = d.pending[:0]
 		for _, out := range r.Outputs {
 			st := out.Seq.Tag.(*stream)
-			d.pending = append(d.pending, delivery{st, event{token: out.Token, index: out.Index, finished: out.Finished, reason: out.Reason}})
+			ev := event{token: out.Token, index: out.Index, finished: out.Finished, reason: out.Reason}
+			if len(out.Tokens) > 1 {
+				ev.more = append([]int(nil), out.Tokens[1:]...) // the engine reuses its buffer
+			}
+			d.pending = append(d.pending, delivery{st, ev})
 		}
 		for _, s := range r.Finished {
 			delete(d.live, s)

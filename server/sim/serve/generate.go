@@ -1,13 +1,12 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/vllmtop/vllmtop/server/sim"
 )
@@ -81,29 +80,133 @@ type genRequest struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
 	Temperature         *float64        `json:"temperature"`
+	// Logprobs is an int for completions and a bool for chat.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Echo        bool            `json:"echo"`
+
+	// Features the simulator does not model: a request using one is refused, never served
+	// as if it had been honoured.
+	Tools                 json.RawMessage `json:"tools"`
+	ToolChoice            json.RawMessage `json:"tool_choice"`
+	Functions             json.RawMessage `json:"functions"`
+	ResponseFormat        json.RawMessage `json:"response_format"`
+	StructuredOutputs     json.RawMessage `json:"structured_outputs"`
+	GuidedJSON            json.RawMessage `json:"guided_json"`
+	GuidedRegex           json.RawMessage `json:"guided_regex"`
+	GuidedChoice          json.RawMessage `json:"guided_choice"`
+	GuidedGrammar         json.RawMessage `json:"guided_grammar"`
+	GuidedDecodingBackend json.RawMessage `json:"guided_decoding_backend"`
+	UseBeamSearch         bool            `json:"use_beam_search"`
+	PromptLogprobs        json.RawMessage `json:"prompt_logprobs"`
 }
 
-// promptTokens reads a completions prompt: a string, a one-element list of strings, or token ids.
-func promptTokens(raw json.RawMessage) ([]int, error) {
+// maxN bounds the choices of one request (vLLM has no fixed limit; every choice is a request
+// in the engine).
+const maxN = 128
+
+// unsupported names the first parameter of req the simulator does not model, with the reason.
+func (req *genRequest) unsupported() (param, what string) {
+	set := func(raw json.RawMessage) bool {
+		t := bytes.TrimSpace(raw)
+		return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+	}
+	var choice string
+	_ = json.Unmarshal(req.ToolChoice, &choice)
+	var format struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(req.ResponseFormat, &format)
+	switch {
+	case set(req.Tools) && !bytes.Equal(bytes.TrimSpace(req.Tools), []byte("[]")):
+		return "tools", "tool calling"
+	case set(req.ToolChoice) && choice != "none" && choice != "auto":
+		return "tool_choice", "tool calling"
+	case set(req.Functions):
+		return "functions", "function calling"
+	case set(req.ResponseFormat) && format.Type != "text":
+		return "response_format", "structured outputs"
+	case set(req.StructuredOutputs):
+		return "structured_outputs", "structured outputs"
+	case set(req.GuidedJSON):
+		return "guided_json", "guided decoding"
+	case set(req.GuidedRegex):
+		return "guided_regex", "guided decoding"
+	case set(req.GuidedChoice):
+		return "guided_choice", "guided decoding"
+	case set(req.GuidedGrammar):
+		return "guided_grammar", "guided decoding"
+	case set(req.GuidedDecodingBackend):
+		return "guided_decoding_backend", "guided decoding"
+	case req.UseBeamSearch:
+		return "use_beam_search", "beam search"
+	case set(req.PromptLogprobs):
+		return "prompt_logprobs", "prompt logprobs"
+	}
+	return "", ""
+}
+
+// promptTokens reads a completions prompt: a string, a one-element list of strings, or token
+// ids; text is the prompt as text, for echo.
+func promptTokens(raw json.RawMessage) (ids []int, text string, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errors.New("1 validation error:\n  {'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}")
+		return nil, "", errors.New("1 validation error:\n  {'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}")
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return sim.Tokenize(s), nil
+		return sim.Tokenize(s), s, nil
 	}
 	var list []string
 	if json.Unmarshal(raw, &list) == nil {
 		if len(list) != 1 {
-			return nil, errors.New("the simulator serves one prompt per request; send the prompts as separate requests")
+			return nil, "", errors.New("the simulator serves one prompt per request; send the prompts as separate requests")
 		}
-		return sim.Tokenize(list[0]), nil
+		return sim.Tokenize(list[0]), list[0], nil
 	}
-	var ids []int
 	if json.Unmarshal(raw, &ids) == nil {
-		return ids, nil
+		return ids, sim.Detokenize(ids), nil
 	}
-	return nil, errors.New("1 validation error:\n  {'type': 'invalid_type', 'loc': ('body', 'prompt'), 'msg': 'Input should be a valid string or a list of token ids'}")
+	return nil, "", errors.New("1 validation error:\n  {'type': 'invalid_type', 'loc': ('body', 'prompt'), 'msg': 'Input should be a valid string or a list of token ids'}")
+}
+
+// logprobsOf reads the logprob request: for completions "logprobs" is the number of top
+// alternatives (absent: none); for chat "logprobs" is a bool and "top_logprobs" the number.
+// It returns -1 for no logprobs, or a 400 message and its parameter.
+func (s *Server) logprobsOf(req *genRequest, chat bool) (k int, msg, param string) {
+	raw := bytes.TrimSpace(req.Logprobs)
+	given := len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+	if chat {
+		var on bool
+		if given && json.Unmarshal(raw, &on) != nil {
+			return 0, "1 validation error:\n  {'type': 'bool_parsing', 'loc': ('body', 'logprobs'), 'msg': 'Input should be a valid boolean'}", "body.logprobs"
+		}
+		top := 0
+		if req.TopLogprobs != nil {
+			top = *req.TopLogprobs
+			if !on {
+				return 0, "1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, when using `top_logprobs`, `logprobs` must be set to true.'}", "body"
+			}
+		}
+		if !on {
+			return -1, "", ""
+		}
+		k, param = top, "top_logprobs"
+	} else {
+		if !given {
+			return -1, "", ""
+		}
+		if json.Unmarshal(raw, &k) != nil {
+			return 0, "1 validation error:\n  {'type': 'int_parsing', 'loc': ('body', 'logprobs'), 'msg': 'Input should be a valid integer'}", "body.logprobs"
+		}
+		param = "logprobs"
+	}
+	switch {
+	case k < 0:
+		return 0, fmt.Sprintf("`%s` must be a positive value. (parameter=%s, value=%d)", param, param, k), param
+	case s.opts.MaxLogprobs >= 0 && k > s.opts.MaxLogprobs:
+		return 0, fmt.Sprintf("Requested sample logprobs of %d, which is greater than max allowed: %d (parameter=%s, value=%d)", k, s.opts.MaxLogprobs, param, k), param
+	}
+	return k, "", ""
 }
 
 // generate serves /v1/completions (chat=false) and /v1/chat/completions.
@@ -112,12 +215,35 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.N != nil && *req.N > 1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n=%d is not supported: the simulator generates one choice per request (n=1).", *req.N), ptr("n"))
+	if param, what := req.unsupported(); param != "" {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("`%s` is not supported: this server (vllmtop sim) does not model %s. (parameter=%s)", param, what, param), ptr(param))
 		return
+	}
+	n := 1
+	if req.N != nil {
+		n = *req.N
+		if n < 1 || n > maxN {
+			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n must be between 1 and %d, got %d. (parameter=n, value=%d)", maxN, n, n), ptr("n"))
+			return
+		}
 	}
 	if req.StreamOptions != nil && !req.Stream {
 		writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}", ptr("body"))
+		return
+	}
+	topK, msg, param := s.logprobsOf(&req, chat)
+	if msg != "" {
+		typ := "BadRequestError"
+		if strings.HasPrefix(msg, "1 validation error") {
+			typ = "Bad Request"
+		}
+		writeError(w, http.StatusBadRequest, typ, msg, ptr(param))
+		return
+	}
+	if chat && req.Echo {
+		// Chat's echo repeats the last message when it is the assistant's; the simulator
+		// does not model it.
+		writeError(w, http.StatusBadRequest, "BadRequestError", "`echo` is not supported for chat completions by this server (vllmtop sim). (parameter=echo)", ptr("echo"))
 		return
 	}
 	if !s.knownModel(req.Model) {
@@ -125,6 +251,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	var prompt []int
+	var promptText string
 	if chat {
 		if len(req.Messages) == 0 {
 			writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}", ptr("body.messages"))
@@ -133,7 +260,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		prompt = chatPrompt(req.Messages, true)
 	} else {
 		var err error
-		if prompt, err = promptTokens(req.Prompt); err != nil {
+		if prompt, promptText, err = promptTokens(req.Prompt); err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), ptr("prompt"))
 			return
 		}
@@ -176,11 +303,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	} else {
 		id = "cmpl-" + id
 	}
-	c := chunker{id: id, chat: chat, created: time.Now().Unix(), model: s.modelName, promptTokens: len(prompt)}
+	c := newChunker(id, chat, n, s.modelName, len(prompt))
 	if req.Model != "" {
 		c.model = req.Model
 	}
-	st := newStream()
+	c.topLogprobs = topK
+	if req.Echo {
+		c.echo = promptText
+		c.echoTokens = prompt
+	}
+	streams := make([]*stream, n)
+	var sink *sseSink
 	if req.Stream {
 		if o := req.StreamOptions; o != nil && o.IncludeUsage {
 			c.usage = true
@@ -189,272 +322,128 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		if s.opts.ForceUsage {
 			c.usage, c.continuous = true, true
 		}
-		st.sink = newSSESink(w, &c)
-		st.sink.onWrite = s.onWrite
-		st.sink.start()
+		sink = newSSESink(w, c)
+		sink.onWrite = s.onWrite
+		sink.start()
 	}
-	if err := s.drv.submit(sim.Request{ID: id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS}, st); err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
-		return
+	for i := range streams {
+		streams[i] = newStream()
+		streams[i].choice = i
+		streams[i].sink = sink
+		if err := s.drv.submit(sim.Request{ID: id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n}, streams[i]); err != nil {
+			for _, st := range streams[:i] {
+				s.drv.abort(st)
+			}
+			if sink != nil {
+				sink.close()
+				return
+			}
+			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
+			return
+		}
 	}
 	if req.Stream {
-		s.streamResponse(r, st)
+		s.streamResponse(r, sink, streams)
 		return
 	}
-	s.wholeResponse(w, r, st, &c)
+	s.wholeResponse(w, r, streams, c)
 }
 
 // streamResponse waits while the driver writes the stream (see sseSink), or until the
-// client goes away, which aborts the request and frees its KV blocks.
-func (s *Server) streamResponse(r *http.Request, st *stream) {
+// client goes away, which aborts the requests and frees their KV blocks.
+func (s *Server) streamResponse(r *http.Request, sink *sseSink, streams []*stream) {
 	select {
-	case <-st.sink.done:
+	case <-sink.done:
 	case <-r.Context().Done():
-		st.sink.close()
-		s.drv.abort(st)
-	}
-	st.sink.close() // no write may reach w after the handler returns
-}
-
-// sseSink writes a streamed response from the driver goroutine: at the end of each step the
-// driver writes every stream's chunk in one pass, in the same order each step, with no
-// goroutine hand-off per token. That keeps the gaps a client sees close to the engine's.
-type sseSink struct {
-	mu     sync.Mutex
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	c      *chunker
-	buf    []byte
-	closed bool
-	err    error
-	done   chan struct{} // closed once the response is complete
-	// deadline is the current write deadline, renewed when half of it is used, so that
-	// most writes do not touch the connection's timer.
-	deadline time.Time
-	// onWrite, when set, sees the time each token's chunk was written (pacing benchmarks).
-	onWrite func(id string, at time.Time)
-}
-
-// writeTimeout bounds one write: a client that stops reading loses its stream instead of
-// stalling the engine for everyone.
-const writeTimeout = 200 * time.Millisecond
-
-func newSSESink(w http.ResponseWriter, c *chunker) *sseSink {
-	return &sseSink{w: w, rc: http.NewResponseController(w), c: c, buf: make([]byte, 0, 1024), done: make(chan struct{})}
-}
-
-func (k *sseSink) failed() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.err != nil
-}
-
-// start sends the response headers at once, as vLLM's streaming response does.
-func (k *sseSink) start() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	h := k.w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	k.w.WriteHeader(http.StatusOK)
-	_ = k.rc.Flush()
-}
-
-// close stops all further writes; the response is over.
-func (k *sseSink) close() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.finish()
-}
-
-// finish marks the response complete; the caller holds k.mu.
-func (k *sseSink) finish() {
-	if k.closed {
-		return
-	}
-	k.closed = true
-	// The connection may serve another request: clear the per-write deadline.
-	_ = k.rc.SetWriteDeadline(time.Time{})
-	close(k.done)
-}
-
-func (k *sseSink) deliver(ev event) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closed {
-		return
-	}
-	b := k.buf[:0]
-	finished := ev.finished
-	if ev.reason == sim.FinishAbort {
-		b = append(b, "data: {\"error\": {\"message\": \"The request was aborted: the server is shutting down.\", \"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n"...)
-	} else {
-		b = k.c.appendToken(b, ev)
-		if finished && k.c.usage {
-			b = k.c.appendUsageChunk(b)
-		}
-	}
-	if finished {
-		b = append(b, "data: [DONE]\n\n"...)
-	}
-	k.buf = b
-	if now := time.Now(); k.deadline.Sub(now) < writeTimeout/2 {
-		k.deadline = now.Add(writeTimeout)
-		_ = k.rc.SetWriteDeadline(k.deadline)
-	}
-	if _, err := k.w.Write(b); err != nil {
-		k.err = err
-	} else if err := k.rc.Flush(); err != nil {
-		k.err = err
-	}
-	if k.onWrite != nil && ev.reason != sim.FinishAbort {
-		k.onWrite(k.c.id, time.Now())
-	}
-	if finished || k.err != nil {
-		k.finish()
-	}
-}
-
-// wholeResponse waits for the whole output and writes one JSON body with usage.
-func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, st *stream, c *chunker) {
-	var events []event
-	var text strings.Builder
-	var reason sim.FinishReason
-	for reason == "" {
-		select {
-		case <-st.notify:
-		case <-r.Context().Done():
+		sink.close()
+		for _, st := range streams {
 			s.drv.abort(st)
-			return
 		}
-		events = st.drain(events)
-		for _, ev := range events {
-			if ev.reason == sim.FinishAbort {
-				writeError(w, http.StatusInternalServerError, "InternalServerError", "The request was aborted: the server is shutting down.", nil)
+	}
+	sink.close() // no write may reach w after the handler returns
+}
+
+// wholeResponse waits for every choice's output and writes one JSON body with usage.
+func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, streams []*stream, c *chunker) {
+	texts := make([]strings.Builder, len(streams))
+	reasons := make([]sim.FinishReason, len(streams))
+	logprobs := make([][]*tokenLogprobs, len(streams))
+	var events []event
+	for i, st := range streams {
+		for reasons[i] == "" {
+			select {
+			case <-st.notify:
+			case <-r.Context().Done():
+				for _, st := range streams {
+					s.drv.abort(st)
+				}
 				return
 			}
-			text.WriteString(sim.TokenText(ev.token))
-			c.completion++
-			if ev.finished {
-				reason = ev.reason
+			events = st.drain(events)
+			for _, ev := range events {
+				if ev.reason == sim.FinishAbort {
+					for _, st := range streams {
+						s.drv.abort(st)
+					}
+					writeError(w, http.StatusInternalServerError, "InternalServerError", "The request was aborted: the server is shutting down.", nil)
+					return
+				}
+				for j, tok := range ev.tokens() {
+					texts[i].WriteString(sim.TokenText(tok))
+					if c.topLogprobs >= 0 {
+						e := logprobsAt(c.seeds[i], ev.index+j, tok, c.topLogprobs)
+						logprobs[i] = append(logprobs[i], &e)
+					}
+				}
+				c.completion[i] += len(ev.tokens())
+				if ev.finished {
+					reasons[i] = ev.reason
+				}
 			}
 		}
 	}
-	b := make([]byte, 0, 256+text.Len())
+	b := make([]byte, 0, 256+64*c.totalCompletion())
 	b = c.appendHead(b, false)
-	if c.chat {
-		b = append(b, `[{"index":0,"message":{"role":"assistant","content":`...)
-		b = appendJSONString(b, text.String())
-		b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":null,"finish_reason":`...)
-	} else {
-		b = append(b, `[{"index":0,"text":`...)
-		b = appendJSONString(b, text.String())
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = append(b, '[')
+	for i := range streams {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = appendInt(b, int64(i))
+		if c.chat {
+			b = append(b, `,"message":{"role":"assistant","content":`...)
+			b = appendJSONString(b, texts[i].String())
+			b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":`...)
+			if c.topLogprobs >= 0 {
+				entries := make([]tokenLogprobs, len(logprobs[i]))
+				for j, e := range logprobs[i] {
+					entries[j] = *e
+				}
+				b = appendChatLogprobs(b, entries)
+			} else {
+				b = append(b, "null"...)
+			}
+		} else {
+			b = append(b, `,"text":`...)
+			b = appendJSONString(b, c.echo+texts[i].String())
+			b = append(b, `,"logprobs":`...)
+			if c.topLogprobs >= 0 {
+				b = appendCompletionLogprobs(b, append(c.echoLogprobs(i), logprobs[i]...), 0)
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+		b = append(b, `,"finish_reason":`...)
+		b = appendJSONString(b, string(reasons[i]))
+		b = append(b, `,"stop_reason":null`...)
+		if !c.chat {
+			b = append(b, `,"prompt_logprobs":null`...)
+		}
+		b = append(b, '}')
 	}
-	b = appendJSONString(b, string(reason))
-	b = append(b, `,"stop_reason":null`...)
-	if !c.chat {
-		b = append(b, `,"prompt_logprobs":null`...)
-	}
-	b = append(b, `}],"usage":`...)
+	b = append(b, `],"usage":`...)
 	b = c.appendUsage(b)
 	b = append(b, `}`...)
 	writeJSON(w, 200, b)
-}
-
-// chunker renders vLLM's streamed chunks: compact JSON with vLLM's field order.
-type chunker struct {
-	id           string
-	chat         bool
-	created      int64
-	model        string
-	promptTokens int
-	completion   int
-	usage        bool // stream_options.include_usage
-	continuous   bool // usage on every chunk
-}
-
-func (c *chunker) appendHead(b []byte, chunk bool) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, c.id)
-	b = append(b, `,"object":`...)
-	switch {
-	case c.chat && chunk:
-		b = append(b, `"chat.completion.chunk"`...)
-	case c.chat:
-		b = append(b, `"chat.completion"`...)
-	default:
-		b = append(b, `"text_completion"`...)
-	}
-	b = append(b, `,"created":`...)
-	b = appendInt(b, c.created)
-	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.model)
-	return append(b, `,"choices":`...)
-}
-
-func (c *chunker) appendUsage(b []byte) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = appendInt(b, int64(c.promptTokens))
-	b = append(b, `,"total_tokens":`...)
-	b = appendInt(b, int64(c.promptTokens+c.completion))
-	b = append(b, `,"completion_tokens":`...)
-	b = appendInt(b, int64(c.completion))
-	return append(b, '}')
-}
-
-// appendToken writes the chunk(s) for one token: for chat, the role chunk comes first, with
-// the first token (vLLM sends it when the first engine output arrives).
-func (c *chunker) appendToken(b []byte, ev event) []byte {
-	if c.chat && ev.index == 0 {
-		b = append(b, "data: "...)
-		b = c.appendHead(b, true)
-		b = append(b, `[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
-		b = append(b, `,"prompt_token_ids":null,"prompt_text":null`...)
-		if c.continuous {
-			b = append(b, `,"usage":`...)
-			b = c.appendUsage(b)
-		}
-		b = append(b, "}\n\n"...)
-	}
-	c.completion++
-	b = append(b, "data: "...)
-	b = c.appendHead(b, true)
-	text := sim.TokenText(ev.token)
-	if c.chat {
-		b = append(b, `[{"index":0,"delta":{"content":`...)
-		b = appendJSONString(b, text)
-		b = append(b, `},"logprobs":null,"finish_reason":`...)
-	} else {
-		b = append(b, `[{"index":0,"text":`...)
-		b = appendJSONString(b, text)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-	}
-	if ev.finished {
-		b = appendJSONString(b, string(ev.reason))
-		b = append(b, `,"stop_reason":null`...)
-	} else {
-		b = append(b, "null"...)
-		if !c.chat {
-			b = append(b, `,"stop_reason":null`...)
-		}
-	}
-	if !c.chat {
-		b = append(b, `,"prompt_token_ids":null`...)
-	}
-	b = append(b, `,"token_ids":null}]`...)
-	if c.continuous {
-		b = append(b, `,"usage":`...)
-		b = c.appendUsage(b)
-	}
-	return append(b, "}\n\n"...)
-}
-
-// appendUsageChunk writes the final usage chunk ("choices":[]).
-func (c *chunker) appendUsageChunk(b []byte) []byte {
-	b = append(b, "data: "...)
-	b = c.appendHead(b, true)
-	b = append(b, `[],"usage":`...)
-	b = c.appendUsage(b)
-	return append(b, "}\n\n"...)
 }

@@ -24,7 +24,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	opts, err := ParseArgs(args, getenv)
 	var help *HelpRequested
 	var usage *UsageError
+	var invalid *sim.ValidationError
 	switch {
+	case errors.As(err, &invalid):
+		// A config class rejects the value as vLLM's pydantic configs do: a traceback, exit 1.
+		pid := os.Getpid()
+		vlog.New(stdout, stderr, time.Now, pid, pid).ConfigFailure(invalid)
+		return 1
 	case errors.As(err, &help):
 		fmt.Fprint(stdout, help.Text)
 		return 0

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server/sim"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while Main writes to it.
@@ -41,14 +43,62 @@ func TestMainBadFlagIsAnArgparseError(t *testing.T) {
 
 	errOut = syncBuffer{}
 	code = Main(context.Background(), []string{"--gpu-memory-utilization", "1.5"}, &out, &errOut, noEnv)
-	assert.Equal(t, 2, code)
-	assert.Equal(t, "vllmtop sim: error: --gpu-memory-utilization must be greater than 0 and at most 1, got 1.5\n", errOut.String())
+	assert.Equal(t, 1, code, "a config class rejects it at engine-config time, not argparse")
+	assert.True(t, strings.HasSuffix(errOut.String(), "pydantic_core._pydantic_core.ValidationError: 1 validation error for CacheConfig\n"+
+		prefix(errOut.String())+"gpu_memory_utilization\n"+
+		prefix(errOut.String())+"  Input should be less than or equal to 1 [type=less_than_equal, input_value=1.5, input_type=float]\n"+
+		prefix(errOut.String())+"    For further information visit https://errors.pydantic.dev/2.12/v/less_than_equal\n"), errOut.String())
 
 	errOut = syncBuffer{}
 	code = Main(context.Background(), []string{"acme/Unknown-1B"}, &out, &errOut, noEnv)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut.String(), `unknown model "acme/Unknown-1B"; known models: `)
 	assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line")
+}
+
+// prefix is the "(APIServer pid=N) " of the first line of text.
+func prefix(text string) string {
+	if i := strings.Index(text, ") "); strings.HasPrefix(text, "(") && i > 0 {
+		return text[:i+2]
+	}
+	return ""
+}
+
+// TestZeroAndOutOfRangeFlags: the values vLLM's pydantic configs reject get their message
+// and exit 1, zeros included (they were once replaced by defaults), and the bounds that
+// argparse-free configs accept pass.
+func TestZeroAndOutOfRangeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gpu-memory-utilization", "0"}, "1 validation error for CacheConfig\ngpu_memory_utilization\n  Input should be greater than 0 [type=greater_than, input_value=0.0, input_type=float]"},
+		{[]string{"--gpu-memory-utilization", "-0.5"}, "gpu_memory_utilization\n  Input should be greater than 0 [type=greater_than, input_value=-0.5, input_type=float]"},
+		{[]string{"-tp", "0"}, "1 validation error for ParallelConfig\ntensor_parallel_size\n  Input should be greater than or equal to 1 [type=greater_than_equal, input_value=0, input_type=int]"},
+		{[]string{"--block-size", "0"}, "1 validation error for CacheConfig\nblock_size\n  Input should be greater than 0 [type=greater_than, input_value=0, input_type=int]"},
+		{[]string{"--max-num-batched-tokens", "0"}, "1 validation error for SchedulerConfig\nmax_num_batched_tokens\n  Input should be greater than or equal to 1 [type=greater_than_equal, input_value=0, input_type=int]"},
+		{[]string{"--max-num-seqs", "0"}, "max_num_seqs\n  Input should be greater than or equal to 1"},
+	} {
+		_, err := ParseArgs(tc.args, noEnv)
+		var ve *sim.ValidationError
+		if assert.ErrorAs(t, err, &ve, "%v", tc.args) {
+			assert.Contains(t, ve.Error(), tc.want)
+		}
+	}
+	// SchedulerConfig's cross-check, with vLLM's message.
+	o, err := ParseArgs([]string{"--max-num-batched-tokens", "100", "--max-num-seqs", "256"}, noEnv)
+	require.NoError(t, err)
+	_, err = sim.Resolve(o.Engine, nil)
+	assert.EqualError(t, err, "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (256).")
+	// vLLM caps its default max_num_seqs at the token budget, so a budget of 1 alone starts.
+	o, err = ParseArgs([]string{"--max-num-batched-tokens", "1"}, noEnv)
+	require.NoError(t, err)
+	s, err := sim.Resolve(o.Engine, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.MaxNumSeqs)
+	// In range at the bounds.
+	_, err = ParseArgs([]string{"--gpu-memory-utilization", "1", "-tp", "1", "--block-size", "1"}, noEnv)
+	assert.NoError(t, err)
 }
 
 func TestMainStartupFailurePrintsVLLMsError(t *testing.T) {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ type Options struct {
 	Speed            float64 // simulated seconds per wall second
 	StartupSeconds   float64 // imitated model-load time before /health turns 200
 	ProfilesPath     string
+	// MaxLogprobs is the largest logprobs / top_logprobs a request may ask for (vLLM's
+	// --max-logprobs, default 20).
+	MaxLogprobs int
 	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
 	NonDefault []NamedValue
 }
@@ -83,6 +87,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	chunkedOff := fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
 	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
 	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
+	specConfig := fs.String("speculative-config", "", `Speculative decoding as JSON, e.g. '{"method": "ngram", "num_speculative_tokens": 3}' (method ngram, eagle, eagle3, mtp or draft_model)`)
+	fs.IntVar(&o.MaxLogprobs, "max-logprobs", 20, "Largest logprobs or top_logprobs a request may ask for")
 
 	fs.StringVar(&o.Engine.GPU, "sim-gpu", sim.DefaultGPU, "Simulated GPU profile")
 	fs.StringVar(&o.Engine.Host, "sim-host-profile", sim.DefaultHost, "Simulated host profile: v1 or legacy")
@@ -92,6 +98,8 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
+	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to 0.26")
+	specAcceptance := fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {
 		fs.Bool(name, false, "accepted for compatibility; no effect in the simulator")
 	}
@@ -183,6 +191,23 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
 
+	if *specConfig != "" {
+		sp, err := parseSpeculativeConfig(*specConfig)
+		if err != nil {
+			return nil, err
+		}
+		sp.AcceptanceRate = *specAcceptance
+		o.Engine.Speculative = sp
+	} else if fs.Changed("sim-spec-acceptance") {
+		return nil, &UsageError{"argument --sim-spec-acceptance: only with --speculative-config"}
+	}
+	if err := sim.ValidateRanges(o.Engine, fs.Changed); err != nil {
+		return nil, err
+	}
+	if o.MaxLogprobs < -1 {
+		return nil, &UsageError{fmt.Sprintf("argument --max-logprobs: must be -1 or more, got %d", o.MaxLogprobs)}
+	}
+
 	if o.Port < 0 || o.Port > 65535 {
 		return nil, &UsageError{fmt.Sprintf("argument --port: %d is not a port number (0-65535)", o.Port)}
 	}
@@ -193,6 +218,39 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		return nil, &UsageError{fmt.Sprintf("argument --sim-startup-seconds: must be between 0 and 3600, got %g", o.StartupSeconds)}
 	}
 	return o, nil
+}
+
+// parseSpeculativeConfig reads --speculative-config's JSON object. Keys the simulator does not
+// model (draft_tensor_parallel_size, quantization, ...) are accepted and ignored, as they do
+// not change what a client sees.
+func parseSpeculativeConfig(text string) (*sim.SpeculativeConfig, error) {
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(text), &raw); err != nil || raw == nil {
+		return nil, &UsageError{fmt.Sprintf("argument --speculative-config: Value %s cannot be converted to <function loads>.", text)}
+	}
+	sp := &sim.SpeculativeConfig{}
+	if v, ok := raw["method"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return nil, &UsageError{"argument --speculative-config: method must be a string"}
+		}
+		sp.Method = s
+	}
+	if v, ok := raw["model"]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return nil, &UsageError{"argument --speculative-config: model must be a string"}
+		}
+		sp.Model = s
+	}
+	if v, ok := raw["num_speculative_tokens"]; ok && v != nil {
+		n, ok := v.(float64)
+		if !ok || n != math.Trunc(n) || n < 0 || n > 1e6 {
+			return nil, &UsageError{"argument --speculative-config: num_speculative_tokens must be a positive integer"}
+		}
+		sp.NumSpeculativeTokens = int(n)
+	}
+	return sp, nil
 }
 
 // ParseMaxModelLen accepts vLLM's forms: 4096, 1k (1000), 1K (1024), 25.6k, 2m, 1M.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,4 +103,33 @@ func TestAPIKeyIsNotInTheLoggedArgs(t *testing.T) {
 		assert.NotEqual(t, "sk-secret", nv.Value)
 	}
 	assert.Equal(t, []string{"sk-secret"}, o.APIKeys)
+}
+
+func TestSpeculativeAndVersionFlags(t *testing.T) {
+	o, err := ParseArgs([]string{"Qwen/Qwen3.5-0.8B", "--speculative-config", `{"method":"mtp","num_speculative_tokens":2}`,
+		"--sim-spec-acceptance", "0.8", "--sim-vllm-version", "0.25.1"}, noEnv)
+	require.NoError(t, err)
+	require.NotNil(t, o.Engine.Speculative)
+	assert.Equal(t, "mtp", o.Engine.Speculative.Method)
+	assert.Equal(t, 2, o.Engine.Speculative.NumSpeculativeTokens)
+	assert.Equal(t, 0.8, o.Engine.Speculative.AcceptanceRate)
+	assert.Equal(t, "0.25.1", o.Engine.VLLMVersion)
+
+	for args, want := range map[string]string{
+		`--speculative-config {not json`:                          "argument --speculative-config: Value {not json cannot be converted to <function loads>.",
+		`--speculative-config {"num_speculative_tokens":"three"}`: "num_speculative_tokens must be a positive integer",
+		`--sim-spec-acceptance 0.5`:                               "only with --speculative-config",
+		`--speculative-config {"method":7}`:                       "method must be a string",
+	} {
+		_, err := ParseArgs(strings.SplitN(args, " ", 2), noEnv)
+		var ue *UsageError
+		if assert.ErrorAs(t, err, &ue, args) {
+			assert.Contains(t, ue.Msg, want)
+		}
+	}
+	// The engine checks the rest, with the simulated version's range.
+	o, err = ParseArgs([]string{"--sim-vllm-version", "0.9.2"}, noEnv)
+	require.NoError(t, err)
+	_, err = sim.Resolve(o.Engine, nil)
+	assert.ErrorContains(t, err, "--sim-vllm-version 0.9.2 is not simulated; the simulator imitates vLLM 0.10.0 to 0.26")
 }

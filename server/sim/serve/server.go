@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -182,7 +183,12 @@ func randomHex(n int) string {
 
 // ServeHTTP applies vLLM's API-key check to /v1 paths, answers 503 while loading, logs an
 // access line, and routes.
+//
+// The requests the application serves (past the API-key check, which vLLM runs as an outer
+// middleware) are counted in the http_* families as prometheus-fastapi-instrumentator counts
+// them: by route, or "none" for a path no route has.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: 200}
 	defer func() {
 		if s.logs != nil {
@@ -198,7 +204,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
+	handler := "none"
+	if _, ok := routeMethods[r.URL.Path]; ok {
+		handler = r.URL.Path
+	}
+	s.metrics.ObserveHTTP(handler, r.Method, rec.status, max(0, r.ContentLength), rec.contentLength, time.Since(start))
 }
+
+// routeMethods maps each route's path to the methods it answers.
+var routeMethods = func() map[string]string {
+	m := make(map[string]string, len(routes))
+	for _, r := range routes {
+		m[r.Path] = r.Methods
+	}
+	return m
+}()
 
 func guarded(path string) bool {
 	return strings.HasPrefix(path, "/v1") || strings.HasPrefix(path, "/v2") || strings.HasPrefix(path, "/inference")
@@ -219,11 +239,15 @@ func (s *Server) authorized(r *http.Request) bool {
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status        int
+	contentLength int64 // the Content-Length header sent, 0 without one (a stream)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
+	if n, err := strconv.ParseInt(r.Header().Get("Content-Length"), 10, 64); err == nil {
+		r.contentLength = n
+	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
@@ -244,19 +268,27 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /load", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []byte(`{"server_load":0}`))
 	})
-	s.mux.Handle("GET /metrics", s.metrics.Handler())
+	// vLLM also mounts the metrics app under /metrics, which answers any method.
+	s.mux.Handle("/metrics", s.metrics.Handler())
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if methods, ok := routeMethods[r.URL.Path]; ok {
+			// A route with another method: Starlette's partial match, FastAPI's 405.
+			w.Header().Set("Allow", methods)
+			writeJSON(w, http.StatusMethodNotAllowed, []byte(`{"detail":"Method Not Allowed"}`))
+			return
+		}
 		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
 	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

@@ -147,3 +147,48 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 	l.plain(l.stderr, eng, append([]string{"Process EngineCore:"}, traceback(append(append([]frame{}, processFrames...), frames...), exception)...))
 	l.plain(l.stderr, l.api(), traceback(apiServerFrames, "RuntimeError: "+EngineStartupFailed))
 }
+
+// configFrames is the API server's stack from the `vllm` command to a config class rejecting
+// a value while the engine config is built.
+var configFrames = []frame{
+	{"/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())", "main()"},
+	{vllmPkg + "entrypoints/cli/main.py", 95, "main", "args.dispatch_function(args)", ""},
+	{vllmPkg + "entrypoints/cli/serve.py", 148, "cmd", "uvloop.run(run_server(args))", ""},
+	{sitePackages + "uvloop/__init__.py", 96, "run", "return __asyncio.run(", "__asyncio.run("},
+	{pyStdlib + "asyncio/runners.py", 195, "run", "return runner.run(main)", "runner.run(main)"},
+	{pyStdlib + "asyncio/runners.py", 118, "run", "return self._loop.run_until_complete(task)", "self._loop.run_until_complete(task)"},
+	{"uvloop/loop.pyx", 1518, "uvloop.loop.Loop.run_until_complete", "", ""},
+	{sitePackages + "uvloop/__init__.py", 48, "wrapper", "return await main", "await main"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 698, "run_server", "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)", ""},
+	{vllmPkg + "entrypoints/openai/api_server.py", 712, "run_server_worker", "async with build_async_engine_client(", "build_async_engine_client("},
+	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 100, "build_async_engine_client", "async with build_async_engine_client_from_engine_args(", "build_async_engine_client_from_engine_args("},
+	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+	{vllmPkg + "entrypoints/openai/api_server.py", 122, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)", "engine_args.create_engine_config(usage_context=usage_context)"},
+	{vllmPkg + "engine/arg_utils.py", 1693, "create_engine_config", "", ""},
+	{sitePackages + "pydantic/_internal/_dataclasses.py", 121, "__init__", "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)", ""},
+}
+
+// ConfigFailure writes what `vllm serve` prints when a config class rejects a flag's value:
+// the API server's traceback ending in pydantic's ValidationError (stderr). The process then
+// exits with status 1.
+func (l *Logger) ConfigFailure(err *sim.ValidationError) {
+	if err == nil {
+		return
+	}
+	frames := append([]frame{}, configFrames...)
+	variable := map[string]string{"CacheConfig": "cache_config", "ParallelConfig": "parallel_config", "SchedulerConfig": "scheduler_config"}[err.Class]
+	if variable == "" {
+		variable = "config"
+	}
+	frames[len(frames)-2].code = variable + " = " + err.Class + "("
+	frames[len(frames)-2].underline = err.Class + "("
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := traceback(frames, "pydantic_core._pydantic_core.ValidationError: "+err.Error())
+	var split []string
+	for _, ln := range lines {
+		split = append(split, strings.Split(ln, "\n")...)
+	}
+	l.plain(l.stderr, l.api(), split)
+}
