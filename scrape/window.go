@@ -260,6 +260,8 @@ type Rates struct {
 	PrefixCacheHitRate Value              `json:"prefix_cache_hit_rate"` // 0..1, tokens
 	// SpecDecodeAcceptance is accepted ÷ proposed draft tokens (0..1).
 	SpecDecodeAcceptance Value `json:"spec_decode_acceptance,omitzero"`
+	// SpecDecodeMeanAcceptanceLength is 1 + accepted tokens ÷ drafts (specdecode.go).
+	SpecDecodeMeanAcceptanceLength Value `json:"spec_decode_mean_acceptance_length,omitzero"`
 
 	TTFTSeconds                *Dist `json:"ttft_seconds,omitempty"`
 	ITLSeconds                 *Dist `json:"itl_seconds,omitempty"`
@@ -326,6 +328,7 @@ func rates(p, c *Stats, elapsed time.Duration) Rates {
 		PrefixCacheHitRate:     PrefixCacheHitRate(p, c),
 		SpecDecodeAcceptance:   ratio(p.SpecDecodeAcceptedTokens, c.SpecDecodeAcceptedTokens, p.SpecDecodeDraftTokens, c.SpecDecodeDraftTokens),
 	}
+	r.SpecDecodeMeanAcceptanceLength = SpecDecodeMeanAcceptanceLength(p, c)
 	if d, ok := increase(p.Preemptions, c.Preemptions); ok {
 		r.Preemptions = Some(d)
 	}
@@ -390,6 +393,7 @@ func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Durati
 	a0, a1 := sumInc(func(s *Stats) Value { return s.SpecDecodeAcceptedTokens })
 	d0, d1 := sumInc(func(s *Stats) Value { return s.SpecDecodeDraftTokens })
 	t.SpecDecodeAcceptance = ratio(a0, a1, d0, d1)
+	t.SpecDecodeMeanAcceptanceLength = specDecodeTotal(prevs, curs)
 
 	// Distributions over the engines' merged bucket deltas.
 	dist := func(get func(*Stats) **Histogram) *Dist {
