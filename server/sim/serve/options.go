@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/vlog"
 )
 
 // Options is a parsed `vllmtop sim` command line.
@@ -153,7 +154,14 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		case "bool":
 			o.NonDefault = append(o.NonDefault, NamedValue{key, f.Value.String() == "true"})
 		default:
-			o.NonDefault = append(o.NonDefault, NamedValue{key, f.Value.String()})
+			var v any = f.Value.String()
+			if key == "speculative_config" {
+				// vLLM parses the JSON and logs the dict.
+				if d, err := jsonAsPython(f.Value.String()); err == nil {
+					v = d
+				}
+			}
+			o.NonDefault = append(o.NonDefault, NamedValue{key, v})
 		}
 	})
 
@@ -251,6 +259,69 @@ func parseSpeculativeConfig(text string) (*sim.SpeculativeConfig, error) {
 		sp.NumSpeculativeTokens = int(n)
 	}
 	return sp, nil
+}
+
+// jsonAsPython decodes JSON into the values vlog renders as Python's repr: objects become
+// []vlog.KV in their key order, integers int64, other numbers float64.
+func jsonAsPython(text string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	v, err := decodePython(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func decodePython(dec *json.Decoder, depth int) (any, error) {
+	if depth > 32 {
+		return nil, errors.New("JSON nested too deeply")
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			kvs := []vlog.KV{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := decodePython(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				kvs = append(kvs, vlog.KV{Key: fmt.Sprint(k), Value: v})
+			}
+			_, err := dec.Token()
+			return kvs, err
+		case '[':
+			list := []any{}
+			for dec.More() {
+				v, err := decodePython(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			_, err := dec.Token()
+			return list, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	case json.Number:
+		if n, err := t.Int64(); err == nil {
+			return n, nil
+		}
+		return t.Float64()
+	}
+	return tok, nil
 }
 
 // ParseMaxModelLen accepts vLLM's forms: 4096, 1k (1000), 1K (1024), 25.6k, 2m, 1M.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/vlog"
 )
 
 func noEnv(string) string { return "" }
@@ -114,6 +115,15 @@ func TestSpeculativeAndVersionFlags(t *testing.T) {
 	assert.Equal(t, 2, o.Engine.Speculative.NumSpeculativeTokens)
 	assert.Equal(t, 0.8, o.Engine.Speculative.AcceptanceRate)
 	assert.Equal(t, "0.25.1", o.Engine.VLLMVersion)
+	// Logged as the dict vLLM parsed, keys in the order given.
+	var logged []vlog.KV
+	for _, nv := range o.NonDefault {
+		logged = append(logged, vlog.KV{Key: nv.Key, Value: nv.Value})
+	}
+	assert.Contains(t, vlog.PyDict(logged), `'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 2}`)
+	d, err := jsonAsPython(`{"b": [1, 2.5, null, true, "x'y"], "a": {"z": 1e-05}}`)
+	require.NoError(t, err)
+	assert.Equal(t, `{'b': [1, 2.5, None, True, "x'y"], 'a': {'z': 1e-05}}`, vlog.PyDict(d.([]vlog.KV)))
 
 	for args, want := range map[string]string{
 		`--speculative-config {not json`:                          "argument --speculative-config: Value {not json cannot be converted to <function loads>.",

@@ -243,6 +243,8 @@ func pyRepr(v any) string {
 			parts[i] = strconv.Itoa(n)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
+	case []KV:
+		return PyDict(x)
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
