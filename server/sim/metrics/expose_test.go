@@ -1,14 +1,10 @@
 package metrics
 
 import (
-	"errors"
-	"maps"
 	"math"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/internal/promtool"
 )
 
 const capture0251 = "../../../testdata/vllm-0.25.1-metrics-opt-125m-tp2-idle.prom"
@@ -247,48 +244,14 @@ func hasNot(t *testing.T, text, sub string, msg ...any) {
 	}
 }
 
-// needTool finds a command for a test: CI installs it (.ci/run), elsewhere its absence skips.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("VLLMTOP_CI") != "" {
-		t.Fatalf("%s is not installed; .ci/run installs Debian's prometheus package", name)
-	}
-	t.Skipf("%s not installed (apt-get install prometheus); skipping", name)
-	return ""
-}
-
-// promtoolWarnings runs `promtool check metrics` on an exposition and returns its warnings
-// with the metric names, sorted and deduplicated.
-func promtoolWarnings(t *testing.T, promtool, text string) []string {
-	t.Helper()
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("promtool: %v", err)
-	}
-	set := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			set[l] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
 // TestPromtoolCheckMetrics: promtool finds nothing in the simulator's /metrics that it does not
 // find in the real 0.25.1 capture (it warns about vLLM's own choices there: names with ':' and
 // a histogram named iteration_tokens_total).
 func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool := needTool(t, "promtool")
+	tool := promtool.Need(t, "promtool")
 	raw, err := os.ReadFile(capture0251)
 	require.NoError(t, err)
-	real := promtoolWarnings(t, promtool, string(raw))
+	real := promtool.Warnings(t, tool, string(raw))
 	require.NotEmpty(t, real, "promtool does warn about the real capture")
 
 	s, err := sim.Resolve(sim.Config{Model: "facebook/opt-125m", GPU: "H100", TensorParallelSize: 2,
@@ -296,14 +259,14 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	require.NoError(t, err)
 	m := New(s, "opt-125m-tp2", true)
 	m.ObserveHTTP("/v1/models", "GET", 200, 0, 463, 2*time.Millisecond)
-	for _, w := range promtoolWarnings(t, promtool, exposition(t, m)) {
+	for _, w := range promtool.Warnings(t, tool, exposition(t, m)) {
 		assert.Contains(t, real, w, "promtool warns about the simulator only")
 	}
 	// The newest release with speculative decoding and traffic adds no other warning either.
 	s2 := resolve(t, sim.Config{Speculative: &sim.SpeculativeConfig{Method: "ngram", NumSpeculativeTokens: 2}})
 	m2 := New(s2, modelName, true)
 	m2.ObserveHTTP("/v1/completions", "POST", 200, 100, 0, time.Second)
-	for _, w := range promtoolWarnings(t, promtool, exposition(t, m2)) {
+	for _, w := range promtool.Warnings(t, tool, exposition(t, m2)) {
 		if strings.Contains(w, "metric names should not contain ':'") {
 			continue // every vllm: family
 		}

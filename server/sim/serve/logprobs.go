@@ -97,28 +97,28 @@ func appendChatLogprobs(b []byte, entries []tokenLogprobs) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"token":`...)
-		b = appendJSONString(b, e.text)
-		b = append(b, `,"logprob":`...)
-		b = appendFloat(b, e.logprob)
-		b = append(b, `,"bytes":`...)
-		b = appendBytes(b, e.text)
+		b = appendChatToken(b, e.text, e.logprob)
 		b = append(b, `,"top_logprobs":[`...)
 		for j, a := range e.top {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"token":`...)
-			b = appendJSONString(b, a.text)
-			b = append(b, `,"logprob":`...)
-			b = appendFloat(b, a.logprob)
-			b = append(b, `,"bytes":`...)
-			b = appendBytes(b, a.text)
-			b = append(b, '}')
+			b = append(appendChatToken(b, a.text, a.logprob), '}')
 		}
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}"...)
+}
+
+// appendChatToken writes the fields a chat logprob entry and its alternatives share, leaving
+// the object open: {"token":...,"logprob":...,"bytes":[...]
+func appendChatToken(b []byte, text string, logprob float64) []byte {
+	b = append(b, `{"token":`...)
+	b = appendJSONString(b, text)
+	b = append(b, `,"logprob":`...)
+	b = appendFloat(b, logprob)
+	b = append(b, `,"bytes":`...)
+	return appendBytes(b, text)
 }
 
 // appendCompletionLogprobs writes a completion choice's logprobs object: parallel lists of

@@ -3,16 +3,13 @@ package serve
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,21 +20,9 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// needTool finds a command for a test: CI installs it (.ci/run), elsewhere its absence skips.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("VLLMTOP_CI") != "" {
-		t.Fatalf("%s is not installed; .ci/run installs Debian's prometheus package", name)
-	}
-	t.Skipf("%s not installed (apt-get install prometheus); skipping", name)
-	return ""
-}
+	"github.com/vllmtop/vllmtop/server/sim/internal/promtool"
+)
 
 // dashboardQuery is one target expression of a Grafana dashboard, copied into testdata.
 type dashboardQuery struct {
@@ -79,7 +64,7 @@ func freePort(t *testing.T) int {
 // loopback, with its data in a temporary directory; it is stopped when the test ends.
 func startPrometheus(t *testing.T, target string, interval time.Duration) promv1.API {
 	t.Helper()
-	bin := needTool(t, "prometheus")
+	bin := promtool.Need(t, "prometheus")
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n      - targets: ['%s']\n",
 		model.Duration(interval), model.Duration(interval), target)
@@ -211,7 +196,7 @@ func TestGrafanaDashboardsOnPrometheus(t *testing.T) {
 	assert.Zero(t, samples(v), `no le="1" series`)
 
 	// promtool on the live /metrics: no warning the real 0.25.1 capture does not also get.
-	promtool := needTool(t, "promtool")
+	tool := promtool.Need(t, "promtool")
 	resp, err := http.Get(s.URL + "/metrics")
 	require.NoError(t, err)
 	live, err := io.ReadAll(resp.Body)
@@ -219,8 +204,8 @@ func TestGrafanaDashboardsOnPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	capture, err := os.ReadFile("../../../testdata/vllm-0.25.1-metrics-opt-125m-tp2-idle.prom")
 	require.NoError(t, err)
-	real := promtoolWarnings(t, promtool, string(capture))
-	for _, w := range promtoolWarnings(t, promtool, string(live)) {
+	real := promtool.Warnings(t, tool, string(capture))
+	for _, w := range promtool.Warnings(t, tool, string(live)) {
 		assert.Contains(t, real, w, "promtool warns about the simulator only")
 	}
 }
@@ -236,24 +221,4 @@ func samples(v model.Value) int {
 		return 1
 	}
 	return 0
-}
-
-// promtoolWarnings runs `promtool check metrics` on an exposition and returns its distinct
-// warnings, sorted.
-func promtoolWarnings(t *testing.T, promtool, text string) []string {
-	t.Helper()
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("promtool: %v", err)
-	}
-	set := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			set[l] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
 }

@@ -2,6 +2,7 @@ package vlog
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -76,9 +77,10 @@ var processFrames = []frame{
 	{vllmPkg + "v1/engine/core.py", 1235, "run_engine_core", "raise e", ""},
 }
 
-// apiServerFrames is the API server's stack from the `vllm` command to the RuntimeError it
-// raises when the engine core exits during startup.
-var apiServerFrames = []frame{
+// cliToEngineArgsFrames is the API server's stack from the `vllm` command into
+// build_async_engine_client_from_engine_args, where the engine config is built and the engine
+// client started.
+var cliToEngineArgsFrames = []frame{
 	{"/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())", "main()"},
 	{vllmPkg + "entrypoints/cli/main.py", 95, "main", "args.dispatch_function(args)", ""},
 	{vllmPkg + "entrypoints/cli/serve.py", 148, "cmd", "uvloop.run(run_server(args))", ""},
@@ -92,6 +94,11 @@ var apiServerFrames = []frame{
 	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
 	{vllmPkg + "entrypoints/openai/api_server.py", 100, "build_async_engine_client", "async with build_async_engine_client_from_engine_args(", "build_async_engine_client_from_engine_args("},
 	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+}
+
+// apiServerFrames is the API server's stack from the `vllm` command to the RuntimeError it
+// raises when the engine core exits during startup.
+var apiServerFrames = slices.Concat(cliToEngineArgsFrames, []frame{
 	{vllmPkg + "entrypoints/openai/api_server.py", 136, "build_async_engine_client_from_engine_args", "async_llm = AsyncLLM.from_vllm_config(", "AsyncLLM.from_vllm_config("},
 	{vllmPkg + "v1/engine/async_llm.py", 217, "from_vllm_config", "return cls(", "cls("},
 	{vllmPkg + "v1/engine/async_llm.py", 146, "__init__", "self.engine_core = EngineCoreClient.make_async_mp_client(", "EngineCoreClient.make_async_mp_client("},
@@ -103,7 +110,7 @@ var apiServerFrames = []frame{
 	{pyStdlib + "contextlib.py", 144, "__exit__", "next(self.gen)", ""},
 	{vllmPkg + "v1/engine/utils.py", 1213, "launch_core_engines", "wait_for_engine_startup(", ""},
 	{vllmPkg + "v1/engine/utils.py", 1272, "wait_for_engine_startup", "raise RuntimeError(", ""},
-}
+})
 
 // EngineStartupFailed is the message of the RuntimeError the API server raises when the
 // engine core dies during startup (vllm/v1/engine/utils.py), with the engine core's exit code.
@@ -150,24 +157,11 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 
 // configFrames is the API server's stack from the `vllm` command to a config class rejecting
 // a value while the engine config is built.
-var configFrames = []frame{
-	{"/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())", "main()"},
-	{vllmPkg + "entrypoints/cli/main.py", 95, "main", "args.dispatch_function(args)", ""},
-	{vllmPkg + "entrypoints/cli/serve.py", 148, "cmd", "uvloop.run(run_server(args))", ""},
-	{sitePackages + "uvloop/__init__.py", 96, "run", "return __asyncio.run(", "__asyncio.run("},
-	{pyStdlib + "asyncio/runners.py", 195, "run", "return runner.run(main)", "runner.run(main)"},
-	{pyStdlib + "asyncio/runners.py", 118, "run", "return self._loop.run_until_complete(task)", "self._loop.run_until_complete(task)"},
-	{"uvloop/loop.pyx", 1518, "uvloop.loop.Loop.run_until_complete", "", ""},
-	{sitePackages + "uvloop/__init__.py", 48, "wrapper", "return await main", "await main"},
-	{vllmPkg + "entrypoints/openai/api_server.py", 698, "run_server", "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)", ""},
-	{vllmPkg + "entrypoints/openai/api_server.py", 712, "run_server_worker", "async with build_async_engine_client(", "build_async_engine_client("},
-	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
-	{vllmPkg + "entrypoints/openai/api_server.py", 100, "build_async_engine_client", "async with build_async_engine_client_from_engine_args(", "build_async_engine_client_from_engine_args("},
-	{pyStdlib + "contextlib.py", 210, "__aenter__", "return await anext(self.gen)", "await anext(self.gen)"},
+var configFrames = slices.Concat(cliToEngineArgsFrames, []frame{
 	{vllmPkg + "entrypoints/openai/api_server.py", 122, "build_async_engine_client_from_engine_args", "vllm_config = engine_args.create_engine_config(usage_context=usage_context)", "engine_args.create_engine_config(usage_context=usage_context)"},
 	{vllmPkg + "engine/arg_utils.py", 1693, "create_engine_config", "", ""},
 	{sitePackages + "pydantic/_internal/_dataclasses.py", 121, "__init__", "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)", ""},
-}
+})
 
 // ConfigFailure writes what `vllm serve` prints when a config class rejects a flag's value:
 // the API server's traceback ending in pydantic's ValidationError (stderr). The process then
