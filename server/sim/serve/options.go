@@ -196,6 +196,11 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 			return nil, &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
 		}
 		o.Engine.MaxModelLen = n
+		for i := range o.NonDefault {
+			if o.NonDefault[i].Key == "max_model_len" {
+				o.NonDefault[i].Value = n // vLLM logs the parsed int: 8k is 8000
+			}
+		}
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
 

@@ -28,6 +28,9 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	keys := []string{}
 	for _, nv := range o.NonDefault {
 		keys = append(keys, nv.Key)
+		if nv.Key == "max_model_len" {
+			assert.Equal(t, 8000, nv.Value, "logged as the parsed int")
+		}
 	}
 	assert.Equal(t, []string{"model_tag", "model", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "no_enable_prefix_caching", "sim_gpu", "trust_remote_code", "port"}, keys)
 
