@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 )
 
 // ModelCard is one model a server lists at GET /v1/models.
@@ -175,13 +177,7 @@ func rootCause(ctx context.Context, err error) string {
 }
 
 // oneLine folds a message onto one line and bounds its length.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:297] + "..."
-	}
-	return s
-}
+func oneLine(s string) string { return textfmt.OneLine(s, 300) }
 
 // CloseIdleConnections closes the connections kept alive for reuse. A server shutting down
 // gracefully waits for connections that never carried a request (the transport may dial more

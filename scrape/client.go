@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 )
 
 // Defaults for a Client.
@@ -371,11 +373,7 @@ func statusText(resp *http.Response) string {
 // oneLine is the start of b on one line, at most n bytes, blanks collapsed and anything
 // unprintable escaped.
 func oneLine(b []byte, n int) string {
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-	}
-	q := strconv.Quote(s)
+	q := strconv.Quote(textfmt.OneLine(strings.ToValidUTF8(string(b), "?"), n))
 	return q[1 : len(q)-1]
 }
 

@@ -339,16 +339,10 @@ func (s *Supervisor) Done() <-chan struct{} {
 // once and waits a little longer. It returns nil when the server is gone (also when it was not
 // running). When attached, Stop only ends the health polling.
 func (s *Supervisor) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	r := s.run
-	if r == nil || r.ended() {
-		s.mu.Unlock()
+	r := s.stopping()
+	if r == nil {
 		return nil
 	}
-	if s.state != Stopping {
-		s.setStateLocked(r, Stopping, nil, ExitStatus{})
-	}
-	s.mu.Unlock()
 
 	if s.attach != "" {
 		r.mu.Lock()
@@ -375,19 +369,27 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 	}
 }
 
-// Kill sends SIGKILL to the server's process group now and returns without waiting; the
-// Exited event follows. It is the second, impatient stage of a quit.
-func (s *Supervisor) Kill() error {
+// stopping moves a running server to Stopping and returns its run, or nil when none runs.
+func (s *Supervisor) stopping() *run {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	r := s.run
 	if r == nil || r.ended() {
-		s.mu.Unlock()
 		return nil
 	}
 	if s.state != Stopping {
 		s.setStateLocked(r, Stopping, nil, ExitStatus{})
 	}
-	s.mu.Unlock()
+	return r
+}
+
+// Kill sends SIGKILL to the server's process group now and returns without waiting; the
+// Exited event follows. It is the second, impatient stage of a quit.
+func (s *Supervisor) Kill() error {
+	r := s.stopping()
+	if r == nil {
+		return nil
+	}
 	if s.attach != "" {
 		go func() { _ = s.Stop(context.Background()) }()
 		return nil

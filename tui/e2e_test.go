@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
@@ -99,7 +100,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 		return func(out string) bool { return bytes.Contains([]byte(out), []byte(s)) }
 	}
 	tok92, _, _ := predict(0.92)
-	wait("ready with the predicted capacity", contains(fmt.Sprintf("KV %s tok", commas(tok92))))
+	wait("ready with the predicted capacity", contains(fmt.Sprintf("KV %s tok", textfmt.Thousands(int64(tok92)))))
 
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
 	tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
@@ -114,7 +115,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
 	tok91, _, _ := predict(0.91)
 	require.NotEqual(t, tok92, tok91)
-	wait("the new capacity", contains(fmt.Sprintf("KV %s tok", commas(tok91))))
+	wait("the new capacity", contains(fmt.Sprintf("KV %s tok", textfmt.Thousands(int64(tok91)))))
 	assert.Equal(t, 2, sup.Status().Run, "the child was restarted")
 	pid := sup.Status().PID
 	require.NotZero(t, pid)
@@ -124,16 +125,4 @@ func TestDashboardEndToEnd(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(20*time.Second))
 	assert.Equal(t, server.Exited, sup.Status().State)
 	assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "q leaves no child process")
-}
-
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	out := ""
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out += ","
-		}
-		out += string(s[i])
-	}
-	return out
 }

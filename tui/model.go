@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -12,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
@@ -192,7 +192,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, scrapeCmd(m.deps.Scraper, m.deps.ScrapeInterval+2*time.Second)
 	case scrapeResultMsg:
 		if msg.err != nil {
-			m.srvErr = oneLine(msg.err.Error())
+			m.srvErr = textfmt.OneLine(msg.err.Error(), 0)
 			// Old numbers must not be plotted as if they were current.
 			m.srv, m.cur = scrape.Window{}, nil
 		} else {
@@ -218,7 +218,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			// The server is down: load would only count refused connections.
 			m.paused = true
-			m.setStatus("restart failed: "+oneLine(msg.err.Error())+" (load paused)", true)
+			m.setStatus("restart failed: "+textfmt.OneLine(msg.err.Error(), 0)+" (load paused)", true)
 			return m, nil
 		}
 		m.util = msg.util
@@ -236,14 +236,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }

@@ -255,17 +255,7 @@ func (c *scaledClock) Now() time.Time {
 	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.speed))
 }
 
+// SleepUntil waits until the simulated time t, on the wall clock's timer.
 func (c *scaledClock) SleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Duration(float64(t.Sub(c.Now())) / c.speed)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sim.WallClock{}.SleepUntil(ctx, time.Now().Add(time.Duration(float64(t.Sub(c.Now()))/c.speed)))
 }

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
@@ -299,24 +300,7 @@ func pyStr(s string) string {
 func pyFloat(f float64) string { return sim.PyFloat(f) }
 
 // commas renders n with thousands separators, as Python's f"{n:,}".
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func commas(n int) string { return textfmt.Thousands(int64(n)) }
 
 // pyBool is Python's str of a bool.
 func pyBool(v bool) string {

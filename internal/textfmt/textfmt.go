@@ -1,0 +1,42 @@
+// Package textfmt formats numbers and messages for people: digit groups ("464,720") and
+// messages folded onto one bounded line. It imports nothing of vllmtop's, so every package,
+// the simulator included, can use it.
+package textfmt
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Thousands writes n with a comma between groups of three digits, as Python's f"{n:,}" does.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	digits := strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	b.Grow(len(s) + len(digits)/3)
+	if len(digits) < len(s) {
+		b.WriteByte('-')
+	}
+	for i := range len(digits) {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(digits[i])
+	}
+	return b.String()
+}
+
+// OneLine folds s onto one line (every run of spaces, tabs and line breaks becomes one space)
+// and, when max > 0, cuts it to at most max bytes on a rune boundary, marking the cut with "…".
+func OneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,56 @@
+package textfmt
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[int64]string{
+		0: "0", 7: "7", 999: "999", 1000: "1,000", 464720: "464,720", 1234567: "1,234,567",
+		-5: "-5", -1000: "-1,000", -123456: "-123,456", math.MaxInt64: "9,223,372,036,854,775,807",
+		math.MinInt64: "-9,223,372,036,854,775,808",
+	} {
+		assert.Equal(t, want, Thousands(in), "%d", in)
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"  connection\nrefused \t now ", 0, "connection refused now"},
+		{"short", 10, "short"},
+		{"exactly ten", 11, "exactly ten"},
+		{"one two three", 7, "one two…"},
+		{"naïve", 3, "na…"}, // the cut does not split the two bytes of ï
+		{"", 5, ""},
+		{"\n\n", 5, ""},
+	} {
+		assert.Equal(t, c.want, OneLine(c.in, c.max), "%q %d", c.in, c.max)
+	}
+}
+
+func FuzzOneLine(f *testing.F) {
+	for _, s := range []string{"a\nb", "naïve café", "\xff\xfe", strings.Repeat("x ", 200)} {
+		f.Add(s, 10)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		got := OneLine(s, max)
+		if strings.ContainsAny(got, "\n\r\t") {
+			t.Fatalf("%q has a line break or tab", got)
+		}
+		if max > 0 && len(got) > max+len("…") {
+			t.Fatalf("%q is longer than %d", got, max)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("%q: a valid input gave invalid UTF-8", got)
+		}
+	})
+}
