@@ -205,13 +205,9 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 			return nil, err
 		}
 		d.sup = sup
-		d.url = serverURL(cmd)
-		deps.Target = strings.Join(redactKeys(cmd), " ")
-		if v, ok := server.ArgValue(cmd, "--gpu-memory-utilization"); ok {
-			deps.InitialUtil, _ = strconv.ParseFloat(v, 64)
-		} else {
-			deps.InitialUtil = sim.DefaultGPUMemoryUtilization
-		}
+		d.url = server.BaseURL(cmd)
+		deps.Target = strings.Join(server.RedactKeys(cmd), " ")
+		deps.InitialUtil = server.GPUMemoryUtilization(cmd)
 	}
 	key := f.apiKey
 	if key == "" {
@@ -259,34 +255,6 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 
 // maxInFlight caps requests in flight in rate mode.
 const maxInFlight = 4096
-
-// redactKeys hides the value of --api-key in a command line that is shown on screen.
-func redactKeys(args []string) []string {
-	out := append([]string(nil), args...)
-	for i, a := range out {
-		switch {
-		case a == "--api-key" && i+1 < len(out):
-			out[i+1] = "***"
-		case strings.HasPrefix(a, "--api-key="):
-			out[i] = "--api-key=***"
-		}
-	}
-	return out
-}
-
-// serverURL is where a server started with args answers: its --host (loopback for an
-// all-interfaces bind) and --port.
-func serverURL(args []string) string {
-	host, _ := server.ArgValue(args, "--host")
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	port, ok := server.ArgValue(args, "--port")
-	if !ok {
-		port = strconv.Itoa(server.DefaultPort)
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
 
 func hasPositionalOrModel(args []string) bool {
 	for i, a := range args {

@@ -37,6 +37,9 @@ type Status struct {
 	PID   int      // the main process; 0 when attached or not started
 	Args  []string // the command line of this run (nil when attached)
 	URL   string   // the base URL /health is probed on
+	// GPUMemoryUtilization is the run's --gpu-memory-utilization (vLLM's default when its
+	// command line does not say; 0 when attached).
+	GPUMemoryUtilization float64
 
 	Version          string
 	ModelGiB         float64 // ModelLoaded
@@ -182,6 +185,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		r.client = s.httpClient("", false)
 	} else {
 		s.status.Args = append([]string(nil), s.args...)
+		s.status.GPUMemoryUtilization = GPUMemoryUtilization(s.args)
 		ep := endpointFromArgs(s.args)
 		r.base = ep.base
 		r.baseFromLog = !ep.explicitly || !ep.portKnown

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -58,7 +57,7 @@ func restartCmd(s Supervisor, util float64) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
-		err := s.Restart(ctx, server.Set("--gpu-memory-utilization", fmt.Sprintf("%.2f", util)))
+		err := s.Restart(ctx, server.SetGPUMemoryUtilization(util))
 		return restartDoneMsg{util: util, err: err}
 	}
 }

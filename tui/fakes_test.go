@@ -33,7 +33,7 @@ type fakeSupervisor struct {
 func newFakeSupervisor() *fakeSupervisor {
 	return &fakeSupervisor{events: make(chan server.Event, 64), status: server.Status{
 		State: server.Ready, Run: 1, PID: 4242, Args: []string{"vllmtop", "sim", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.92"},
-		URL: "http://127.0.0.1:8000", ModelGiB: 14.99, KVCacheGiB: 54.2, KVCacheTokens: 464720, MaxConcurrency: 3.55, MaxModelLen: 131072,
+		URL: "http://127.0.0.1:8000", GPUMemoryUtilization: 0.92, ModelGiB: 14.99, KVCacheGiB: 54.2, KVCacheTokens: 464720, MaxConcurrency: 3.55, MaxModelLen: 131072,
 		StartedAt: t0.Add(-time.Minute), ReadyAt: t0.Add(-50 * time.Second),
 	}}
 }

@@ -245,12 +245,8 @@ func (m *Model) refresh(now time.Time) {
 	m.ticks++
 	if m.deps.Supervisor != nil {
 		m.server = m.deps.Supervisor.Status()
-		if m.util == 0 {
-			if v, ok := server.ArgValue(m.server.Args, "--gpu-memory-utilization"); ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					m.util, m.pendingUtil = f, f
-				}
-			}
+		if u := m.server.GPUMemoryUtilization; m.util == 0 && u > 0 {
+			m.util, m.pendingUtil = u, u
 		}
 	}
 	if m.deps.Load != nil {
@@ -664,7 +660,7 @@ func (m *Model) nudgeUtil(d float64) {
 	}
 	base := m.pendingUtil
 	if base == 0 {
-		base = 0.92
+		base = server.DefaultGPUMemoryUtilization
 	}
 	m.pendingUtil = math.Round(math.Min(math.Max(base+d, 0.05), 1)*100) / 100
 	m.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", m.pendingUtil), false)

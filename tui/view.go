@@ -95,10 +95,8 @@ func (m *Model) header() string {
 	model := "–"
 	if mod := m.model(); mod != nil && mod.Name != "" {
 		model = mod.Name
-	} else if v, ok := server.ArgValue(srv.Args, "--model"); ok {
+	} else if v := server.ModelArg(srv.Args); v != "" {
 		model = v
-	} else if len(srv.Args) > 2 {
-		model = firstPositional(srv.Args)
 	}
 	state := srv.State.String()
 	if srv.State == server.Exited {
@@ -168,20 +166,6 @@ func classes(by map[loadgen.ErrorClass]int) string {
 	}
 	sortStrings(parts)
 	return strings.Join(parts, " ")
-}
-
-func firstPositional(args []string) string {
-	for i := 1; i < len(args); i++ {
-		a := args[i]
-		if a == "serve" || a == "sim" || strings.HasPrefix(a, "-") {
-			continue
-		}
-		if i > 0 && strings.HasPrefix(args[i-1], "--") && !strings.Contains(args[i-1], "=") {
-			continue
-		}
-		return a
-	}
-	return "–"
 }
 
 func (m *Model) tabs() string {
@@ -535,7 +519,7 @@ func (m *Model) capacityView() string {
 	predict := m.deps.Capacity
 	source := "the simulator's capacity model"
 	if predict == nil {
-		predict = m.scaledCapacity(tok)
+		predict = server.ScaledCapacity(m.server, m.util, tok, conc)
 		source = "scaled from what the server reported"
 	}
 	if predict == nil {
@@ -584,32 +568,6 @@ func (m *Model) capacityView() string {
 	}
 	b.WriteString(st.Muted.Render("▶ current  → pending (u/U, ctrl+u/ctrl+y; enter restarts)"))
 	return clampLines(b.String(), m.width, m.bodyHeight())
-}
-
-// scaledCapacity predicts from what the server reported when its model is not simulated:
-// the KV memory grows with util times the GPU's memory, less what is not KV (weights and about
-// a gibibyte of activations and runtime).
-func (m *Model) scaledCapacity(tokens int) CapacityFunc {
-	s := m.server
-	if tokens == 0 || s.KVCacheGiB <= 0 || m.util <= 0 {
-		return nil
-	}
-	nonKV := s.ModelGiB + 1
-	total := (s.KVCacheGiB + nonKV) / m.util
-	perToken := s.KVCacheGiB / float64(tokens)
-	_, conc := m.capacity()
-	return func(u float64) (int, float64, error) {
-		kv := total*u - nonKV
-		if kv <= 0 {
-			return 0, 0, fmt.Errorf("no memory for the KV cache")
-		}
-		t := int(kv / perToken)
-		c := 0.0
-		if conc > 0 {
-			c = conc * float64(t) / float64(tokens)
-		}
-		return t, c, nil
-	}
 }
 
 func containsFloat(xs []float64, x float64) bool {

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// What the dashboard and the commands need to know of vLLM's command line, in one place.
+
+// DefaultGPUMemoryUtilization is vLLM's default --gpu-memory-utilization (0.9 before v0.21).
+const DefaultGPUMemoryUtilization = 0.92
+
+const flagGPUMemoryUtilization = "--gpu-memory-utilization"
+
+// GPUMemoryUtilization is the fraction of GPU memory a server started with args takes: its
+// --gpu-memory-utilization, else vLLM's default. It is 0 when the value is not a number.
+func GPUMemoryUtilization(args []string) float64 {
+	v, ok := ArgValue(args, flagGPUMemoryUtilization)
+	if !ok {
+		return DefaultGPUMemoryUtilization
+	}
+	u, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0
+	}
+	return u
+}
+
+// SetGPUMemoryUtilization is the edit that restarts a server with utilisation u, written with
+// two decimals as people write it.
+func SetGPUMemoryUtilization(u float64) ArgEdit {
+	return Set(flagGPUMemoryUtilization, strconv.FormatFloat(u, 'f', 2, 64))
+}
+
+// BaseURL is where a server started with args answers a local client: its --host (loopback
+// for an all-interfaces bind) and --port (vLLM's default 8000), or --uds.
+func BaseURL(args []string) string { return endpointFromArgs(args).base }
+
+// RedactKeys returns a copy of a command line with the values of --api-key hidden, for
+// showing it on screen.
+func RedactKeys(args []string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		switch {
+		case a == "--api-key" && i+1 < len(out):
+			out[i+1] = "***"
+		case strings.HasPrefix(a, "--api-key="):
+			out[i] = "--api-key=***"
+		}
+	}
+	return out
+}
+
+// ModelArg is the model a command line serves: its --model, else the first argument after the
+// program that is neither "serve", "sim", a flag nor a flag's value (vllm serve MODEL); "" when
+// there is none.
+func ModelArg(args []string) string {
+	if v, ok := ArgValue(args, "--model"); ok {
+		return v
+	}
+	if len(args) <= 2 {
+		return ""
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "serve" || a == "sim" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		if strings.HasPrefix(args[i-1], "--") && !strings.Contains(args[i-1], "=") {
+			continue
+		}
+		return a
+	}
+	return ""
+}
+
+// ScaledCapacity predicts the KV cache (tokens, maximum concurrency) a server would have at
+// another utilisation, from what it logged running at util with tokens and maxConc: the KV
+// memory grows with the utilisation times the GPU's memory, less what is not KV (the weights
+// and about a gibibyte of activations and runtime). It returns nil when st lacks the figures.
+func ScaledCapacity(st Status, util float64, tokens int, maxConc float64) func(util float64) (int, float64, error) {
+	if tokens == 0 || st.KVCacheGiB <= 0 || util <= 0 {
+		return nil
+	}
+	nonKV := st.ModelGiB + 1
+	total := (st.KVCacheGiB + nonKV) / util
+	perToken := st.KVCacheGiB / float64(tokens)
+	return func(u float64) (int, float64, error) {
+		kv := total*u - nonKV
+		if kv <= 0 {
+			return 0, 0, errNoKVMemory
+		}
+		t := int(kv / perToken)
+		c := 0.0
+		if maxConc > 0 {
+			c = maxConc * float64(t) / float64(tokens)
+		}
+		return t, c, nil
+	}
+}
+
+var errNoKVMemory = errors.New("no memory for the KV cache")

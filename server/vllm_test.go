@@ -1,0 +1,68 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+func TestGPUMemoryUtilization(t *testing.T) {
+	assert.Equal(t, sim.DefaultGPUMemoryUtilization, DefaultGPUMemoryUtilization, "the simulator follows vLLM's default")
+	for _, c := range []struct {
+		args []string
+		want float64
+	}{
+		{[]string{"vllm", "serve", "m"}, 0.92},
+		{[]string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.8"}, 0.8},
+		{[]string{"vllm", "serve", "m", "--gpu_memory_utilization=0.75"}, 0.75},
+		{[]string{"vllm", "serve", "m", "--gpu-memory-utilization", "lots"}, 0},
+	} {
+		assert.Equal(t, c.want, GPUMemoryUtilization(c.args), "%v", c.args)
+	}
+	assert.Equal(t, Set("--gpu-memory-utilization", "0.85"), SetGPUMemoryUtilization(0.85))
+	assert.Equal(t, []string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.90"},
+		EditArgs([]string{"vllm", "serve", "m", "--gpu-memory-utilization=0.92"}, SetGPUMemoryUtilization(0.9)))
+}
+
+func TestBaseURLRedactKeysModelArg(t *testing.T) {
+	assert.Equal(t, "http://127.0.0.1:9000", BaseURL([]string{"vllm", "serve", "m", "--host", "0.0.0.0", "--port", "9000"}))
+	assert.Equal(t, "http://127.0.0.1:8000", BaseURL([]string{"vllm", "serve", "m"}))
+	assert.Equal(t, "http://10.0.0.7:8001", BaseURL([]string{"vllm", "serve", "m", "--host", "10.0.0.7", "--port=8001"}))
+
+	got := RedactKeys([]string{"vllm", "serve", "m", "--api-key", "sk-secret", "--api-key=sk-other", "--port", "8000"})
+	assert.Equal(t, []string{"vllm", "serve", "m", "--api-key", "***", "--api-key=***", "--port", "8000"}, got)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"vllm", "serve", "Qwen/Qwen3-0.6B", "--port", "8000"}, "Qwen/Qwen3-0.6B"},
+		{[]string{"vllmtop", "sim", "--port", "8000", "--model", "m1"}, "m1"},
+		{[]string{"vllmtop", "sim", "--port", "8000", "m2"}, "m2"},
+		{[]string{"vllm", "serve"}, ""},
+		{[]string{"python", "server.py"}, ""},
+		{[]string{"vllm", "serve", "--port", "8000"}, ""},
+	} {
+		assert.Equal(t, c.want, ModelArg(c.args), "%v", c.args)
+	}
+}
+
+func TestScaledCapacity(t *testing.T) {
+	st := Status{KVCacheGiB: 54, ModelGiB: 15}
+	assert.Nil(t, ScaledCapacity(Status{}, 0.92, 1000, 1), "nothing logged yet")
+	assert.Nil(t, ScaledCapacity(st, 0, 1000, 1), "utilisation unknown")
+	f := ScaledCapacity(st, 0.9, 540000, 4)
+	require.NotNil(t, f)
+	tok, conc, err := f(0.9)
+	require.NoError(t, err)
+	assert.Equal(t, 540000, tok, "the running utilisation predicts what was logged")
+	assert.InDelta(t, 4, conc, 1e-9)
+	more, _, err := f(0.95)
+	require.NoError(t, err)
+	assert.Greater(t, more, tok)
+	_, _, err = f(0.1)
+	assert.EqualError(t, err, "no memory for the KV cache")
+}
