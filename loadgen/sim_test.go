@@ -9,32 +9,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/loadgen"
-	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 // startSim serves the simulator on a loopback port on the wall clock, sped up.
 func startSim(t *testing.T, args ...string) string {
 	t.Helper()
-	opts, err := serve.ParseArgs(append(args, "--sim-startup-seconds", "0"), func(string) string { return "" })
-	require.NoError(t, err)
-	setup, err := sim.Resolve(opts.Engine, nil)
-	require.NoError(t, err)
-	srv := serve.New(opts, setup, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Run(ctx, ln, time.Second)
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	require.Eventually(t, srv.Ready, 5*time.Second, time.Millisecond)
-	return "http://" + ln.Addr().String()
+	inst, err := serve.Start(context.Background(), append(args, "--sim-startup-seconds", "0"), func(string) string { return "" }, serve.WithListener(ln))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inst.Stop() })
+	require.Eventually(t, inst.Ready, 5*time.Second, time.Millisecond)
+	return inst.URL()
 }
 
 func TestSweepAgainstTheSimulator(t *testing.T) {

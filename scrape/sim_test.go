@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -20,23 +20,18 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
-// startSim runs the simulated vLLM on a virtual clock (steps run back to back) behind
-// httptest on loopback.
+// startSim runs the simulated vLLM on a virtual clock (steps run back to back) on a loopback
+// port.
 func startSim(t *testing.T, args ...string) string {
 	t.Helper()
-	opts, err := serve.ParseArgs(args, func(string) string { return "" })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	setup, err := sim.Resolve(opts.Engine, nil)
+	inst, err := serve.Start(context.Background(), append(args, "--sim-startup-seconds", "0"), func(string) string { return "" },
+		serve.WithListener(ln), serve.WithClock(sim.NewVirtualClock(time.Now())))
 	require.NoError(t, err)
-	srv := serve.New(opts, setup, sim.NewVirtualClock(time.Now()), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv.Start(ctx)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-	})
-	return hs.URL
+	t.Cleanup(func() { _ = inst.Stop() })
+	require.Eventually(t, inst.Ready, 5*time.Second, time.Millisecond)
+	return inst.URL()
 }
 
 type usage struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
-	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
 	"github.com/vllmtop/vllmtop/tui"
 )
 
@@ -80,13 +80,9 @@ func TestDashboardEndToEnd(t *testing.T) {
 	}()
 	scr, err := scrape.NewClient(url)
 	require.NoError(t, err)
-	predict := func(u float64) (int, float64, error) {
-		s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", GPUMemoryUtilization: u}, nil)
-		if err != nil {
-			return 0, 0, err
-		}
-		return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
-	}
+	plan, err := serve.Prepare(args[2:], func(string) string { return "" })
+	require.NoError(t, err)
+	predict := plan.CapacityAt
 	m := tui.New(tui.Deps{Mode: tui.ModeSimulator, Target: "sim", Supervisor: sup, Load: runner, Live: live, Epochs: epochs,
 		Scraper: scr, Capacity: predict, ScrapeInterval: 200 * time.Millisecond, InitialUtil: 0.92, InitialConc: 4})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 48))

@@ -44,8 +44,12 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// HelpRequested is returned when -h/--help was given; the help text is in Text.
-type HelpRequested struct{ Text string }
+// HelpRequested is returned when -h/--help was given; the help text is in Text, and Flags
+// is the flag set it describes.
+type HelpRequested struct {
+	Text  string
+	Flags *pflag.FlagSet
+}
 
 func (e *HelpRequested) Error() string { return "help requested" }
 
@@ -117,7 +121,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		return nil, &UsageError{argparseMessage(err)}
 	}
 	if *help {
-		return nil, &HelpRequested{Text: helpText(fs)}
+		return nil, &HelpRequested{Text: helpText(fs), Flags: fs}
 	}
 
 	pos := fs.Args()

@@ -1,0 +1,238 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/vlog"
+)
+
+// This file is the simulator's facade: how the rest of vllmtop starts it, checks its command
+// line, or asks what capacity it would have, without reaching into the engine.
+
+// ConfigError is a setting the simulator cannot simulate (an unknown model or GPU, a profiles
+// file it cannot read): a bad command line, exit status 2.
+type ConfigError = sim.ConfigError
+
+// StartupError is a setting vLLM itself refuses at start-up (no memory left for the KV cache,
+// a context longer than the model's), with vLLM's message: exit status 1.
+type StartupError = sim.StartupError
+
+// ValidationError is a value vLLM's config classes reject (a flag out of its field's range),
+// with pydantic's message: exit status 1, as vLLM fails.
+type ValidationError = sim.ValidationError
+
+// Plan is a simulator command line, parsed and resolved: what Start would run.
+type Plan struct {
+	opts     *Options
+	profiles *sim.Profiles
+	setup    *sim.Setup
+}
+
+// Prepare parses args as `vllmtop sim` does (getenv supplies VLLM_API_KEY and
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN) and resolves the engine's settings and capacity. Errors are
+// *HelpRequested, *UsageError (argparse's kind), *ConfigError, *ValidationError or
+// *StartupError.
+func Prepare(args []string, getenv func(string) string) (*Plan, error) {
+	opts, err := ParseArgs(args, getenv)
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
+	if err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
+	setup, err := sim.Resolve(opts.Engine, profiles)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{opts: opts, profiles: profiles, setup: setup}, nil
+}
+
+// ExitCode is the status `vllmtop sim` ends with for an error of Prepare or Start: 0 for a
+// help request, 2 for a bad command line or setting, 1 for anything else (what vLLM itself
+// refuses once it runs: a ValidationError, a StartupError).
+func ExitCode(err error) int {
+	var help *HelpRequested
+	var usage *UsageError
+	var cfg *ConfigError
+	switch {
+	case errors.As(err, &help):
+		return 0
+	case errors.As(err, &usage), errors.As(err, &cfg):
+		return 2
+	}
+	return 1
+}
+
+// Model is the simulated model's name (the --model or positional value).
+func (p *Plan) Model() string { return p.setup.Model }
+
+// GPU is the simulated GPU profile's name.
+func (p *Plan) GPU() string { return p.setup.GPUProfile.Name }
+
+// Speed is --sim-speed: simulated seconds per wall-clock second.
+func (p *Plan) Speed() float64 { return p.opts.Speed }
+
+// StartupTime is how long, on the wall clock, the server imitates loading before /health
+// answers 200.
+func (p *Plan) StartupTime() time.Duration {
+	return time.Duration(p.opts.StartupSeconds / p.opts.Speed * float64(time.Second))
+}
+
+// CapacityAt predicts the KV cache (tokens, and the concurrency of max-model-len requests it
+// holds) the same simulated server would have with --gpu-memory-utilization util. The error is
+// the *StartupError vLLM would stop with at that utilisation.
+func (p *Plan) CapacityAt(util float64) (tokens int, maxConcurrency float64, err error) {
+	cfg := p.opts.Engine
+	cfg.GPUMemoryUtilization = util
+	s, err := sim.Resolve(cfg, p.profiles)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
+}
+
+// WithDefaults returns args with defaults ("--flag", "value" pairs) put before them for each
+// flag args do not set; a positional model counts as --model. Errors are ParseArgs's.
+func WithDefaults(args []string, defaults ...string) ([]string, error) {
+	opts, err := ParseArgs(args, emptyEnv)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, nv := range opts.NonDefault {
+		set[nv.Key] = true
+	}
+	set["model"] = set["model"] || set["model_tag"]
+	var out []string
+	for i := 0; i+1 < len(defaults); i += 2 {
+		if !set[strings.ReplaceAll(strings.TrimLeft(defaults[i], "-"), "-", "_")] {
+			out = append(out, defaults[i], defaults[i+1])
+		}
+	}
+	return append(out, args...), nil
+}
+
+// Flags returns the simulator's flags (vllm serve's and --sim-*), bound to values nobody reads,
+// for a command that accepts them on its own command line and passes them on.
+func Flags() *pflag.FlagSet { return usage().Flags }
+
+// Help is `vllmtop sim --help`.
+func Help() string { return usage().Text }
+
+func usage() *HelpRequested {
+	_, err := ParseArgs([]string{"--help"}, emptyEnv)
+	var help *HelpRequested
+	if !errors.As(err, &help) {
+		panic("serve: --help was not a help request")
+	}
+	return help
+}
+
+func emptyEnv(string) string { return "" }
+
+// StartOption configures Start.
+type StartOption func(*startConfig)
+
+type startConfig struct {
+	stdout, stderr io.Writer
+	ln             net.Listener
+	clock          sim.Clock
+}
+
+// WithLogs writes vLLM's log lines (start-up, stats, access, failures) to stdout and stderr.
+func WithLogs(stdout, stderr io.Writer) StartOption {
+	return func(c *startConfig) { c.stdout, c.stderr = stdout, stderr }
+}
+
+// WithListener serves on ln instead of listening on --host and --port.
+func WithListener(ln net.Listener) StartOption { return func(c *startConfig) { c.ln = ln } }
+
+// WithClock drives the engine on c (a *sim.VirtualClock in tests) instead of the wall clock.
+func WithClock(c sim.Clock) StartOption { return func(s *startConfig) { s.clock = c } }
+
+// Instance is a simulated vLLM server started by Start.
+type Instance struct {
+	plan   *Plan
+	srv    *Server
+	url    string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// Start prepares args (see Prepare), listens on --host and --port (127.0.0.1:8000 unless they
+// say otherwise) and serves in the background until ctx ends or Stop. With WithLogs, a start-up
+// failure or a rejected value is logged as vLLM logs it before Start returns its error.
+func Start(ctx context.Context, args []string, getenv func(string) string, opts ...StartOption) (*Instance, error) {
+	var cfg startConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var logs *vlog.Logger
+	if cfg.stdout != nil {
+		pid := os.Getpid()
+		logs = vlog.New(cfg.stdout, cfg.stderr, time.Now, pid, pid)
+	}
+	plan, err := Prepare(args, getenv)
+	var startErr *StartupError
+	var invalid *ValidationError
+	switch {
+	case logs == nil:
+	case errors.As(err, &startErr):
+		logs.StartupFailure(startErr)
+	case errors.As(err, &invalid):
+		logs.ConfigFailure(invalid)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ln := cfg.ln
+	if ln == nil {
+		addr := net.JoinHostPort(plan.opts.Host, strconv.Itoa(plan.opts.Port))
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("cannot listen on %s: %v", addr, unwrapSyscall(err))
+		}
+	}
+	i := &Instance{plan: plan, srv: New(plan.opts, plan.setup, cfg.clock, logs), url: "http://" + ln.Addr().String(),
+		done: make(chan struct{})}
+	var runCtx context.Context
+	runCtx, i.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(i.done)
+		i.err = i.srv.Run(runCtx, ln, ShutdownGrace)
+	}()
+	return i, nil
+}
+
+// URL is the server's base URL, e.g. http://127.0.0.1:8000.
+func (i *Instance) URL() string { return i.url }
+
+// Plan is what the instance runs.
+func (i *Instance) Plan() *Plan { return i.plan }
+
+// Ready reports whether the imitated model load is over and /health answers 200.
+func (i *Instance) Ready() bool { return i.srv.Ready() }
+
+// Wait blocks until the server has shut down (its context ended, or Stop) and returns why it
+// failed, if it did.
+func (i *Instance) Wait() error {
+	<-i.done
+	return i.err
+}
+
+// Stop shuts the server down as SIGTERM does (in-flight requests get ShutdownGrace) and waits.
+func (i *Instance) Stop() error {
+	i.cancel()
+	return i.Wait()
+}
