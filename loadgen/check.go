@@ -71,6 +71,57 @@ func (c *Client) Models(ctx context.Context) ([]ModelCard, error) {
 	return list.Data, nil
 }
 
+// modelsTimeout bounds one GET /v1/models.
+const modelsTimeout = 10 * time.Second
+
+// ListModels asks the server for its models once or, with readyTimeout > 0, once a second
+// until it answers or readyTimeout has passed (a server still starting). The error is the
+// last *ServerError, or ctx's.
+func (c *Client) ListModels(ctx context.Context, readyTimeout time.Duration) ([]ModelCard, error) {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+		models, err := c.Models(cctx)
+		cancel()
+		if err == nil || readyTimeout <= 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return models, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// ChooseModel picks want from a server's models (base names the server in the error), or the
+// first model when want is "".
+func ChooseModel(want string, models []ModelCard, base string) (ModelCard, error) {
+	if want == "" {
+		return models[0], nil
+	}
+	var ids []string
+	for _, m := range models {
+		if m.ID == want {
+			return m, nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return ModelCard{}, fmt.Errorf("model %q is not served by %s (it serves %s)", want, base, strings.Join(ids, ", "))
+}
+
+// Describe words a failed check of a server in one line, with the fix for a missing or
+// refused API key (keyGiven: the request carried one).
+func Describe(err error, keyGiven bool) string {
+	var se *ServerError
+	if errors.As(err, &se) && se.Status == 401 {
+		if keyGiven {
+			return se.URL + ": 401 Unauthorized: the server refused the API key"
+		}
+		return se.URL + ": 401 Unauthorized: the server wants an API key (--api-key, or OPENAI_API_KEY or VLLM_API_KEY)"
+	}
+	return textfmt.OneLine(err.Error(), 0)
+}
+
 // WaitHealthy polls GET /health every interval until it answers 200, and returns nil then, or
 // the last failure when ctx ends.
 func (c *Client) WaitHealthy(ctx context.Context, every time.Duration) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -249,6 +251,26 @@ func percentileWord(p float64) string {
 		return strconv.FormatFloat(p, 'f', 0, 64)
 	}
 	return pyRepr(p)
+}
+
+// PrintTraffic says how a run sends its requests, as vllm bench serve does before it starts.
+func PrintTraffic(w io.Writer, info RunInfo) {
+	rate := "inf"
+	if !math.IsInf(info.RequestRate, 1) {
+		rate = strconv.FormatFloat(info.RequestRate, 'f', -1, 64)
+	}
+	burst := strconv.FormatFloat(info.Burstiness, 'f', -1, 64)
+	if info.Burstiness == math.Trunc(info.Burstiness) && !math.IsInf(info.Burstiness, 0) {
+		burst += ".0"
+	}
+	if info.Burstiness == 1 {
+		burst += " (Poisson process)"
+	}
+	conc := "None"
+	if info.MaxConcurrency > 0 {
+		conc = strconv.Itoa(info.MaxConcurrency)
+	}
+	fmt.Fprintf(w, "Traffic request rate: %s, burstiness factor: %s, maximum request concurrency: %s\n", rate, burst, conc)
 }
 
 // SweepRow is one run of a sweep: the value swept (a concurrency or a request rate) and the
@@ -510,3 +532,41 @@ func ResultFilename(info RunInfo) string {
 
 // modelBase is the part of a model id after its last slash, as vLLM names result files.
 func modelBase(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+// SaveOptions says where SaveResult writes.
+type SaveOptions struct {
+	Dir      string // --result-dir; "" is the current directory (created when missing)
+	Filename string // --result-filename; "" is vLLM's pattern (ResultFilename)
+	// Sweep is the swept parameter of a sweep (SweepConcurrency or SweepRequestRate), "" for one
+	// run. In a sweep a given Filename gets the run's value before its extension, so the runs
+	// do not overwrite each other.
+	Sweep string
+}
+
+// SaveResult writes one run's document where vllm bench serve would, indented, and returns
+// the file's path.
+func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
+	name := ResultFilename(info)
+	if opts.Filename != "" {
+		name = opts.Filename
+		if opts.Sweep != "" {
+			ext := filepath.Ext(name)
+			tag := "-concurrency" + strconv.Itoa(info.MaxConcurrency)
+			if opts.Sweep == SweepRequestRate {
+				tag = "-" + strconv.FormatFloat(info.RequestRate, 'f', -1, 64) + "qps"
+			}
+			name = strings.TrimSuffix(name, ext) + tag + ext
+		}
+	}
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return "", err
+		}
+		name = filepath.Join(opts.Dir, name)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return name, os.WriteFile(name, append(b, '\n'), 0o644)
+}

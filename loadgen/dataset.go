@@ -1,0 +1,115 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/vllmtop/vllmtop/internal/textfmt"
+)
+
+// Datasets a headless run can send, by vllm bench serve's --dataset-name.
+const (
+	DatasetRandom   = "random"
+	DatasetShareGPT = "sharegpt"
+	DatasetFixed    = "fixed"
+)
+
+// DatasetConfig is vllm bench serve's choice of prompts.
+type DatasetConfig struct {
+	Name   string       // --dataset-name: DatasetRandom, DatasetShareGPT or DatasetFixed
+	Path   string       // --dataset-path: the ShareGPT JSON file
+	Prompt string       // --prompt: the fixed prompt
+	Random RandomConfig // the random dataset's lengths; Random.OutputLen is the fixed prompt's too
+	// ShareGPTOutputLen replaces each conversation's answer length when positive.
+	ShareGPTOutputLen int
+	IgnoreEOS         bool // always on for the random dataset, as vLLM's
+	Seed              int64
+}
+
+// Dataset is a checked dataset with its file read: it builds the workload once the server is
+// known.
+type Dataset struct {
+	cfg      DatasetConfig
+	sharegpt *ShareGPT
+}
+
+// OpenDataset checks cfg and reads its file, so that a bad dataset fails before any server is
+// asked. Its errors name the flag to fix.
+func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
+	switch cfg.Name {
+	case DatasetRandom:
+		cfg.IgnoreEOS = true // vLLM does so for the random dataset with OpenAI backends
+		cfg.Random.IgnoreEOS, cfg.Random.Seed = true, cfg.Seed
+		if _, err := NewRandom(cfg.Random, EstimatedVocab()); err != nil {
+			return nil, err
+		}
+	case DatasetShareGPT:
+		if cfg.Path == "" {
+			return nil, fmt.Errorf("--dataset-name sharegpt needs --dataset-path FILE")
+		}
+	case DatasetFixed:
+		if cfg.Prompt == "" {
+			return nil, fmt.Errorf("--dataset-name fixed needs --prompt TEXT")
+		}
+		if cfg.Random.OutputLen < 1 {
+			return nil, fmt.Errorf("--random-output-len must be at least 1")
+		}
+	default:
+		return nil, fmt.Errorf("--dataset-name %q: this build has random, sharegpt and fixed", cfg.Name)
+	}
+	if cfg.Prompt != "" && cfg.Name != DatasetFixed {
+		return nil, fmt.Errorf("--prompt goes with --dataset-name fixed, not %s", cfg.Name)
+	}
+	if cfg.Path != "" && cfg.Name != DatasetShareGPT {
+		return nil, fmt.Errorf("--dataset-path goes with --dataset-name sharegpt, not %s", cfg.Name)
+	}
+	d := &Dataset{cfg: cfg}
+	if cfg.Name == DatasetShareGPT {
+		g, err := LoadShareGPT(cfg.Path, cfg.Seed, cfg.ShareGPTOutputLen, cfg.IgnoreEOS, nil)
+		if err != nil {
+			return nil, err
+		}
+		d.sharegpt = g
+	}
+	return d, nil
+}
+
+// Workload builds the prompts for c's server and says in a line what they are: random prompts
+// of exact lengths when the server's /tokenize allows (estimated otherwise, with the reason),
+// the fixed prompt, or the ShareGPT conversations. It fails only when ctx ends.
+func (d *Dataset) Workload(ctx context.Context, c *Client) (Workload, string, error) {
+	switch d.cfg.Name {
+	case DatasetShareGPT:
+		return d.sharegpt, d.sharegpt.Name() + " from " + d.cfg.Path + " (lengths estimated at 4 characters a token)", nil
+	case DatasetFixed:
+		p := Prompt{Text: d.cfg.Prompt, OutputTokens: d.cfg.Random.OutputLen, IgnoreEOS: d.cfg.IgnoreEOS}
+		return &Fixed{P: p}, fmt.Sprintf("one fixed prompt, %d output tokens", p.OutputTokens), nil
+	}
+	vocab, err := CalibrateVocab(ctx, c)
+	how := "exact lengths from the server's /tokenize"
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		vocab, how = EstimatedVocab(), "estimated lengths: "+textfmt.OneLine(err.Error(), 0)
+	case !vocab.Checked:
+		how = "estimated lengths: the server has no /tokenize"
+	}
+	w, err := NewRandom(d.cfg.Random, vocab)
+	if err != nil {
+		return nil, "", err
+	}
+	return w, w.Name() + " (" + how + ")", nil
+}
+
+// MaxTokens is the most tokens one request of the random dataset may need, prompt and output
+// at the top of their ranges; 0 for the other datasets.
+func (d *Dataset) MaxTokens() int {
+	if d.cfg.Name != DatasetRandom {
+		return 0
+	}
+	r := d.cfg.Random
+	return int(math.Ceil(float64(r.InputLen)*(1+r.RangeRatio))) + int(math.Ceil(float64(r.OutputLen)*(1+r.RangeRatio)))
+}

@@ -1,0 +1,146 @@
+package loadgen
+
+import (
+	"context"
+	"time"
+)
+
+// The parameters a sweep varies, as the summary table names them.
+const (
+	SweepConcurrency = "concurrency"
+	SweepRequestRate = "request rate"
+)
+
+// SweepConfig is a headless benchmark of one run or of a sweep: one run per value of
+// Concurrency, or of Rates when that has several values.
+type SweepConfig struct {
+	// Info is what each run's report says; its MaxConcurrency, RequestRate and (for a run
+	// bounded by time) NumPrompts are filled in per run.
+	Info     RunInfo
+	Workload Workload
+	// NumPrompts, Duration, Warmups, Burstiness and Seed are BenchConfig's, for every run.
+	NumPrompts int
+	Duration   time.Duration
+	Warmups    int
+	Burstiness float64
+	Seed       int64
+	// Concurrency is --max-concurrency: the cap of each run (empty: none), swept when it has
+	// several values.
+	Concurrency []int
+	// Rates is --request-rate in requests per second (+Inf: all at once), swept when it has
+	// several values. It must not be empty.
+	Rates []float64
+	// FreshPrompts gives each run of a sweep new prompts of the same shape, so the server's
+	// prefix cache does not carry over from one run to the next (random prompts).
+	FreshPrompts bool
+	// Detailed keeps the per-request arrays in each run's document (--save-detailed).
+	Detailed bool
+	// OnStart, when set, is called before each run; the sinks it returns receive that run's
+	// results and done is called when the run has ended (a progress line, say).
+	OnStart func(info RunInfo) (sinks []func(Result), done func())
+}
+
+// Param is the parameter the sweep varies: SweepRequestRate when Rates has several values,
+// else SweepConcurrency.
+func (cfg SweepConfig) Param() string {
+	if len(cfg.Rates) > 1 {
+		return SweepRequestRate
+	}
+	return SweepConcurrency
+}
+
+// Values are the values of Param, one per run (a single 0 for one run with no cap).
+func (cfg SweepConfig) Values() []float64 {
+	if cfg.Param() == SweepRequestRate {
+		return cfg.Rates
+	}
+	if len(cfg.Concurrency) == 0 {
+		return []float64{0}
+	}
+	out := make([]float64, len(cfg.Concurrency))
+	for i, c := range cfg.Concurrency {
+		out[i] = float64(c)
+	}
+	return out
+}
+
+// SweepRun is one finished run.
+type SweepRun struct {
+	Index   int     // 0 for the first run
+	Value   float64 // the swept value
+	Info    RunInfo
+	Summary Summary // with the 99th percentile among its percentiles, for the summary table
+	Doc     ResultDoc
+}
+
+// Sweep makes the runs in order and calls done after each. It stops after a run in which no
+// request succeeded, and when ctx ends (the run under way then reports what finished). It
+// returns the summary table's rows, and an error only for a config Bench cannot run (before any
+// run) or when ctx ended.
+func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun)) ([]SweepRow, error) {
+	values := cfg.Values()
+	ps := withPercentile(cfg.Info.Percentiles, 99)
+	var rows []SweepRow
+	for k, v := range values {
+		info := cfg.Info
+		info.MaxConcurrency, info.RequestRate = 0, cfg.Rates[0]
+		if len(cfg.Concurrency) > 0 {
+			info.MaxConcurrency = cfg.Concurrency[0]
+		}
+		if cfg.Param() == SweepConcurrency {
+			info.MaxConcurrency = int(v)
+		} else {
+			info.RequestRate = v
+		}
+		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
+			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
+			Warmups: cfg.Warmups, Seed: cfg.Seed}
+		if cfg.FreshPrompts && len(values) > 1 {
+			stride := cfg.NumPrompts + cfg.Warmups
+			if stride == 0 {
+				stride = 1 << 20 // a run bounded by time: far enough apart
+			}
+			bc.Workload = Offset(cfg.Workload, k*stride)
+		}
+		var finish func()
+		if cfg.OnStart != nil {
+			var sinks []func(Result)
+			sinks, finish = cfg.OnStart(info)
+			bc.Sinks = sinks
+		}
+		run, err := Bench(ctx, c, bc)
+		if finish != nil {
+			finish()
+		}
+		if err != nil && ctx.Err() == nil {
+			return rows, err
+		}
+		if info.NumPrompts == 0 {
+			info.NumPrompts = len(run.Results) // a run bound by time: what it sent
+		}
+		s := Summarize(run.Results, run.Duration, ps, cfg.Info.Goodput)
+		rows = append(rows, SweepRow{Value: v, Summary: s})
+		var detailed []Result
+		if cfg.Detailed {
+			detailed = run.Results
+		}
+		done(SweepRun{Index: k, Value: v, Info: info, Summary: s, Doc: ResultJSON(s, info, detailed)})
+		if ctx.Err() != nil {
+			return rows, ctx.Err()
+		}
+		if s.Completed == 0 {
+			break
+		}
+	}
+	return rows, nil
+}
+
+// withPercentile returns ps with p added if missing.
+func withPercentile(ps []float64, p float64) []float64 {
+	for _, q := range ps {
+		if q == p {
+			return ps
+		}
+	}
+	return append(append([]float64(nil), ps...), p)
+}

@@ -1,0 +1,187 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func sweepConfig() SweepConfig {
+	return SweepConfig{
+		Info:     RunInfo{Backend: BackendCompletions, ModelID: "org/m", NumPrompts: 6, Burstiness: 1, Metrics: []string{"ttft"}, Percentiles: []float64{50}},
+		Workload: numbered{}, NumPrompts: 6, Burstiness: 1, Rates: []float64{math.Inf(1)},
+	}
+}
+
+func TestSweepRunsEachValueInOrder(t *testing.T) {
+	f := newBenchFakeServer(t)
+	cfg := sweepConfig()
+	cfg.Concurrency = []int{1, 3}
+	cfg.FreshPrompts = true
+	var mu sync.Mutex
+	started, sunk := []int{}, 0
+	cfg.OnStart = func(info RunInfo) ([]func(Result), func()) {
+		started = append(started, info.MaxConcurrency)
+		return []func(Result){func(Result) { mu.Lock(); sunk++; mu.Unlock() }}, func() {}
+	}
+	var runs []SweepRun
+	rows, err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	require.NoError(t, err)
+	assert.Equal(t, SweepConcurrency, cfg.Param())
+	assert.Equal(t, []int{1, 3}, started)
+	assert.Equal(t, 12, sunk, "every measured result reaches the run's sinks")
+	require.Len(t, runs, 2)
+	require.Len(t, rows, 2)
+	for i, c := range []int{1, 3} {
+		assert.Equal(t, i, runs[i].Index)
+		assert.Equal(t, float64(c), runs[i].Value)
+		assert.Equal(t, float64(c), rows[i].Value)
+		assert.Equal(t, c, runs[i].Info.MaxConcurrency)
+		assert.Equal(t, 6, runs[i].Summary.Completed)
+		_, ok := runs[i].Summary.TTFT.Percentiles[99]
+		assert.True(t, ok, "the summary has p99 for the sweep table")
+		v, _ := runs[i].Doc.Get("max_concurrency")
+		assert.Equal(t, c, v)
+	}
+	// Fresh prompts: the second run's prompts follow the first's.
+	close(f.prompts)
+	var seen []int
+	for p := range f.prompts {
+		n, _ := strconv.Atoi(p)
+		seen = append(seen, n)
+	}
+	sort.Ints(seen)
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, seen)
+}
+
+func TestSweepOverRatesAndItsStops(t *testing.T) {
+	f := newBenchFakeServer(t)
+	cfg := sweepConfig()
+	cfg.Rates = []float64{500, 1000}
+	cfg.Concurrency = []int{2}
+	var runs []SweepRun
+	_, err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	require.NoError(t, err)
+	assert.Equal(t, SweepRequestRate, cfg.Param())
+	require.Len(t, runs, 2)
+	assert.Equal(t, 1000.0, runs[1].Info.RequestRate)
+	assert.Equal(t, 2, runs[1].Info.MaxConcurrency, "the cap holds for every run of a rate sweep")
+
+	// No server: the first run has no success and the sweep stops there.
+	cfg.NumPrompts = 2
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	runs = nil
+	rows, err := Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	require.NoError(t, err)
+	assert.Len(t, runs, 1)
+	assert.Len(t, rows, 1)
+	assert.Zero(t, runs[0].Summary.Completed)
+
+	// A config Bench cannot run fails before any run.
+	cfg.NumPrompts = 0
+	_, err = Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(SweepRun) { t.Error("no run expected") })
+	assert.ErrorIs(t, err, ErrNoLimit)
+
+	// An ended context reports the run under way, then stops.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg.NumPrompts = 6
+	runs = nil
+	_, err = Sweep(ctx, newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Len(t, runs, 1)
+}
+
+func TestSaveResultNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "results")
+	info := RunInfo{Date: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Backend: BackendCompletions, ModelID: "org/m", RequestRate: math.Inf(1), MaxConcurrency: 8}
+	doc := ResultDoc{{"completed", 3}}
+	for _, c := range []struct {
+		opts SaveOptions
+		want string
+	}{
+		{SaveOptions{Dir: dir}, "openai-infqps-concurrency8-m-20260101-120000.json"},
+		{SaveOptions{Dir: dir, Filename: "mine.json"}, "mine.json"},
+		{SaveOptions{Dir: dir, Filename: "mine.json", Sweep: SweepConcurrency}, "mine-concurrency8.json"},
+	} {
+		path, err := SaveResult(doc, info, c.opts)
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(dir, c.want), path)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		assert.Equal(t, 3.0, m["completed"])
+	}
+	info.RequestRate = 2.5
+	path, err := SaveResult(doc, info, SaveOptions{Dir: dir, Filename: "r.json", Sweep: SweepRequestRate})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "r-2.5qps.json"), path)
+	_, err = SaveResult(doc, info, SaveOptions{Dir: filepath.Join(path, "sub")})
+	assert.Error(t, err, "a file where the directory should be")
+}
+
+func TestChooseModelAndDescribe(t *testing.T) {
+	models := []ModelCard{{ID: "a"}, {ID: "b"}}
+	m, err := ChooseModel("", models, "http://h")
+	require.NoError(t, err)
+	assert.Equal(t, "a", m.ID)
+	m, err = ChooseModel("b", models, "http://h")
+	require.NoError(t, err)
+	assert.Equal(t, "b", m.ID)
+	_, err = ChooseModel("c", models, "http://h")
+	assert.EqualError(t, err, `model "c" is not served by http://h (it serves a, b)`)
+
+	refused := &ServerError{URL: "http://h/v1/models", Status: 401, Msg: "Unauthorized"}
+	assert.Equal(t, "http://h/v1/models: 401 Unauthorized: the server refused the API key", Describe(refused, true))
+	assert.Contains(t, Describe(refused, false), "wants an API key (--api-key, or OPENAI_API_KEY or VLLM_API_KEY)")
+	assert.Equal(t, "cannot reach http://h: connection refused", Describe(&ServerError{URL: "http://h", Msg: "connection\nrefused"}, false))
+}
+
+func TestDatasets(t *testing.T) {
+	f := newBenchFakeServer(t) // no /tokenize
+	c := newBenchClient(t, f.URL)
+	d, err := OpenDataset(DatasetConfig{Name: DatasetRandom, Random: RandomConfig{InputLen: 100, OutputLen: 10, RangeRatio: 0.5}})
+	require.NoError(t, err)
+	w, desc, err := d.Workload(context.Background(), c)
+	require.NoError(t, err)
+	assert.True(t, w.Prompt(0).IgnoreEOS, "the random dataset sets ignore_eos")
+	assert.Contains(t, desc, "random 100 in / 10 out (estimated lengths: ")
+	assert.Equal(t, 150+15, d.MaxTokens())
+
+	d, err = OpenDataset(DatasetConfig{Name: DatasetFixed, Prompt: "hi", Random: RandomConfig{OutputLen: 5}})
+	require.NoError(t, err)
+	w, desc, err = d.Workload(context.Background(), c)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", w.Prompt(3).Text)
+	assert.Equal(t, "one fixed prompt, 5 output tokens", desc)
+	assert.Zero(t, d.MaxTokens())
+
+	for _, c := range []struct {
+		cfg  DatasetConfig
+		want string
+	}{
+		{DatasetConfig{Name: "sonnet"}, `--dataset-name "sonnet"`},
+		{DatasetConfig{Name: DatasetShareGPT}, "needs --dataset-path"},
+		{DatasetConfig{Name: DatasetShareGPT, Path: "/no/such.json"}, "ShareGPT dataset"},
+		{DatasetConfig{Name: DatasetFixed}, "needs --prompt"},
+		{DatasetConfig{Name: DatasetRandom, Prompt: "x", Random: RandomConfig{InputLen: 1, OutputLen: 1}}, "--prompt goes with --dataset-name fixed"},
+		{DatasetConfig{Name: DatasetRandom, Random: RandomConfig{InputLen: 1, OutputLen: 1, RangeRatio: 1.5}}, "--random-range-ratio"},
+	} {
+		_, err := OpenDataset(c.cfg)
+		assert.ErrorContains(t, err, c.want, "%+v", c.cfg)
+	}
+}
