@@ -296,7 +296,7 @@ func TestMetricsAPIKey(t *testing.T) {
 	noKeyEnv(t)
 	code, _, errOut := metrics(t, srv.URL)
 	assert.Equal(t, 1, code)
-	assert.Equal(t, "vllmtop metrics: "+srv.URL+"/metrics: HTTP 401 Unauthorized; the server wants an API key (--api-key, or VLLM_API_KEY)\n", errOut)
+	assert.Equal(t, "vllmtop metrics: "+srv.URL+"/metrics: HTTP 401 Unauthorized; the server wants an API key (--api-key, or OPENAI_API_KEY or VLLM_API_KEY)\n", errOut)
 	assert.Equal(t, "", gotAuth.Load())
 
 	code, _, errOut = metrics(t, "--api-key", "wrong-secret", srv.URL)

@@ -1,0 +1,456 @@
+package scrape
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vllmtop/vllmtop/internal/textfmt"
+)
+
+// This file is the metrics report of vllmtop metrics: a Snapshot and a Window as text, and
+// what to try when a scrape fails.
+
+// Hint says what to try for the common failures, to follow the error's own text: a missing or
+// refused API key (haveKey: the scrape sent one), a wrong path, nothing listening, an unknown
+// certificate authority, a slow server. It is "" when there is nothing to add.
+func (e *Error) Hint(haveKey bool) string {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case e.StatusCode == 401 || e.StatusCode == 403:
+		if haveKey {
+			return "; the server refused the API key"
+		}
+		return "; the server wants an API key (--api-key, or OPENAI_API_KEY or VLLM_API_KEY)"
+	case e.StatusCode == 404:
+		return "; no metrics at this path (give the server's base URL or its /metrics URL)"
+	case errors.Is(e.Err, syscall.ECONNREFUSED):
+		return "; is the server running, on this host and port?"
+	case errors.As(e.Err, &unknownCA):
+		return "; trust its CA with --ca-file, or skip verification with --insecure"
+	case e.Timeout():
+		return "; the server is slow or stuck (--timeout raises the limit)"
+	}
+	return ""
+}
+
+// WriteText writes a snapshot, and the window when not nil, as vllmtop metrics prints them:
+// label and value rows of at most 80 columns. url names the server in the first line and now
+// gives its uptime.
+func WriteText(w io.Writer, url string, s *Snapshot, win *Window, now time.Time) {
+	t := &table{w: w}
+	head := url + "  (" + s.Backend.String()
+	if start := s.ProcessStartSeconds; start.OK && start.V > 0 && start.V < 1e11 {
+		if up := now.Sub(time.Unix(0, int64(start.V*1e9))); up > 0 {
+			head += ", up " + uptime(up)
+		}
+	}
+	t.line(head + ")")
+
+	if s.Backend == BackendUnknown && len(s.Models) == 0 {
+		t.row("metrics", fmt.Sprintf("no vLLM, SGLang or TGI metrics; %d families (see --json or --raw)", len(s.Unmapped)))
+		t.row("", "(a vLLM started with --disable-log-stats exports no engine metrics)")
+		return
+	}
+	for i := range s.Models {
+		m := &s.Models[i]
+		var mw *ModelWindow
+		if win != nil {
+			for j := range win.Models {
+				if win.Models[j].Name == m.Name {
+					mw = &win.Models[j]
+				}
+			}
+		}
+		printModel(t, s, m)
+		if win != nil {
+			printWindow(t, s, win, m, mw)
+		}
+	}
+	printCapacity(t, s)
+	for _, warning := range s.Warnings {
+		t.row("warning", warning)
+	}
+	t.row("unmapped", fmt.Sprintf("%d families (--json lists them)", len(s.Unmapped)))
+}
+
+func printModel(t *table, s *Snapshot, m *Model) {
+	name := m.Name
+	if name == "" {
+		name = "(no model label)"
+	}
+	t.line("")
+	t.row("model", name)
+	st := &m.Total
+	engines := make([]string, len(m.Engines))
+	for i, e := range m.Engines {
+		engines[i] = e.Engine
+	}
+	t.row("engines", fmt.Sprintf("%d (%s)", len(engines), strings.Join(engines, ", ")))
+
+	req := "running " + count(st.Running) + ", waiting " + count(st.Waiting)
+	if len(st.WaitingByReason) > 0 {
+		req += " (" + byKey(st.WaitingByReason, []string{"capacity", "deferred"}) + ")"
+	}
+	if st.Swapped.OK {
+		req += ", swapped " + count(st.Swapped)
+	}
+	if st.Awake.OK && st.Awake.V == 0 {
+		req += ", ASLEEP"
+	}
+	t.row("requests", req)
+
+	kv := percent(st.KVCacheUsage) + " used"
+	if len(m.Engines) > 1 && m.KVCacheUsageBasis != "" && m.KVCacheUsageBasis != "engine" {
+		kv += " (" + m.KVCacheUsageBasis + " over engines)"
+	}
+	if s.Capacity.KVCacheTokens.OK && len(s.Models) == 1 {
+		kv += " of " + count(s.Capacity.KVCacheTokens) + " tokens"
+	}
+	t.row("KV cache", kv)
+	t.row("preemptions", count(st.Preemptions)+" since start")
+	switch {
+	case prefixCachingOff(s):
+		t.row("prefix cache", "off (enable_prefix_caching=False)")
+	case st.PrefixCacheQueries.OK && st.PrefixCacheQueries.V > 0:
+		hit := PrefixCacheHitRate(nil, st)
+		t.row("prefix cache", fmt.Sprintf("%s hit since start (%s of %s tokens)", percent(hit), count(st.PrefixCacheHits), count(st.PrefixCacheQueries)))
+	case st.PrefixCacheQueries.OK:
+		t.row("prefix cache", "no lookups yet")
+	}
+	if st.PromptTokens.OK || st.GenerationTokens.OK {
+		t.row("tokens", "prompt "+count(st.PromptTokens)+", generation "+count(st.GenerationTokens)+" since start")
+	}
+	if st.RequestsFinished.OK {
+		fin := count(st.RequestsFinished) + " since start"
+		if nz := nonZero(st.FinishedByReason); len(nz) > 0 {
+			fin += ": " + byKey(nz, []string{"stop", "length", "abort", "error", "repetition", "success"})
+		}
+		t.row("finished", fin)
+	}
+	if st.SpecDecodeDraftTokens.OK && st.SpecDecodeDraftTokens.V > 0 {
+		t.row("spec decode", percent(Some(st.SpecDecodeAcceptedTokens.Or(0)/st.SpecDecodeDraftTokens.V))+" of draft tokens accepted since start")
+	}
+	printMeans(t, st)
+	printEngines(t, m)
+}
+
+// printMeans writes the mean latencies since the server started.
+func printMeans(t *table, st *Stats) {
+	var means []string
+	seen := false
+	for _, l := range latencies(st) {
+		seen = seen || l.h != nil
+		if mean := l.h.Mean(); mean.OK {
+			means = append(means, l.name+" "+seconds(mean))
+		}
+	}
+	switch {
+	case len(means) > 0:
+		t.wrapped("latency", "mean since start: ", means)
+	case seen:
+		t.row("latency", "no observations yet")
+	}
+}
+
+// printEngines writes one row per data-parallel engine when there are several.
+func printEngines(t *table, m *Model) {
+	if len(m.Engines) > 1 {
+		t.line(fmt.Sprintf("  %-8s %9s %9s %8s %12s %12s", "engine", "running", "waiting", "KV", "prompt tok", "gen tok"))
+		for _, e := range m.Engines {
+			t.line(fmt.Sprintf("  %-8s %9s %9s %8s %12s %12s", clip(e.Engine, 8), count(e.Running), count(e.Waiting),
+				percent(e.KVCacheUsage), count(e.PromptTokens), count(e.GenerationTokens)))
+		}
+	}
+}
+
+// prefixCachingOff reports whether every engine's cache config says prefix caching is off.
+func prefixCachingOff(s *Snapshot) bool {
+	for _, c := range s.Cache {
+		if !c.PrefixCaching.OK || c.PrefixCaching.V != 0 {
+			return false
+		}
+	}
+	return len(s.Cache) > 0
+}
+
+// printWindow writes the rates and quantiles of one model over the window.
+func printWindow(t *table, s *Snapshot, win *Window, m *Model, mw *ModelWindow) {
+	t.line("")
+	title := fmt.Sprintf("over the last %s", strconv.FormatFloat(win.ElapsedSeconds, 'f', 1, 64)+" s")
+	switch {
+	case win.Restarted:
+		t.row("window", title+": the server restarted, so no rates")
+		return
+	case mw == nil:
+		t.row("window", title+": this model was not in the first scrape")
+		return
+	}
+	t.row("window", title)
+	r := &mw.Total
+	t.row("tokens/s", "prompt "+perSec(r.PromptTokensPerSec)+", generation "+perSec(r.GenerationTokensPerSec))
+	if r.RequestsPerSec.OK {
+		done := perSec(r.RequestsPerSec) + " finished"
+		if nz := nonZero(r.FinishedByReason); len(nz) > 0 {
+			done += " (" + byKey(nz, []string{"stop", "length", "abort", "error", "repetition", "success"}) + ")"
+		}
+		t.row("requests/s", done)
+	}
+	if r.Preemptions.OK {
+		t.row("preemptions", count(r.Preemptions)+" in the window")
+	}
+	if m.Total.PrefixCacheQueries.OK && !prefixCachingOff(s) {
+		t.row("prefix cache", percent(r.PrefixCacheHitRate)+" hit")
+	}
+	if r.SpecDecodeAcceptance.OK {
+		t.row("spec decode", percent(r.SpecDecodeAcceptance)+" of draft tokens accepted")
+	}
+	printQuantiles(t, r)
+	if len(mw.Engines) > 1 {
+		t.line(fmt.Sprintf("  %-8s %14s %14s %12s", "engine", "prompt tok/s", "gen tok/s", "TTFT p99"))
+		for _, e := range mw.Engines {
+			p99 := Value{}
+			if e.TTFTSeconds != nil {
+				p99 = e.TTFTSeconds.P99
+			}
+			t.line(fmt.Sprintf("  %-8s %14s %14s %12s", clip(e.Engine, 8), perSec(e.PromptTokensPerSec), perSec(e.GenerationTokensPerSec), seconds(p99)))
+		}
+	}
+}
+
+// printQuantiles writes the window's latency quantiles, marking those only a bucket bound
+// tells.
+func printQuantiles(t *table, r *Rates) {
+	rows := []struct {
+		name string
+		d    *Dist
+	}{
+		{"TTFT", r.TTFTSeconds}, {"ITL", r.ITLSeconds}, {"TPOT", r.TPOTSeconds}, {"E2E", r.E2ESeconds},
+		{"queue", r.QueueSeconds}, {"prefill", r.PrefillSeconds}, {"decode", r.DecodeSeconds},
+	}
+	header := false
+	for _, row := range rows {
+		if row.d == nil {
+			continue
+		}
+		if !header {
+			t.line(fmt.Sprintf("  %-14s %10s %10s %10s %10s %9s", "latency", "p50", "p90", "p99", "mean", "count"))
+			header = true
+		}
+		q := func(name string, v Value) string {
+			if slices.Contains(row.d.Saturated, name) {
+				return "≥" + seconds(v)
+			}
+			if slices.Contains(row.d.InFirstBucket, name) {
+				// Interpolated from 0 inside the lowest bucket: only the bound is sure.
+				return "≤" + seconds(Some(row.d.FirstBound))
+			}
+			return seconds(v)
+		}
+		t.line(fmt.Sprintf("  %-14s %10s %10s %10s %10s %9s", row.name, q("p50", row.d.P50), q("p90", row.d.P90),
+			q("p99", row.d.P99), seconds(row.d.Mean), count(Some(row.d.Count))))
+	}
+}
+
+// printCapacity writes the KV cache's size and the configured GPU memory.
+func printCapacity(t *table, s *Snapshot) {
+	c := &s.Capacity
+	var parts []string
+	if c.KVCacheTokens.OK {
+		parts = append(parts, count(c.KVCacheTokens)+" KV tokens")
+	}
+	if c.NumGPUBlocks.OK && c.BlockSizeTokens.OK {
+		parts = append(parts, count(c.NumGPUBlocks)+" blocks of "+count(c.BlockSizeTokens))
+	}
+	if c.MaxConcurrency.OK {
+		parts = append(parts, "max concurrency "+strconv.FormatFloat(c.MaxConcurrency.V, 'f', 2, 64)+"x")
+	}
+	if c.GPUMemoryUtilization.OK {
+		parts = append(parts, "GPU memory "+strconv.FormatFloat(c.GPUMemoryUtilization.V, 'f', -1, 64)+" (configured)")
+	}
+	if len(parts) == 0 {
+		return
+	}
+	t.line("")
+	t.wrapped("capacity", "", parts)
+}
+
+type latency struct {
+	name string
+	h    *Histogram
+}
+
+func latencies(st *Stats) []latency {
+	return []latency{
+		{"TTFT", st.TTFTSeconds}, {"ITL", st.ITLSeconds}, {"TPOT", st.TPOTSeconds}, {"E2E", st.E2ESeconds},
+		{"queue", st.QueueSeconds}, {"prefill", st.PrefillSeconds}, {"decode", st.DecodeSeconds},
+	}
+}
+
+// table writes label/value rows; values longer than a line wrap under the value column.
+type table struct{ w io.Writer }
+
+const (
+	tableWidth = 80
+	labelWidth = 14
+)
+
+func (t *table) line(s string) { fmt.Fprintln(t.w, clip(s, tableWidth)) }
+
+func (t *table) row(label, value string) {
+	t.line(fmt.Sprintf("%-*s %s", labelWidth, label, value))
+}
+
+// wrapped writes prefix then the parts joined by ", ", breaking between parts to stay in the
+// width.
+func (t *table) wrapped(label, prefix string, parts []string) {
+	indent := strings.Repeat(" ", labelWidth+1)
+	line := fmt.Sprintf("%-*s %s", labelWidth, label, prefix)
+	first := true
+	for _, p := range parts {
+		sep := ", "
+		if first {
+			sep = ""
+		}
+		// +1: room for the comma that ends a wrapped line.
+		if !first && runeLen(line)+len(sep)+runeLen(p)+1 > tableWidth {
+			t.line(line + ",")
+			line, sep = indent, ""
+		}
+		line += sep + p
+		first = false
+	}
+	t.line(line)
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+// clip shortens s to n columns, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// count prints a number with thousands separators, keeping up to 2 decimals for fractions.
+func count(v Value) string {
+	if !v.OK {
+		return "--"
+	}
+	f := v.V
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return v.String()
+	}
+	if f != math.Trunc(f) || math.Abs(f) >= 1e15 {
+		return strconv.FormatFloat(f, 'f', 2, 64)
+	}
+	return textfmt.Thousands(int64(f))
+}
+
+func percent(v Value) string {
+	if !v.OK || math.IsNaN(v.V) {
+		return "--"
+	}
+	return strconv.FormatFloat(100*v.V, 'f', 1, 64) + " %"
+}
+
+func perSec(v Value) string {
+	if !v.OK || math.IsNaN(v.V) {
+		return "--"
+	}
+	if v.V >= 100 {
+		return count(Some(math.Round(v.V)))
+	}
+	return strconv.FormatFloat(v.V, 'f', 2, 64)
+}
+
+// seconds prints a duration in seconds with a unit that keeps 3 significant digits.
+func seconds(v Value) string {
+	if !v.OK || math.IsNaN(v.V) {
+		return "--"
+	}
+	s := v.V
+	switch a := math.Abs(s); {
+	case math.IsInf(s, 0):
+		return v.String() + " s"
+	case a == 0:
+		return "0 s"
+	case a < 1e-3:
+		return sig(s*1e6) + " µs"
+	case a < 1:
+		return sig(s*1e3) + " ms"
+	case a < 1000:
+		return sig(s) + " s"
+	}
+	return (time.Duration(s) * time.Second).String()
+}
+
+// sig prints 3 significant digits without an exponent.
+func sig(f float64) string {
+	switch a := math.Abs(f); {
+	case a >= 100:
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64)
+}
+
+func uptime(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+func nonZero(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// byKey prints "k v, k v" with the known keys first in their order, then the rest sorted.
+func byKey(m map[string]float64, order []string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		for i, o := range order {
+			if o == k {
+				return i
+			}
+		}
+		return len(order)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
+			return ri < rj
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + count(Some(m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
