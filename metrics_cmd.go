@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 )
 
@@ -53,7 +54,7 @@ func runMetrics(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the parsed snapshot (and window) as JSON")
 	raw := fs.Bool("raw", false, "print every metric family as prom2json's JSON, unmapped")
 	timeout := fs.Duration("timeout", scrape.DefaultTimeout, "limit for each scrape")
-	apiKey := fs.String("api-key", "", "Bearer key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)")
+	apiKey := fs.String("api-key", "", "Bearer key (default: $OPENAI_API_KEY, else $VLLM_API_KEY)")
 	insecure := fs.Bool("insecure", false, "https: do not verify the server's certificate")
 	caFile := fs.String("ca-file", "", "https: trust the PEM certificates in this file")
 
@@ -86,10 +87,7 @@ func runMetrics(args []string, stdout, stderr io.Writer) int {
 
 	key := *apiKey
 	if !fs.Changed("api-key") {
-		key = os.Getenv("VLLM_API_KEY")
-		if key == "" {
-			key = os.Getenv("OPENAI_API_KEY")
-		}
+		key = loadgen.APIKeyFromEnv(os.Getenv)
 	}
 	opts := []scrape.Option{scrape.WithTimeout(*timeout), scrape.WithAPIKey(key)}
 	if *insecure {
@@ -166,4 +164,3 @@ func writeJSON(stdout, stderr io.Writer, v any) int {
 	_, _ = stdout.Write(append(b, '\n'))
 	return 0
 }
-

@@ -308,13 +308,13 @@ func TestMetricsAPIKey(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "running 4")
 
-	t.Setenv("OPENAI_API_KEY", "right-key")
+	t.Setenv("VLLM_API_KEY", "right-key")
 	code, _, _ = metrics(t, srv.URL)
-	assert.Equal(t, 0, code, "OPENAI_API_KEY as the last fallback")
+	assert.Equal(t, 0, code, "VLLM_API_KEY as the last fallback")
 
-	t.Setenv("VLLM_API_KEY", "wrong-secret")
+	t.Setenv("OPENAI_API_KEY", "wrong-secret")
 	code, _, _ = metrics(t, srv.URL)
-	assert.Equal(t, 1, code, "VLLM_API_KEY comes before OPENAI_API_KEY")
+	assert.Equal(t, 1, code, "OPENAI_API_KEY comes before VLLM_API_KEY, as for every command")
 	assert.Equal(t, "Bearer wrong-secret", gotAuth.Load())
 
 	code, _, _ = metrics(t, "--api-key", "right-key", srv.URL)
