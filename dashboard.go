@@ -10,7 +10,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -144,21 +143,15 @@ func runDashboard(args []string, stdout, stderr io.Writer) int {
 
 // dashboard holds what the dashboard runs, so every exit path can stop it in order.
 type dashboard struct {
-	flags   *dashboardFlags
-	mu      sync.Mutex
-	short   loadgen.Workload
-	long    loadgen.Workload
-	deps    tui.Deps
-	sup     *server.Supervisor
-	runner  *loadgen.Runner
-	client  *loadgen.Client
-	url     string
-	attach  bool
-	journal *loadgen.JSONL
+	deps   tui.Deps
+	sup    *server.Supervisor
+	load   *loadgen.Session
+	url    string
+	attach bool
 }
 
 func buildDashboard(f *dashboardFlags) (*dashboard, error) {
-	d := &dashboard{flags: f}
+	d := &dashboard{}
 	deps := tui.Deps{Theme: f.theme, ScrapeInterval: f.metricsInterval, InitialConc: f.concurrency}
 	var capacity tui.CapacityFunc
 	switch {
@@ -213,48 +206,24 @@ func buildDashboard(f *dashboardFlags) (*dashboard, error) {
 	if key == "" {
 		key = loadgen.APIKeyFromEnv(os.Getenv)
 	}
-	client, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: d.url, Endpoint: f.endpoint, Model: f.model, APIKey: key})
+	load, err := loadgen.NewSession(loadgen.SessionConfig{
+		Client:      loadgen.ClientConfig{BaseURL: d.url, Endpoint: f.endpoint, Model: f.model, APIKey: key},
+		Concurrency: f.concurrency, Rate: f.rate, Burstiness: f.burstiness, Seed: f.seed, Record: f.record,
+		Short: loadgen.RandomConfig{InputLen: f.inputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio},
+		Long:  loadgen.RandomConfig{InputLen: f.longInputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio},
+	})
 	if err != nil {
 		return nil, err
 	}
-	d.client = client
-	vocab := loadgen.EstimatedVocab()
-	short, long, err := workloads(f, vocab)
-	if err != nil {
-		return nil, err
-	}
-	live := loadgen.NewLive(60, 600, time.Now())
-	epochs := loadgen.NewEpochs(100)
-	sinks := []func(loadgen.Result){live.Add, epochs.Add}
-	if f.record != "" {
-		j, err := loadgen.CreateJSONL(f.record)
-		if err != nil {
-			return nil, err
-		}
-		d.journal = j
-		sinks = append(sinks, j.Add)
-	}
-	// In rate mode a rate above what the server sustains would pile up requests without end;
-	// the cap bounds goroutines and sockets (the lag and queueing show the shortfall).
-	cfg := loadgen.RunnerConfig{Workload: short, Concurrency: f.concurrency, Burstiness: f.burstiness, Seed: f.seed, Sinks: sinks,
-		MaxConcurrency: maxInFlight}
-	if f.rate > 0 {
-		cfg.Rate = f.rate
-	}
-	d.runner = loadgen.NewRunner(client, cfg)
+	d.load = load
 	scr, err := scrape.NewClient(d.url, scrape.WithAPIKey(key))
 	if err != nil {
 		return nil, err
 	}
-	deps.Supervisor, deps.Load, deps.Live, deps.Epochs, deps.Scraper = d.sup, d.runner, live, epochs, scr
-	d.short, d.long = short, long
-	deps.Workloads, deps.Capacity = d.workloads, capacity
+	deps.Supervisor, deps.Load, deps.Scraper, deps.Capacity = d.sup, load, scr, capacity
 	d.deps = deps
 	return d, nil
 }
-
-// maxInFlight caps requests in flight in rate mode.
-const maxInFlight = 4096
 
 func hasPositionalOrModel(args []string) bool {
 	for i, a := range args {
@@ -266,18 +235,6 @@ func hasPositionalOrModel(args []string) bool {
 		}
 	}
 	return false
-}
-
-func workloads(f *dashboardFlags, v *loadgen.Vocab) (short, long loadgen.Workload, err error) {
-	s, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: f.inputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio, IgnoreEOS: true, Seed: f.seed}, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: f.longInputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio, IgnoreEOS: true, Seed: f.seed + 1}, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, l, nil
 }
 
 // simCapacity predicts the simulator's capacity at another utilisation with its own model.
@@ -320,7 +277,7 @@ func (d *dashboard) run(stderr io.Writer) (code int) {
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		d.startLoad(ctx)
+		_ = d.load.Run(ctx, d.sup.WaitReady)
 	}()
 	// VLLMTOP_CPUPROFILE writes a CPU profile of the whole session, to see what the UI costs.
 	if path := os.Getenv("VLLMTOP_CPUPROFILE"); path != "" {
@@ -344,37 +301,10 @@ func (d *dashboard) run(stderr io.Writer) (code int) {
 	return 0
 }
 
-// startLoad waits until the server is ready, fits prompts to its tokenizer, and drives the load
-// until ctx ends.
-func (d *dashboard) startLoad(ctx context.Context) {
-	if err := d.sup.WaitReady(ctx); err != nil {
-		return
-	}
-	if v, err := loadgen.CalibrateVocab(ctx, d.client); err == nil {
-		if short, long, err := workloads(d.flags, v); err == nil {
-			d.runner.SetWorkload(short)
-			d.mu.Lock()
-			d.short, d.long = short, long
-			d.mu.Unlock()
-		}
-	}
-	_ = d.runner.Run(ctx)
-}
-
-// workloads returns the current short- and long-prompt workloads (calibrated once the server
-// is up).
-func (d *dashboard) workloads() (short, long loadgen.Workload) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.short, d.long
-}
-
 func (d *dashboard) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), server.DefaultGrace+5*time.Second)
 	defer cancel()
 	_ = d.sup.Stop(ctx)
 	_ = d.sup.Close()
-	if d.journal != nil {
-		_ = d.journal.Close()
-	}
+	_ = d.load.Close()
 }

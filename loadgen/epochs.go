@@ -6,9 +6,14 @@ import (
 	"time"
 )
 
-// EpochStats summarises the requests of one epoch (one load setting or one server run).
+// EpochStats is one epoch (one load setting or one server run): when and why it began, and
+// the statistics of its requests.
 type EpochStats struct {
-	Epoch              int
+	Epoch    int
+	Start    time.Time // when it began (zero for an epoch only known by its results)
+	Settings string    // the load it began with: "C=4", "rate 2/s"
+	Label    string    // why it began besides a load change, e.g. "restart"; "" for none
+
 	First, Last        time.Time // first start and last finish
 	Requests, Failures int
 	OutputTokens       int
@@ -28,8 +33,8 @@ func (e EpochStats) OutputTokensPerSec() float64 {
 	return 0
 }
 
-// Epochs keeps per-epoch statistics (HDR histograms) for the newest MaxEpochs epochs, so runs
-// can be compared side by side with bounded memory. Safe for concurrent use.
+// Epochs keeps the newest epochs (at most max) with per-epoch statistics in HDR histograms, so
+// runs can be compared side by side with bounded memory. Safe for concurrent use.
 type Epochs struct {
 	mu     sync.Mutex
 	max    int
@@ -40,10 +45,41 @@ type epochAcc struct {
 	lat        latencies
 	stats      EpochStats
 	first, end time.Time
+	fresh      bool // stats' quantiles are up to date with lat
 }
 
 // NewEpochs keeps at most max epochs (the oldest are dropped).
 func NewEpochs(max int) *Epochs { return &Epochs{max: max, epochs: map[int]*epochAcc{}} }
+
+// Begin records that epoch n began at start with the load settings and why (label), before any
+// of its results arrive.
+func (e *Epochs) Begin(n int, settings, label string, start time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.acc(n)
+	a.stats.Start, a.stats.Settings, a.stats.Label = start, settings, label
+}
+
+// acc returns epoch n's accumulator, made (and the oldest dropped beyond max) if new. e.mu is
+// held.
+func (e *Epochs) acc(n int) *epochAcc {
+	if a, ok := e.epochs[n]; ok {
+		return a
+	}
+	if len(e.epochs) >= e.max {
+		oldest := -1
+		for k := range e.epochs {
+			if oldest < 0 || k < oldest {
+				oldest = k
+			}
+		}
+		delete(e.epochs, oldest)
+	}
+	// Two significant digits: enough to compare runs, a quarter of the memory per epoch.
+	a := &epochAcc{lat: newLatenciesDigits(2), stats: EpochStats{Epoch: n}}
+	e.epochs[n] = a
+	return a
+}
 
 // Add records a result in its epoch (warm-ups and cancellations are not counted).
 func (e *Epochs) Add(r Result) {
@@ -52,21 +88,7 @@ func (e *Epochs) Add(r Result) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	a, ok := e.epochs[r.Epoch]
-	if !ok {
-		if len(e.epochs) >= e.max {
-			oldest := -1
-			for k := range e.epochs {
-				if oldest < 0 || k < oldest {
-					oldest = k
-				}
-			}
-			delete(e.epochs, oldest)
-		}
-		// Two significant digits: enough to compare runs, a quarter of the memory per epoch.
-		a = &epochAcc{lat: newLatenciesDigits(2), stats: EpochStats{Epoch: r.Epoch}}
-		e.epochs[r.Epoch] = a
-	}
+	a := e.acc(r.Epoch)
 	if a.first.IsZero() || r.Start.Before(a.first) {
 		a.first = r.Start
 	}
@@ -77,6 +99,7 @@ func (e *Epochs) Add(r Result) {
 		a.stats.Failures++
 		return
 	}
+	a.fresh = false
 	a.stats.Requests++
 	a.stats.OutputTokens += r.OutputTokens
 	a.stats.PromptTokens += r.PromptTokens
@@ -90,15 +113,20 @@ func (e *Epochs) Add(r Result) {
 	}
 }
 
-// All returns every kept epoch's statistics, oldest first.
+// All returns every kept epoch's statistics, oldest first. Quantiles are computed again only
+// for epochs with new results since the last call.
 func (e *Epochs) All() []EpochStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make([]EpochStats, 0, len(e.epochs))
 	for _, a := range e.epochs {
+		if !a.fresh {
+			s := &a.stats
+			s.TTFT, s.TPOT, s.ITL, s.E2EL = quantiles(a.lat.ttft), quantiles(a.lat.tpot), quantiles(a.lat.itl), quantiles(a.lat.e2el)
+			a.fresh = true
+		}
 		s := a.stats
 		s.First, s.Last = a.first, a.end
-		s.TTFT, s.TPOT, s.ITL, s.E2EL = quantiles(a.lat.ttft), quantiles(a.lat.tpot), quantiles(a.lat.itl), quantiles(a.lat.e2el)
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Epoch < out[j].Epoch })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,31 +72,41 @@ func (r *Runner) poke() {
 }
 
 // SetConcurrency sets the closed-loop slots. Fewer slots take effect as requests end; more
-// start requests at once. Setting it switches a rate-driven runner to the closed loop.
-func (r *Runner) SetConcurrency(n int) {
-	r.mu.Lock()
-	r.concurrency = max(0, n)
-	r.rate = 0
-	r.epoch++
-	r.mu.Unlock()
-	r.poke()
+// start requests at once. Setting it switches a rate-driven runner to the closed loop. It
+// starts an epoch and returns its number.
+func (r *Runner) SetConcurrency(n int) int {
+	return r.change(func() { r.concurrency, r.rate = max(0, n), 0 })
 }
 
 // SetRate switches to an open loop of rps requests per second (0 returns to the closed loop).
-func (r *Runner) SetRate(rps float64) {
-	r.mu.Lock()
-	r.rate = max(0, rps)
-	r.epoch++
-	r.mu.Unlock()
-	r.poke()
-}
+// It starts an epoch and returns its number.
+func (r *Runner) SetRate(rps float64) int { return r.change(func() { r.rate = max(0, rps) }) }
 
-// SetWorkload switches the prompts of requests that start from now on, and starts an epoch.
+// SetWorkload switches the prompts of requests that start from now on, within the epoch (the
+// same load, its prompts fitted to the server's tokenizer, say).
 func (r *Runner) SetWorkload(w Workload) {
 	r.mu.Lock()
 	r.workload = w
-	r.epoch++
 	r.mu.Unlock()
+}
+
+// SwitchWorkload switches the prompts as SetWorkload does and starts an epoch, so the new
+// prompts' results are counted apart; it returns the epoch's number.
+func (r *Runner) SwitchWorkload(w Workload) int { return r.change(func() { r.workload = w }) }
+
+// NextEpoch marks results from now on with a new epoch number (a restart, say) and returns it.
+func (r *Runner) NextEpoch() int { return r.change(func() {}) }
+
+// change applies a change of the load and starts an epoch with it, atomically: every request
+// that starts under the new load carries the new epoch's number.
+func (r *Runner) change(apply func()) int {
+	r.mu.Lock()
+	apply()
+	r.epoch++
+	n := r.epoch
+	r.mu.Unlock()
+	r.poke()
+	return n
 }
 
 // Pause stops starting requests; those in flight finish.
@@ -109,14 +120,6 @@ func (r *Runner) setPaused(p bool) {
 	r.paused = p
 	r.mu.Unlock()
 	r.poke()
-}
-
-// NextEpoch marks results from now on with a new epoch number (a restart, say) and returns it.
-func (r *Runner) NextEpoch() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.epoch++
-	return r.epoch
 }
 
 // Watch attaches a new Watched to the next request that starts and returns it.
@@ -142,6 +145,14 @@ type LoaderStats struct {
 	Elapsed time.Duration
 	// TokensReceived counts output chunks as they arrive (for a live token rate).
 	TokensReceived int64
+}
+
+// Settings names the load: "C=4" in the closed loop, "rate 2.5/s" in the open one.
+func (s LoaderStats) Settings() string {
+	if s.Rate > 0 {
+		return "rate " + strconv.FormatFloat(s.Rate, 'f', -1, 64) + "/s"
+	}
+	return "C=" + strconv.Itoa(s.Concurrency)
 }
 
 // Stats returns the runner's state now.

@@ -43,16 +43,22 @@ type Supervisor interface {
 	Kill() error
 }
 
-// Load is what the dashboard needs of loadgen.Runner.
+// Load is what the dashboard needs of the load (a *loadgen.Session): its controls, each change
+// of which starts an epoch and returns its number, and its statistics.
 type Load interface {
-	SetConcurrency(n int)
-	SetRate(rps float64)
+	SetConcurrency(n int) int
+	SetRate(rps float64) int
+	Mark(label string) int
+	// UseLongPrompts switches between the short and the long workload; it returns the
+	// workload's name and the new epoch.
+	UseLongPrompts(on bool) (workload string, epoch int)
 	Pause()
 	Resume()
-	Stats() loadgen.LoaderStats
 	Watch() *loadgen.Watched
-	NextEpoch() int
-	SetWorkload(w loadgen.Workload)
+	Stats() loadgen.LoaderStats
+	Tick(now time.Time) loadgen.Point
+	WindowCounts() loadgen.WindowStats
+	Epochs() []loadgen.EpochStats
 }
 
 // Scraper reads the server's /metrics.
@@ -69,11 +75,7 @@ type Deps struct {
 	Target     string // the command line or the URL, for the header
 	Supervisor Supervisor
 	Load       Load
-	Live       *loadgen.Live
-	Epochs     *loadgen.Epochs
 	Scraper    Scraper
-	// Workloads returns the prompt-length demo's two workloads (short and long prompts).
-	Workloads func() (short, long loadgen.Workload)
 	// Capacity predicts capacity for the what-if table; nil when the model is unknown.
 	Capacity        CapacityFunc
 	ScrapeInterval  time.Duration

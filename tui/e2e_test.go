@@ -66,24 +66,17 @@ func TestDashboardEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = sup.Close() })
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 
-	client, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url})
-	require.NoError(t, err)
 	// Long outputs keep requests in flight, so the running count settles at the concurrency.
-	w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: 64, OutputLen: 4000, IgnoreEOS: true}, loadgen.EstimatedVocab())
+	load, err := loadgen.NewSession(loadgen.SessionConfig{Client: loadgen.ClientConfig{BaseURL: url}, Concurrency: 4,
+		Short: loadgen.RandomConfig{InputLen: 64, OutputLen: 4000}, Long: loadgen.RandomConfig{InputLen: 1024, OutputLen: 4000}})
 	require.NoError(t, err)
-	live, epochs := loadgen.NewLive(60, 600, time.Now()), loadgen.NewEpochs(10)
-	runner := loadgen.NewRunner(client, loadgen.RunnerConfig{Workload: w, Concurrency: 4, Sinks: []func(loadgen.Result){live.Add, epochs.Add}})
-	go func() {
-		if sup.WaitReady(ctx) == nil {
-			_ = runner.Run(ctx)
-		}
-	}()
+	go func() { _ = load.Run(ctx, sup.WaitReady) }()
 	scr, err := scrape.NewClient(url)
 	require.NoError(t, err)
 	plan, err := serve.Prepare(args[2:], func(string) string { return "" })
 	require.NoError(t, err)
 	predict := plan.CapacityAt
-	m := tui.New(tui.Deps{Mode: tui.ModeSimulator, Target: "sim", Supervisor: sup, Load: runner, Live: live, Epochs: epochs,
+	m := tui.New(tui.Deps{Mode: tui.ModeSimulator, Target: "sim", Supervisor: sup, Load: load,
 		Scraper: scr, Capacity: predict, ScrapeInterval: 200 * time.Millisecond, InitialUtil: 0.92, InitialConc: 4})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 48))
 

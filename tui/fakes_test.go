@@ -63,6 +63,7 @@ func (f *fakeSupervisor) Kill() error {
 	return nil
 }
 
+// fakeLoad records the dashboard's calls; its statistics are real loadgen types the tests feed.
 type fakeLoad struct {
 	mu          sync.Mutex
 	concurrency int
@@ -72,19 +73,54 @@ type fakeLoad struct {
 	watches     int
 	workload    loadgen.Workload
 	finished    int64
+	short, long loadgen.Workload
+	live        *loadgen.Live
+	epochs      *loadgen.Epochs
 }
 
-func (f *fakeLoad) SetConcurrency(n int) {
+func newFakeLoad() *fakeLoad {
+	f := &fakeLoad{concurrency: 4, finished: 120, live: loadgen.NewLive(60, 600, t0), epochs: loadgen.NewEpochs(100),
+		short: &loadgen.Fixed{P: loadgen.Prompt{Text: "short", InputTokens: 256, OutputTokens: 128}},
+		long:  &loadgen.Fixed{P: loadgen.Prompt{Text: "long", InputTokens: 4096, OutputTokens: 128}}}
+	f.begin("")
+	return f
+}
+
+// begin starts an epoch as loadgen.Session does. f.mu is held.
+func (f *fakeLoad) begin(label string) int {
+	f.epochs.Begin(f.epoch, loadgen.LoaderStats{Concurrency: f.concurrency, Rate: f.rate}.Settings(), label, t0)
+	return f.epoch
+}
+
+func (f *fakeLoad) SetConcurrency(n int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.concurrency, f.rate = n, 0
 	f.epoch++
+	return f.begin("")
 }
-func (f *fakeLoad) SetRate(r float64) {
+func (f *fakeLoad) SetRate(r float64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rate = r
 	f.epoch++
+	return f.begin("")
+}
+func (f *fakeLoad) Mark(label string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epoch++
+	return f.begin(label)
+}
+func (f *fakeLoad) UseLongPrompts(on bool) (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.workload = f.short
+	if on {
+		f.workload = f.long
+	}
+	f.epoch++
+	return f.workload.Name(), f.begin("")
 }
 func (f *fakeLoad) Pause()  { f.mu.Lock(); f.paused = true; f.mu.Unlock() }
 func (f *fakeLoad) Resume() { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
@@ -99,13 +135,9 @@ func (f *fakeLoad) Watch() *loadgen.Watched {
 	f.mu.Unlock()
 	return &loadgen.Watched{}
 }
-func (f *fakeLoad) NextEpoch() int { f.mu.Lock(); defer f.mu.Unlock(); f.epoch++; return f.epoch }
-func (f *fakeLoad) SetWorkload(w loadgen.Workload) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.workload = w
-	f.epoch++
-}
+func (f *fakeLoad) Tick(now time.Time) loadgen.Point  { return f.live.Tick(now) }
+func (f *fakeLoad) WindowCounts() loadgen.WindowStats { return f.live.WindowCounts() }
+func (f *fakeLoad) Epochs() []loadgen.EpochStats      { return f.epochs.All() }
 
 type fakeScraper struct{ body string }
 
@@ -121,14 +153,9 @@ type testDeps struct {
 
 func newTestDeps(t *testing.T) testDeps {
 	t.Helper()
-	sup, load := newFakeSupervisor(), &fakeLoad{concurrency: 4, finished: 120}
-	live := loadgen.NewLive(60, 600, t0)
-	epochs := loadgen.NewEpochs(100)
-	short := &loadgen.Fixed{P: loadgen.Prompt{Text: "short", InputTokens: 256, OutputTokens: 128}}
-	long := &loadgen.Fixed{P: loadgen.Prompt{Text: "long", InputTokens: 4096, OutputTokens: 128}}
+	sup, load := newFakeSupervisor(), newFakeLoad()
 	d := Deps{
-		Mode: ModeSimulator, Target: "vllmtop sim meta-llama/Llama-3.1-8B-Instruct", Supervisor: sup, Load: load, Live: live, Epochs: epochs,
-		Workloads: func() (loadgen.Workload, loadgen.Workload) { return short, long },
+		Mode: ModeSimulator, Target: "vllmtop sim meta-llama/Llama-3.1-8B-Instruct", Supervisor: sup, Load: load,
 		Capacity: func(u float64) (int, float64, error) {
 			return int(u * 505000), u * 3.86, nil
 		},

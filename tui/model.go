@@ -35,11 +35,9 @@ const minWidth, minHeight = 60, 16
 
 const maxLogLines = 5000
 
-// epoch is one load setting or server run, a row of the Runs view.
-type epoch struct {
-	n        int
-	start    time.Time
-	settings string
+// epochNote is what the server side said during one epoch of the load (a row of the Runs
+// view): the load itself numbers and describes its epochs.
+type epochNote struct {
 	util     float64
 	kvTokens int
 	maxConc  float64
@@ -92,11 +90,13 @@ type Model struct {
 	// overview is the overview's body, composed when the charts are drawn: View runs after
 	// every message, and stitching four charts cell by cell each time cost more than drawing them.
 	overview string
-	// epochStatsCache is the per-epoch statistics, taken once a second (not per frame).
-	epochStatsCache []loadgen.EpochStats
-	epochs          []epoch
-	cursor          int
-	picked          []int // indexes of epochs chosen for comparison (at most 2)
+	// runs are the load's epochs with their statistics, oldest first, taken once a second
+	// (not per frame) and when one starts; notes hold the server's side of each, by number.
+	runs   []loadgen.EpochStats
+	notes  map[int]*epochNote
+	epoch  int // the current epoch
+	cursor int
+	picked []int // the epochs chosen for comparison (at most 2)
 
 	logLines []server.Line
 	// logStyled holds each line of logLines truncated and styled, so new lines cost only
@@ -141,7 +141,12 @@ func New(d Deps) Model {
 		newChart("KV cache", "%", "used %"),
 		newChart("Queue", "", "running", "waiting", "preempt/s"),
 	}
-	m.epochs = []epoch{{n: 0, start: m.startedAt, settings: m.loadSettings(), util: m.util}}
+	m.notes = map[int]*epochNote{}
+	if d.Load != nil {
+		m.epoch = d.Load.Stats().Epoch
+		m.setRuns(d.Load.Epochs())
+	}
+	m.notes[m.epoch] = &epochNote{util: m.util}
 	return m
 }
 
@@ -203,7 +208,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.srv = scrape.Compare(m.prev, m.cur)
 				// Preemptions in the window (absent across a restart) add up per epoch.
 				if mw := m.modelWindow(); mw != nil && mw.Total.Preemptions.OK && !m.restarting {
-					m.epochs[len(m.epochs)-1].preempt += mw.Total.Preemptions.V
+					m.note(m.epoch).preempt += mw.Total.Preemptions.V
 				}
 			}
 		}
@@ -251,11 +256,6 @@ func (m *Model) refresh(now time.Time) {
 	}
 	if m.deps.Load != nil {
 		m.loader = m.deps.Load.Stats()
-		// The load may start a new epoch on its own (its prompts fitted to the server's
-		// tokenizer); a row with no results yet follows it.
-		if last := &m.epochs[len(m.epochs)-1]; m.loader.Epoch > last.n && m.loader.Finished == 0 {
-			last.n = m.loader.Epoch
-		}
 	}
 	if m.logDirty && m.view == viewLog {
 		m.refreshLogView()
@@ -267,9 +267,9 @@ func (m *Model) refresh(now time.Time) {
 	if m.ticks%4 != 0 {
 		return
 	}
-	if m.deps.Live != nil {
-		p := m.deps.Live.Tick(now)
-		m.window = m.deps.Live.WindowCounts() // the header needs counts, not quantiles
+	if m.deps.Load != nil {
+		p := m.deps.Load.Tick(now)
+		m.window = m.deps.Load.WindowCounts() // the header needs counts, not quantiles
 		m.charts[0].push(now, msf(p.TTFT.P50, p.TTFT.N), msf(p.TTFT.P90, p.TTFT.N), msf(p.TTFT.P99, p.TTFT.N), m.serverP99TTFT(), m.serverP99Queue())
 		m.charts[1].push(now, m.tokenRate(now, p.OutputTokensPerSec), m.serverGenRate())
 	}
@@ -292,8 +292,8 @@ func (m *Model) refresh(now time.Time) {
 		m.charts[3].push(now, float64(st.Running), float64(st.Waiting), math.NaN())
 	}
 	m.updateEpoch()
-	if m.deps.Epochs != nil {
-		m.epochStatsCache = m.deps.Epochs.All()
+	if m.deps.Load != nil {
+		m.setRuns(m.deps.Load.Epochs())
 	}
 	m.redrawCharts()
 }
@@ -371,29 +371,63 @@ func (m *Model) capacity() (tokens int, conc float64) {
 }
 
 func (m *Model) updateEpoch() {
-	e := &m.epochs[len(m.epochs)-1]
 	tok, conc := m.capacity()
-	if tok > 0 && !m.restarting {
+	if e := m.note(m.epoch); tok > 0 && !m.restarting {
 		e.kvTokens, e.maxConc = tok, conc
 	}
 }
 
-// newEpoch starts a row in the runs table and a marker on the charts.
-func (m *Model) newEpoch(why string) {
-	n := len(m.epochs)
-	if m.deps.Load != nil {
-		n = m.deps.Load.NextEpoch()
+// note is epoch n's server-side note, made when missing.
+func (m *Model) note(n int) *epochNote {
+	e, ok := m.notes[n]
+	if !ok {
+		e = &epochNote{}
+		m.notes[n] = e
 	}
+	return e
+}
+
+// startEpoch records the epoch the load has just started (n): the server side's note, with the
+// utilisation it runs at, and a marker on the charts. It is the one place an epoch starts here.
+func (m *Model) startEpoch(n int, util float64) {
+	m.epoch = n
+	m.notes[n] = &epochNote{util: util}
 	now := m.deps.Now()
-	e := epoch{n: n, start: now, settings: m.loadSettings(), util: m.util}
-	if why == "restart" {
-		e.settings += " (restart)"
-		e.kvTokens, e.maxConc = 0, 0
-	}
-	m.epochs = append(m.epochs, e)
-	m.trimEpochs()
 	for _, c := range m.charts {
 		c.markEpoch(now)
+	}
+	m.setRuns(m.deps.Load.Epochs())
+}
+
+// setRuns takes the load's epochs as the Runs view's rows. The load keeps a bounded number, so
+// rows drop off the front: the cursor and the picked runs follow theirs, and the notes of
+// dropped epochs go.
+func (m *Model) setRuns(runs []loadgen.EpochStats) {
+	if len(m.runs) > 0 && len(runs) > 0 {
+		drop := 0
+		for _, e := range m.runs {
+			if e.Epoch < runs[0].Epoch {
+				drop++
+			}
+		}
+		m.cursor = max(m.cursor-drop, 0)
+	}
+	m.runs = runs
+	kept := map[int]bool{m.epoch: true}
+	for _, e := range runs {
+		kept[e.Epoch] = true
+	}
+	picked := m.picked[:0]
+	for _, p := range m.picked {
+		if kept[p] {
+			picked = append(picked, p)
+		}
+	}
+	m.picked = picked
+	for n := range m.notes {
+		if !kept[n] {
+			delete(m.notes, n)
+		}
 	}
 }
 
@@ -501,14 +535,15 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.RateMode):
 		m.rateMode = !m.rateMode
 		if m.deps.Load != nil {
+			n := 0
 			if m.rateMode {
-				m.deps.Load.SetRate(m.rate)
+				n = m.deps.Load.SetRate(m.rate)
 			} else {
-				m.deps.Load.SetConcurrency(m.concurrency)
+				n = m.deps.Load.SetConcurrency(m.concurrency)
 			}
+			m.startEpoch(n, m.util)
 		}
 		m.setStatus("load: "+m.loadSettings(), false)
-		m.markLoadEpoch()
 	case key.Matches(msg, k.Pause):
 		m.paused = !m.paused
 		if m.deps.Load != nil {
@@ -551,21 +586,14 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.setStatus("watching the next request", false)
 		}
 	case key.Matches(msg, k.PromptLen):
-		if m.deps.Workloads == nil || m.deps.Load == nil {
+		if m.deps.Load == nil {
 			break
 		}
 		m.longPrompts = !m.longPrompts
-		short, long := m.deps.Workloads()
-		w := short
-		if m.longPrompts {
-			w = long
-		}
-		if w != nil {
-			m.deps.Load.SetWorkload(w)
-			m.setStatus("workload: "+w.Name(), false)
-			m.watched = m.deps.Load.Watch()
-			m.markLoadEpoch()
-		}
+		name, n := m.deps.Load.UseLongPrompts(m.longPrompts)
+		m.setStatus("workload: "+name, false)
+		m.watched = m.deps.Load.Watch()
+		m.startEpoch(n, m.util)
 	case key.Matches(msg, k.Theme):
 		m.theme = themes.Next(m.theme.Name)
 		m.styles = NewStyles(m.theme)
@@ -578,7 +606,7 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Down):
 		m.scroll(1)
 	case key.Matches(msg, k.Select):
-		if m.view == viewRuns && len(m.epochs) > 0 {
+		if m.view == viewRuns && len(m.runs) > 0 {
 			m.pick(m.cursor)
 		}
 	case key.Matches(msg, k.Follow):
@@ -606,51 +634,22 @@ func (m *Model) setView(v int) {
 }
 
 func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
+	n := 0
 	if m.rateMode {
 		m.rate = rate(m.rate)
 		if m.deps.Load != nil {
-			m.deps.Load.SetRate(m.rate)
+			n = m.deps.Load.SetRate(m.rate)
 		}
 	} else {
 		m.concurrency = conc(m.concurrency)
 		if m.deps.Load != nil {
-			m.deps.Load.SetConcurrency(m.concurrency)
+			n = m.deps.Load.SetConcurrency(m.concurrency)
 		}
 	}
 	m.setStatus("load: "+m.loadSettings(), false)
-	m.markLoadEpoch()
-}
-
-// markLoadEpoch starts a new epoch for a load change (the runner has already moved on).
-func (m *Model) markLoadEpoch() {
-	n := len(m.epochs)
 	if m.deps.Load != nil {
-		n = m.deps.Load.Stats().Epoch
+		m.startEpoch(n, m.util)
 	}
-	now := m.deps.Now()
-	m.epochs = append(m.epochs, epoch{n: n, start: now, settings: m.loadSettings(), util: m.util})
-	m.trimEpochs()
-	for _, c := range m.charts {
-		c.markEpoch(now)
-	}
-}
-
-// trimEpochs keeps the newest 100 runs; picked rows and the cursor follow their runs.
-func (m *Model) trimEpochs() {
-	const keep = 100
-	drop := len(m.epochs) - keep
-	if drop <= 0 {
-		return
-	}
-	m.epochs = m.epochs[drop:]
-	m.cursor = max(m.cursor-drop, 0)
-	kept := m.picked[:0]
-	for _, p := range m.picked {
-		if p-drop >= 0 {
-			kept = append(kept, p-drop)
-		}
-	}
-	m.picked = kept
 }
 
 func (m *Model) nudgeUtil(d float64) {
@@ -672,10 +671,9 @@ func (m Model) startRestart() (tea.Model, tea.Cmd) {
 		m.deps.Load.Pause()
 	}
 	// The new run's row starts now, so the capacity it reports lands in it.
-	prev := m.util
-	m.util = m.pendingUtil
-	m.newEpoch("restart")
-	m.util = prev
+	if m.deps.Load != nil {
+		m.startEpoch(m.deps.Load.Mark("restart"), m.pendingUtil)
+	}
 	m.setStatus(fmt.Sprintf("restarting with --gpu-memory-utilization %.2f ...", m.pendingUtil), false)
 	return m, restartCmd(m.deps.Supervisor, m.pendingUtil)
 }
@@ -701,7 +699,7 @@ func (m Model) quit() (tea.Model, tea.Cmd) {
 func (m *Model) scroll(d int) {
 	switch m.view {
 	case viewRuns:
-		m.cursor = min(max(m.cursor+d, 0), max(len(m.epochs)-1, 0))
+		m.cursor = min(max(m.cursor+d, 0), max(len(m.runs)-1, 0))
 	case viewLog:
 		m.follow = false
 		if d < 0 {
@@ -712,14 +710,19 @@ func (m *Model) scroll(d int) {
 	}
 }
 
+// pick chooses or unchooses the run in row i for the comparison; a third pick drops the oldest.
 func (m *Model) pick(i int) {
+	if i < 0 || i >= len(m.runs) {
+		return
+	}
+	n := m.runs[i].Epoch
 	for j, p := range m.picked {
-		if p == i {
+		if p == n {
 			m.picked = append(m.picked[:j], m.picked[j+1:]...)
 			return
 		}
 	}
-	m.picked = append(m.picked, i)
+	m.picked = append(m.picked, n)
 	if len(m.picked) > 2 {
 		m.picked = m.picked[1:]
 	}

@@ -63,7 +63,7 @@ func TestLoadKeys(t *testing.T) {
 	assert.Equal(t, 0, td.load.concurrency, "halving stops at zero")
 	m, _ = press(t, m, "-")
 	assert.Equal(t, 0, td.load.concurrency, "never negative")
-	epochsBefore := len(m.epochs)
+	epochsBefore := len(m.runs)
 	m, _ = press(t, m, "r")
 	assert.True(t, m.rateMode)
 	assert.Equal(t, 1.0, td.load.rate, "rate mode starts at 1 req/s")
@@ -71,7 +71,7 @@ func TestLoadKeys(t *testing.T) {
 	assert.Equal(t, 4.0, td.load.rate)
 	m, _ = press(t, m, "[", "-")
 	assert.Equal(t, 1.0, td.load.rate)
-	assert.Equal(t, epochsBefore+5, len(m.epochs), "every load change is an epoch")
+	assert.Equal(t, epochsBefore+5, len(m.runs), "every load change is an epoch")
 	m, _ = press(t, m, "r")
 	assert.False(t, m.rateMode)
 	assert.Equal(t, 0, td.load.concurrency)
@@ -121,12 +121,12 @@ func TestRestartNeedsConfirmation(t *testing.T) {
 	assert.Empty(t, td.sup.restarts)
 
 	m, _ = press(t, m, "u", "enter")
-	epochs := len(m.epochs)
+	epochs := len(m.runs)
 	m, cmd = press(t, m, "enter")
 	require.NotNil(t, cmd)
 	assert.True(t, m.restarting)
 	assert.True(t, td.load.paused, "the load pauses during a restart")
-	assert.Equal(t, epochs+1, len(m.epochs), "a restart is an epoch")
+	assert.Equal(t, epochs+1, len(m.runs), "a restart is an epoch")
 	msg := cmd()
 	done, ok := msg.(restartDoneMsg)
 	require.True(t, ok)
@@ -292,14 +292,15 @@ func TestOldRunsDropWithTheirPicks(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		m, _ = press(t, m, "+")
 		if i == 5 {
-			m.pick(len(m.epochs) - 1)
+			m.pick(len(m.runs) - 1)
 		}
 	}
-	m.pick(len(m.epochs) - 1)
-	assert.Len(t, m.epochs, 100)
+	m.pick(len(m.runs) - 1)
+	assert.Len(t, m.runs, 100)
 	require.Len(t, m.picked, 1, "the pick of a dropped run goes with it")
-	assert.Equal(t, 99, m.picked[0])
-	assert.Equal(t, "C=124", m.epochs[m.picked[0]].settings)
+	assert.Equal(t, m.runs[99].Epoch, m.picked[0])
+	assert.Equal(t, "C=124", m.runs[99].Settings)
+	assert.Len(t, m.notes, 100, "the notes of dropped runs go too")
 }
 
 func TestPrintableDropsControls(t *testing.T) {

@@ -395,17 +395,36 @@ func (m *Model) logViewString() string {
 	return truncate(info, m.width) + "\n" + m.logView.View()
 }
 
-func (m *Model) epochStats() map[int]loadgen.EpochStats {
-	out := map[int]loadgen.EpochStats{}
-	for _, e := range m.epochStatsCache {
-		out[e.Epoch] = e
+// run is row i of the Runs view: the load's epoch and the server's note on it.
+func (m *Model) run(i int) (loadgen.EpochStats, epochNote) {
+	e := m.runs[i]
+	var n epochNote
+	if p, ok := m.notes[e.Epoch]; ok {
+		n = *p
 	}
-	return out
+	return e, n
+}
+
+// runByEpoch is the row of epoch n.
+func (m *Model) runByEpoch(n int) (loadgen.EpochStats, epochNote) {
+	for i, e := range m.runs {
+		if e.Epoch == n {
+			return m.run(i)
+		}
+	}
+	return loadgen.EpochStats{Epoch: n}, epochNote{}
+}
+
+// settings is how the Runs view names an epoch: its load, and why it began ("C=4 (restart)").
+func settings(e loadgen.EpochStats) string {
+	if e.Label != "" {
+		return e.Settings + " (" + e.Label + ")"
+	}
+	return e.Settings
 }
 
 func (m *Model) runsView() string {
 	st := m.styles
-	stats := m.epochStats()
 	var b strings.Builder
 	// Below 110 columns the table drops max concurrency and TTFT p50 to fit.
 	wide := m.width >= 110
@@ -420,23 +439,22 @@ func (m *Model) runsView() string {
 		room -= 9
 	}
 	room = max(room, 3)
-	first := min(max(m.cursor-room+1, 0), max(len(m.epochs)-room, 0))
-	for i := first; i < len(m.epochs) && i < first+room; i++ {
-		e := m.epochs[i]
-		s := stats[e.n]
+	first := min(max(m.cursor-room+1, 0), max(len(m.runs)-room, 0))
+	for i := first; i < len(m.runs) && i < first+room; i++ {
+		s, e := m.run(i)
 		mark := " "
 		for _, p := range m.picked {
-			if p == i {
+			if p == s.Epoch {
 				mark = "*"
 			}
 		}
 		var row string
 		if wide {
-			row = fmt.Sprintf("%s %-4d %-22s %5.2f %11s %8s %8s %8s %8s %9s %7.0f %6d", mark, e.n, truncate(e.settings, 22), e.util,
+			row = fmt.Sprintf("%s %-4d %-22s %5.2f %11s %8s %8s %8s %8s %9s %7.0f %6d", mark, s.Epoch, truncate(settings(s), 22), e.util,
 				commasOr(e.kvTokens), concOr(e.maxConc), qms(s.TTFT.P50, s.TTFT.N), qms(s.TTFT.P99, s.TTFT.N), qms(s.TPOT.P50, s.TPOT.N),
 				siNumber(s.OutputTokensPerSec()), e.preempt, s.Failures)
 		} else {
-			row = fmt.Sprintf("%s %-4d %-14s %5.2f %10s %8s %8s %9s %6.0f %5d", mark, e.n, truncate(e.settings, 14), e.util,
+			row = fmt.Sprintf("%s %-4d %-14s %5.2f %10s %8s %8s %9s %6.0f %5d", mark, s.Epoch, truncate(settings(s), 14), e.util,
 				commasOr(e.kvTokens), qms(s.TTFT.P99, s.TTFT.N), qms(s.TPOT.P50, s.TPOT.N), siNumber(s.OutputTokensPerSec()), e.preempt, s.Failures)
 		}
 		row = truncate(row, m.width)
@@ -447,9 +465,9 @@ func (m *Model) runsView() string {
 	}
 	b.WriteString(st.Muted.Render("↑/↓ move · x pick two runs to compare") + "\n")
 	if len(m.picked) == 2 {
-		a, c := m.epochs[m.picked[0]], m.epochs[m.picked[1]]
-		sa, sc := stats[a.n], stats[c.n]
-		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("run %d vs run %d", a.n, c.n)) + "\n")
+		sa, a := m.runByEpoch(m.picked[0])
+		sc, c := m.runByEpoch(m.picked[1])
+		b.WriteString("\n" + st.Title.Render(fmt.Sprintf("run %d vs run %d", sa.Epoch, sc.Epoch)) + "\n")
 		cmp := func(name string, x, y float64, unit string, lowerBetter bool) {
 			show := func(v float64) string {
 				switch {

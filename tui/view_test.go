@@ -53,9 +53,9 @@ func scripted(t *testing.T, w, h int, theme string) Model {
 	step(scrapeResultMsg{snap: snap})
 	for sec := 1; sec <= 30; sec++ {
 		for i := 0; i < 5; i++ {
-			td.deps.Live.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec+i*3) * time.Millisecond,
+			td.load.live.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec+i*3) * time.Millisecond,
 				E2EL: 1200 * time.Millisecond, OutputTokens: 128, PromptTokens: 256, ITLs: []time.Duration{9 * time.Millisecond}})
-			td.deps.Epochs.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec) * time.Millisecond,
+			td.load.epochs.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec) * time.Millisecond,
 				E2EL: 1200 * time.Millisecond, OutputTokens: 128, PromptTokens: 256})
 		}
 		for k := 0; k < 4; k++ {
@@ -76,7 +76,7 @@ func scripted(t *testing.T, w, h int, theme string) Model {
 	m.watchView.Started = clock
 	m.watchView.Prompt = loadgen.Prompt{InputTokens: 256}
 	m.pick(0)
-	m.pick(len(m.epochs) - 1)
+	m.pick(len(m.runs) - 1)
 	m.status = ""
 	return m
 }

@@ -1,0 +1,181 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// DefaultMaxInFlight caps a session's requests in flight in rate mode: a rate above what the
+// server sustains would pile requests up without end; the cap bounds goroutines and sockets
+// (the lag and the queueing show the shortfall).
+const DefaultMaxInFlight = 4096
+
+// SessionConfig is a live load against one server: what the dashboard drives.
+type SessionConfig struct {
+	Client      ClientConfig
+	Concurrency int     // closed-loop slots at the start
+	Rate        float64 // > 0: start in the open loop at this many requests per second
+	Burstiness  float64 // the open loop's gamma shape (1 = Poisson; 0 means 1)
+	Seed        int64
+	MaxInFlight int // the open loop's cap; 0 is DefaultMaxInFlight
+	// Short and Long are the two random workloads the user switches between (the prompt-length
+	// demo). Their seeds are set from Seed; both always set ignore_eos.
+	Short, Long RandomConfig
+	// Record is a JSONL file that receives every result as it finishes; "" for none.
+	Record string
+	// MaxEpochs is how many epochs keep their statistics (0: 100).
+	MaxEpochs int
+	Now       func() time.Time // nil: time.Now
+}
+
+// Session is a live load: the client, the runner that holds its concurrency or rate, the live
+// window, the epochs, the optional JSONL journal and the short and long workloads, built in one
+// place. Every change of the load starts an epoch and returns its number, by which the caller
+// may keep notes of its own. It is safe for concurrent use.
+type Session struct {
+	cfg     SessionConfig
+	client  *Client
+	runner  *Runner
+	live    *Live
+	epochs  *Epochs
+	journal *JSONL
+
+	mu          sync.Mutex
+	short, long Workload
+	longOn      bool
+}
+
+// NewSession checks cfg and builds the session; nothing is sent until Run. Its workloads
+// start with estimated prompt lengths, fitted to the server's tokenizer by Run.
+func NewSession(cfg SessionConfig) (*Session, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MaxEpochs == 0 {
+		cfg.MaxEpochs = 100
+	}
+	cfg.Short.IgnoreEOS, cfg.Short.Seed = true, cfg.Seed
+	cfg.Long.IgnoreEOS, cfg.Long.Seed = true, cfg.Seed+1
+	client, err := NewClient(cfg.Client)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{cfg: cfg, client: client, live: NewLive(60, 600, cfg.Now()), epochs: NewEpochs(cfg.MaxEpochs)}
+	if err := s.fit(EstimatedVocab()); err != nil {
+		return nil, err
+	}
+	sinks := []func(Result){s.live.Add, s.epochs.Add}
+	if cfg.Record != "" {
+		if s.journal, err = CreateJSONL(cfg.Record); err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, s.journal.Add)
+	}
+	s.runner = NewRunner(client, RunnerConfig{Workload: s.short, Concurrency: cfg.Concurrency, Rate: max(cfg.Rate, 0),
+		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight})
+	s.begin(0, "")
+	return s, nil
+}
+
+// fit builds both workloads from v.
+func (s *Session) fit(v *Vocab) error {
+	short, err := NewRandom(s.cfg.Short, v)
+	if err != nil {
+		return err
+	}
+	long, err := NewRandom(s.cfg.Long, v)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.short, s.long = short, long
+	s.mu.Unlock()
+	return nil
+}
+
+// Client is the session's client.
+func (s *Session) Client() *Client { return s.client }
+
+// Run waits for ready (the server's readiness; nil to start at once), fits the prompts to the
+// server's tokenizer (estimates stay when it has none), then drives the load until ctx ends. It
+// returns ready's error or ctx's.
+func (s *Session) Run(ctx context.Context, ready func(context.Context) error) error {
+	if ready != nil {
+		if err := ready(ctx); err != nil {
+			return err
+		}
+	}
+	if v, err := CalibrateVocab(ctx, s.client); err == nil && s.fit(v) == nil {
+		s.runner.SetWorkload(s.workload())
+	}
+	return s.runner.Run(ctx)
+}
+
+// Close closes the journal, if any.
+func (s *Session) Close() error {
+	if s.journal == nil {
+		return nil
+	}
+	return s.journal.Close()
+}
+
+// begin records epoch n, which the runner has just started, with the load it runs and why. It
+// is the one place an epoch starts.
+func (s *Session) begin(n int, label string) int {
+	s.epochs.Begin(n, s.runner.Stats().Settings(), label, s.cfg.Now())
+	return n
+}
+
+// SetConcurrency holds n requests in flight (the closed loop) and returns the new epoch.
+func (s *Session) SetConcurrency(n int) int { return s.begin(s.runner.SetConcurrency(n), "") }
+
+// SetRate sends rps requests per second (the open loop) and returns the new epoch.
+func (s *Session) SetRate(rps float64) int { return s.begin(s.runner.SetRate(rps), "") }
+
+// Mark starts an epoch with the same load for a reason of the caller's (label, e.g. "restart")
+// and returns its number.
+func (s *Session) Mark(label string) int { return s.begin(s.runner.NextEpoch(), label) }
+
+// UseLongPrompts switches between the short and the long workload, and returns the workload's
+// name and the new epoch.
+func (s *Session) UseLongPrompts(on bool) (string, int) {
+	s.mu.Lock()
+	s.longOn = on
+	s.mu.Unlock()
+	w := s.workload()
+	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
+}
+
+func (s *Session) workload() Workload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.longOn {
+		return s.long
+	}
+	return s.short
+}
+
+// Pause stops starting requests; those in flight finish.
+func (s *Session) Pause() { s.runner.Pause() }
+
+// Resume starts requests again.
+func (s *Session) Resume() { s.runner.Resume() }
+
+// Watch follows the next request that starts, token by token.
+func (s *Session) Watch() *Watched { return s.runner.Watch() }
+
+// Stats is the runner's state now.
+func (s *Session) Stats() LoaderStats { return s.runner.Stats() }
+
+// Tick closes the live window's current point at now and returns it (see Live.Tick).
+func (s *Session) Tick(now time.Time) Point { return s.live.Tick(now) }
+
+// WindowCounts is the live window's counts and rates, without latency quantiles.
+func (s *Session) WindowCounts() WindowStats { return s.live.WindowCounts() }
+
+// Epochs returns the kept epochs, oldest first, with their statistics.
+func (s *Session) Epochs() []EpochStats { return s.epochs.All() }
