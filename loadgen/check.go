@@ -93,6 +93,16 @@ func (c *Client) ListModels(ctx context.Context, readyTimeout time.Duration) ([]
 	}
 }
 
+// PickModel lists the server's models (see ListModels) and picks the client's model, or the
+// first model when the client names none. Its errors are one line for a person (see Describe).
+func (c *Client) PickModel(ctx context.Context, readyTimeout time.Duration) (ModelCard, error) {
+	models, err := c.ListModels(ctx, readyTimeout)
+	if err != nil {
+		return ModelCard{}, errors.New(Describe(err, c.cfg.APIKey != ""))
+	}
+	return ChooseModel(c.cfg.Model, models, c.BaseURL())
+}
+
 // ChooseModel picks want from a server's models (base names the server in the error), or the
 // first model when want is "".
 func ChooseModel(want string, models []ModelCard, base string) (ModelCard, error) {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/textfmt"
 )
 
 // Backends as vllm bench serve names them; the endpoint decides which one a run uses.
@@ -19,6 +21,31 @@ const (
 	BackendCompletions = "openai"
 	BackendChat        = "openai-chat"
 )
+
+// Backend resolves vllm bench serve's --backend against --endpoint (endpointGiven: the user
+// set it): an empty backend follows the endpoint, openai-chat moves the endpoint to the chat
+// API unless one was given. It returns the backend and the endpoint.
+func Backend(backend, endpoint string, endpointGiven bool) (string, string, error) {
+	switch backend {
+	case "":
+		backend = BackendCompletions
+		if strings.Contains(endpoint, "chat") {
+			backend = BackendChat
+		}
+	case BackendChat, "openai-chat-completions":
+		backend = BackendChat
+		if !endpointGiven {
+			endpoint = EndpointChat
+		}
+	case BackendCompletions, "vllm":
+	default:
+		return "", "", fmt.Errorf("--backend %q: want openai (completions) or openai-chat", backend)
+	}
+	if !strings.HasPrefix(endpoint, "/") {
+		return "", "", fmt.Errorf("--endpoint %q: want a path such as /v1/completions", endpoint)
+	}
+	return backend, endpoint, nil
+}
 
 // PercentileMetrics are the latency metrics vllm bench serve can report, in its print order.
 var PercentileMetrics = []string{"ttft", "tpot", "itl", "e2el"}
@@ -532,6 +559,88 @@ func ResultFilename(info RunInfo) string {
 
 // modelBase is the part of a model id after its last slash, as vLLM names result files.
 func modelBase(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+// Report prints and saves a headless benchmark's runs as vllm bench serve does: each run's
+// result table (or, with JSON, the result documents at Close), its result file, one line for
+// each problem (failed requests, a run with no success, an interruption), and a sweep's summary
+// table at Close. Add is a Sweep's done function.
+type Report struct {
+	Out  io.Writer    // the tables, or the JSON
+	Warn func(string) // the problem lines
+	JSON bool
+	Save *SaveOptions // where each run's result is saved; nil: not saved
+
+	docs   []ResultDoc
+	rows   []SweepRow
+	param  string
+	failed bool
+}
+
+// Add reports one finished run.
+func (r *Report) Add(run SweepRun) {
+	r.docs, r.rows = append(r.docs, run.Doc), append(r.rows, SweepRow{Value: run.Value, Summary: run.Summary})
+	if run.Of > 1 {
+		r.param = run.Param
+	}
+	if !r.JSON {
+		if run.Index > 0 {
+			fmt.Fprintln(r.Out)
+		}
+		_ = PrintResult(r.Out, run.Summary, run.Info)
+	}
+	if r.Save != nil {
+		opts := *r.Save
+		opts.Sweep = r.param
+		if _, err := SaveResult(run.Doc, run.Info, opts); err != nil {
+			r.problem("cannot save the result: " + textfmt.OneLine(err.Error(), 0))
+		}
+	}
+	s := run.Summary
+	if run.Interrupted {
+		r.problem("interrupted; the last result covers the requests that finished")
+		return
+	}
+	if s.Failed > 0 {
+		r.Warn(fmt.Sprintf("%d of %d requests failed: %s", s.Failed, s.Failed+s.Completed, FailureSummary(s.FailuresByClass)))
+	}
+	if s.Completed == 0 {
+		msg := "no request succeeded"
+		if run.Index < run.Of-1 {
+			msg += "; the sweep stops here"
+		}
+		r.problem(msg)
+	}
+}
+
+func (r *Report) problem(msg string) {
+	r.failed = true
+	r.Warn(msg)
+}
+
+// Close prints what follows the runs: the JSON (a list for a sweep), or a sweep's summary.
+func (r *Report) Close() error {
+	var v any
+	switch {
+	case r.JSON && r.param != "":
+		v = r.docs
+	case r.JSON && len(r.docs) > 0:
+		v = r.docs[0]
+	case r.param != "":
+		fmt.Fprintln(r.Out)
+		return PrintSweep(r.Out, r.param, r.rows)
+	default:
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = r.Out.Write(append(b, '\n'))
+	return err
+}
+
+// Failed reports whether a run could not be saved, was interrupted or had no success.
+func (r *Report) Failed() bool { return r.failed }
 
 // SaveOptions says where SaveResult writes.
 type SaveOptions struct {

@@ -2,6 +2,9 @@ package loadgen
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -14,8 +17,8 @@ const (
 // SweepConfig is a headless benchmark of one run or of a sweep: one run per value of
 // Concurrency, or of Rates when that has several values.
 type SweepConfig struct {
-	// Info is what each run's report says; its MaxConcurrency, RequestRate and (for a run
-	// bounded by time) NumPrompts are filled in per run.
+	// Info is what each run's report says; its Date, MaxConcurrency, RequestRate and (for a
+	// run bounded by time) NumPrompts are filled in per run.
 	Info     RunInfo
 	Workload Workload
 	// NumPrompts, Duration, Warmups, Burstiness and Seed are BenchConfig's, for every run.
@@ -38,6 +41,29 @@ type SweepConfig struct {
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
+}
+
+// Check refuses what vllm bench serve refuses, naming its flags: a run with no end, negative
+// counts, two lists at once, a burstiness that is not positive, a run bounded by time that
+// would send everything at once.
+func (cfg SweepConfig) Check() error {
+	switch {
+	case cfg.Duration < 0:
+		return errors.New("--duration must not be negative")
+	case cfg.Duration == 0 && cfg.NumPrompts < 1:
+		return fmt.Errorf("--num-prompts must be at least 1, got %d", cfg.NumPrompts)
+	case cfg.Warmups < 0:
+		return errors.New("--num-warmups must not be negative")
+	case len(cfg.Rates) == 0:
+		return errors.New("--request-rate: no rate given")
+	case len(cfg.Concurrency) > 1 && len(cfg.Rates) > 1:
+		return errors.New("--max-concurrency and --request-rate are both lists: sweep one of them at a time")
+	case !(cfg.Burstiness > 0):
+		return fmt.Errorf("--burstiness must be greater than 0, got %g", cfg.Burstiness)
+	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1):
+		return errors.New("--duration with --request-rate inf needs --max-concurrency (or --num-prompts)")
+	}
+	return nil
 }
 
 // Param is the parameter the sweep varies: SweepRequestRate when Rates has several values,
@@ -66,24 +92,27 @@ func (cfg SweepConfig) Values() []float64 {
 
 // SweepRun is one finished run.
 type SweepRun struct {
-	Index   int     // 0 for the first run
-	Value   float64 // the swept value
-	Info    RunInfo
-	Summary Summary // with the 99th percentile among its percentiles, for the summary table
-	Doc     ResultDoc
+	Index, Of   int     // the run's place (0 for the first) among the sweep's planned runs
+	Param       string  // the swept parameter (Param)
+	Value       float64 // its value in this run
+	Interrupted bool    // the context ended during the run: it covers what finished
+	Info        RunInfo
+	Summary     Summary // with the 99th percentile among its percentiles, for the summary table
+	Doc         ResultDoc
 }
 
 // Sweep makes the runs in order and calls done after each. It stops after a run in which no
-// request succeeded, and when ctx ends (the run under way then reports what finished). It
-// returns the summary table's rows, and an error only for a config Bench cannot run (before any
-// run) or when ctx ended.
-func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun)) ([]SweepRow, error) {
+// request succeeded, and when ctx ends (the run under way then reports what finished). Its
+// error is a config it cannot run (see Check; then no run is made), or ctx's.
+func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun)) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
 	values := cfg.Values()
 	ps := withPercentile(cfg.Info.Percentiles, 99)
-	var rows []SweepRow
 	for k, v := range values {
 		info := cfg.Info
-		info.MaxConcurrency, info.RequestRate = 0, cfg.Rates[0]
+		info.Date, info.MaxConcurrency, info.RequestRate = time.Now(), 0, cfg.Rates[0]
 		if len(cfg.Concurrency) > 0 {
 			info.MaxConcurrency = cfg.Concurrency[0]
 		}
@@ -104,35 +133,33 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 		var finish func()
 		if cfg.OnStart != nil {
-			var sinks []func(Result)
-			sinks, finish = cfg.OnStart(info)
-			bc.Sinks = sinks
+			bc.Sinks, finish = cfg.OnStart(info)
 		}
 		run, err := Bench(ctx, c, bc)
 		if finish != nil {
 			finish()
 		}
 		if err != nil && ctx.Err() == nil {
-			return rows, err
+			return err
 		}
 		if info.NumPrompts == 0 {
 			info.NumPrompts = len(run.Results) // a run bound by time: what it sent
 		}
 		s := Summarize(run.Results, run.Duration, ps, cfg.Info.Goodput)
-		rows = append(rows, SweepRow{Value: v, Summary: s})
 		var detailed []Result
 		if cfg.Detailed {
 			detailed = run.Results
 		}
-		done(SweepRun{Index: k, Value: v, Info: info, Summary: s, Doc: ResultJSON(s, info, detailed)})
+		done(SweepRun{Index: k, Of: len(values), Param: cfg.Param(), Value: v, Interrupted: ctx.Err() != nil,
+			Info: info, Summary: s, Doc: ResultJSON(s, info, detailed)})
 		if ctx.Err() != nil {
-			return rows, ctx.Err()
+			return ctx.Err()
 		}
 		if s.Completed == 0 {
 			break
 		}
 	}
-	return rows, nil
+	return nil
 }
 
 // withPercentile returns ps with p added if missing.

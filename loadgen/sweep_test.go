@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,17 +38,18 @@ func TestSweepRunsEachValueInOrder(t *testing.T) {
 		return []func(Result){func(Result) { mu.Lock(); sunk++; mu.Unlock() }}, func() {}
 	}
 	var runs []SweepRun
-	rows, err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
 	require.NoError(t, err)
 	assert.Equal(t, SweepConcurrency, cfg.Param())
 	assert.Equal(t, []int{1, 3}, started)
 	assert.Equal(t, 12, sunk, "every measured result reaches the run's sinks")
 	require.Len(t, runs, 2)
-	require.Len(t, rows, 2)
 	for i, c := range []int{1, 3} {
 		assert.Equal(t, i, runs[i].Index)
+		assert.Equal(t, 2, runs[i].Of)
+		assert.Equal(t, SweepConcurrency, runs[i].Param)
+		assert.False(t, runs[i].Interrupted)
 		assert.Equal(t, float64(c), runs[i].Value)
-		assert.Equal(t, float64(c), rows[i].Value)
 		assert.Equal(t, c, runs[i].Info.MaxConcurrency)
 		assert.Equal(t, 6, runs[i].Summary.Completed)
 		_, ok := runs[i].Summary.TTFT.Percentiles[99]
@@ -72,7 +74,7 @@ func TestSweepOverRatesAndItsStops(t *testing.T) {
 	cfg.Rates = []float64{500, 1000}
 	cfg.Concurrency = []int{2}
 	var runs []SweepRun
-	_, err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	err := Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
 	require.NoError(t, err)
 	assert.Equal(t, SweepRequestRate, cfg.Param())
 	require.Len(t, runs, 2)
@@ -84,25 +86,25 @@ func TestSweepOverRatesAndItsStops(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
 	runs = nil
-	rows, err := Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	err = Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
 	require.NoError(t, err)
 	assert.Len(t, runs, 1)
-	assert.Len(t, rows, 1)
 	assert.Zero(t, runs[0].Summary.Completed)
 
 	// A config Bench cannot run fails before any run.
 	cfg.NumPrompts = 0
-	_, err = Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(SweepRun) { t.Error("no run expected") })
-	assert.ErrorIs(t, err, ErrNoLimit)
+	err = Sweep(context.Background(), newBenchClient(t, f.URL), cfg, func(SweepRun) { t.Error("no run expected") })
+	assert.EqualError(t, err, "--num-prompts must be at least 1, got 0")
 
 	// An ended context reports the run under way, then stops.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cfg.NumPrompts = 6
 	runs = nil
-	_, err = Sweep(ctx, newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	err = Sweep(ctx, newBenchClient(t, f.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Len(t, runs, 1)
+	require.Len(t, runs, 1)
+	assert.True(t, runs[0].Interrupted)
 }
 
 func TestSaveResultNames(t *testing.T) {
@@ -184,4 +186,61 @@ func TestDatasets(t *testing.T) {
 		_, err := OpenDataset(c.cfg)
 		assert.ErrorContains(t, err, c.want, "%+v", c.cfg)
 	}
+}
+
+func TestSweepConfigCheck(t *testing.T) {
+	ok := sweepConfig()
+	require.NoError(t, ok.Check())
+	for _, c := range []struct {
+		edit func(*SweepConfig)
+		want string
+	}{
+		{func(c *SweepConfig) { c.Duration = -time.Second }, "--duration must not be negative"},
+		{func(c *SweepConfig) { c.NumPrompts = 0 }, "--num-prompts must be at least 1"},
+		{func(c *SweepConfig) { c.Warmups = -1 }, "--num-warmups"},
+		{func(c *SweepConfig) { c.Rates = nil }, "--request-rate"},
+		{func(c *SweepConfig) { c.Concurrency, c.Rates = []int{1, 2}, []float64{1, 2} }, "both lists"},
+		{func(c *SweepConfig) { c.Burstiness = 0 }, "--burstiness"},
+		{func(c *SweepConfig) { c.NumPrompts, c.Duration = 0, time.Minute }, "needs --max-concurrency"},
+	} {
+		cfg := sweepConfig()
+		c.edit(&cfg)
+		assert.ErrorContains(t, cfg.Check(), c.want)
+	}
+}
+
+func TestReportPrintsSavesAndSummarises(t *testing.T) {
+	f := newBenchFakeServer(t)
+	cfg := sweepConfig()
+	cfg.Concurrency = []int{1, 2}
+	var out strings.Builder
+	var warnings []string
+	dir := t.TempDir()
+	rep := &Report{Out: &out, Warn: func(m string) { warnings = append(warnings, m) }, Save: &SaveOptions{Dir: dir, Filename: "r.json"}}
+	require.NoError(t, Sweep(context.Background(), newBenchClient(t, f.URL), cfg, rep.Add))
+	require.NoError(t, rep.Close())
+	assert.False(t, rep.Failed())
+	assert.Empty(t, warnings)
+	assert.Equal(t, 2, strings.Count(out.String(), "Serving Benchmark Result"))
+	assert.Contains(t, out.String(), "Sweep Summary")
+	for _, name := range []string{"r-concurrency1.json", "r-concurrency2.json"} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		assert.NoError(t, err, "a sweep's runs are saved apart")
+	}
+
+	// JSON, and a run with no success: the list is one document, and the report failed.
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	out.Reset()
+	cfg.NumPrompts = 2
+	rep = &Report{Out: &out, Warn: func(m string) { warnings = append(warnings, m) }, JSON: true}
+	require.NoError(t, Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, rep.Add))
+	require.NoError(t, rep.Close())
+	assert.True(t, rep.Failed())
+	var docs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &docs), out.String())
+	assert.Len(t, docs, 1)
+	require.Len(t, warnings, 2)
+	assert.Regexp(t, `^2 of 2 requests failed: connect 2$`, warnings[0])
+	assert.Equal(t, "no request succeeded; the sweep stops here", warnings[1])
 }
