@@ -240,26 +240,8 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	// A stall timer cancels the request when nothing arrives for StallTimeout. Reading only
-	// notes the time of the last byte; the timer re-arms itself for the remainder, so the
-	// hot path never touches it.
-	var stalled bool
-	var stallMu sync.Mutex
-	var lastByte atomic.Int64
-	lastByte.Store(time.Now().UnixNano())
-	var stall *time.Timer
-	stall = time.AfterFunc(c.cfg.StallTimeout, func() {
-		idle := time.Since(time.Unix(0, lastByte.Load()))
-		if idle < c.cfg.StallTimeout {
-			stall.Reset(c.cfg.StallTimeout - idle)
-			return
-		}
-		stallMu.Lock()
-		stalled = true
-		stallMu.Unlock()
-		cancel()
-	})
-	defer stall.Stop()
+	stall := newStallTimer(c.cfg.StallTimeout, cancel)
+	defer stall.timer.Stop()
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -276,7 +258,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 	res.Start = start
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stalled, &stallMu, true)
+		res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stall.stalled, &stall.mu, true)
 		return res
 	}
 	defer resp.Body.Close()
@@ -287,65 +269,68 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
 		return res
 	}
+	st := &stream{c: c, res: &res, start: start, watch: watch}
+	if err := c.read(resp.Body, st, stall); err != nil {
+		res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stall.stalled, &stall.mu, false)
+	}
+	st.finish()
+	return res
+}
 
+// stallTimer cancels a request when nothing arrives for its timeout. Reading only notes the
+// time of the last byte; the timer re-arms itself for the remainder, so the hot path never
+// touches it.
+type stallTimer struct {
+	mu       sync.Mutex
+	stalled  bool
+	lastByte atomic.Int64
+	timer    *time.Timer
+}
+
+func newStallTimer(timeout time.Duration, cancel func()) *stallTimer {
+	s := &stallTimer{}
+	s.lastByte.Store(time.Now().UnixNano())
+	s.timer = time.AfterFunc(timeout, func() {
+		idle := time.Since(time.Unix(0, s.lastByte.Load()))
+		if idle < timeout {
+			s.timer.Reset(timeout - idle)
+			return
+		}
+		s.mu.Lock()
+		s.stalled = true
+		s.mu.Unlock()
+		cancel()
+	})
+	return s
+}
+
+// stream is one response's measurements as its events arrive.
+type stream struct {
+	c                      *Client
+	res                    *Result
+	start                  time.Time
+	watch                  TokenSink
+	lastContent, lastEvent time.Time
+	done, usageSeen        bool
+	contentSeen            int
+}
+
+// read reads the response's lines as they arrive and hands each event to st, until the stream
+// ends, an event ends it, or reading fails (the error returned).
+func (c *Client) read(body io.Reader, st *stream, stall *stallTimer) error {
 	br := c.readers.Get().(*bufio.Reader)
-	br.Reset(resp.Body)
+	br.Reset(body)
 	defer func() {
 		br.Reset(nil)
 		c.readers.Put(br)
 	}()
-	var (
-		events      EventReader
-		long        []byte // a line longer than the reader's buffer
-		lastContent time.Time
-		lastEvent   time.Time
-		done        bool
-		usageSeen   bool
-		contentSeen int
-	)
-	handle := func(payload []byte, at time.Time) bool {
-		lastEvent = at
-		ch := ParseData(payload)
-		if ch.HasUsage {
-			usageSeen = true
-			if ch.PromptTokens > 0 {
-				res.PromptTokens = ch.PromptTokens
-			}
-			res.OutputTokens = ch.CompletionTokens
-		}
-		switch ch.Kind {
-		case ChunkContent:
-			if len(ch.Text) > 0 {
-				if contentSeen == 0 {
-					res.TTFT = at.Sub(start)
-				} else {
-					res.ITLs = append(res.ITLs, at.Sub(lastContent))
-				}
-				lastContent = at
-				contentSeen++
-				c.tokens.Add(1)
-				if watch != nil {
-					watch.Token(UnescapeText(ch.Text), at)
-				}
-			}
-			if ch.FinishReason != "" {
-				res.FinishReason = ch.FinishReason
-			}
-		case ChunkError:
-			res.Error, res.ErrorMessage = ErrStreamError, ch.ErrorMessage
-			return false
-		case ChunkDone:
-			done = true
-			return false
-		}
-		return true
-	}
-
+	var events EventReader
+	var long []byte // a line longer than the reader's buffer
 	for {
 		line, err := br.ReadSlice('\n')
 		at := time.Now()
 		if len(line) > 0 {
-			lastByte.Store(at.UnixNano())
+			stall.lastByte.Store(at.UnixNano())
 		}
 		if err == bufio.ErrBufferFull {
 			long = append(long, line...)
@@ -356,39 +341,83 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 			long = nil
 		}
 		if payload, ok := events.Line(bytes.TrimSuffix(line, []byte{'\n'})); ok {
-			if !handle(payload, at) {
-				break
+			if !st.handle(payload, at) {
+				return nil
 			}
 		}
 		if err != nil {
 			if err == io.EOF {
 				if payload, ok := events.Flush(); ok {
-					handle(payload, at)
+					st.handle(payload, at)
 				}
-				break
+				return nil
 			}
-			res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stalled, &stallMu, false)
-			break
+			return err
 		}
 	}
-	res.Chunks = contentSeen
-	if !lastEvent.IsZero() {
-		res.E2EL = lastEvent.Sub(start)
+}
+
+// handle takes one event's payload, received at at; it reports whether the stream goes on.
+func (st *stream) handle(payload []byte, at time.Time) bool {
+	res := st.res
+	st.lastEvent = at
+	ch := ParseData(payload)
+	if ch.HasUsage {
+		st.usageSeen = true
+		if ch.PromptTokens > 0 {
+			res.PromptTokens = ch.PromptTokens
+		}
+		res.OutputTokens = ch.CompletionTokens
 	}
-	if !usageSeen {
-		res.OutputTokens = contentSeen
+	switch ch.Kind {
+	case ChunkContent:
+		if len(ch.Text) > 0 {
+			if st.contentSeen == 0 {
+				res.TTFT = at.Sub(st.start)
+			} else {
+				res.ITLs = append(res.ITLs, at.Sub(st.lastContent))
+			}
+			st.lastContent = at
+			st.contentSeen++
+			st.c.tokens.Add(1)
+			if st.watch != nil {
+				st.watch.Token(UnescapeText(ch.Text), at)
+			}
+		}
+		if ch.FinishReason != "" {
+			res.FinishReason = ch.FinishReason
+		}
+	case ChunkError:
+		res.Error, res.ErrorMessage = ErrStreamError, ch.ErrorMessage
+		return false
+	case ChunkDone:
+		st.done = true
+		return false
 	}
-	res.OutputFromUsage = usageSeen
+	return true
+}
+
+// finish completes the result once the stream has ended: the chunk count, E2E latency, output
+// tokens (from usage, else counted), and the error of a stream that ended unfinished or empty.
+func (st *stream) finish() {
+	res := st.res
+	res.Chunks = st.contentSeen
+	if !st.lastEvent.IsZero() {
+		res.E2EL = st.lastEvent.Sub(st.start)
+	}
+	if !st.usageSeen {
+		res.OutputTokens = st.contentSeen
+	}
+	res.OutputFromUsage = st.usageSeen
 	if res.Error != ErrNone {
-		return res
+		return
 	}
 	switch {
-	case !done && res.FinishReason == "":
+	case !st.done && res.FinishReason == "":
 		res.Error, res.ErrorMessage = ErrTruncated, "the stream ended before the response finished"
-	case contentSeen == 0:
+	case st.contentSeen == 0:
 		res.Error, res.ErrorMessage = ErrNoTokens, "the response finished without any output"
 	}
-	return res
 }
 
 func classifyStatus(code int) ErrorClass {

@@ -200,27 +200,9 @@ func seriesLabels(b Backend, metric *dto.Metric, want string) (modelName, engine
 }
 
 func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
-	switch r.kind {
-	case kindCacheInfo:
-		m.cacheInfo(mf)
-		return
-	case kindProcessStart:
-		for _, metric := range mf.GetMetric() {
-			if v, ok := scalar(metric); ok {
-				m.snap.ProcessStartSeconds = Some(v)
-				break
-			}
-		}
-		return
-	case kindCapacityTokens:
-		for _, metric := range mf.GetMetric() {
-			if v, ok := scalar(metric); ok {
-				m.sglTok = m.sglTok.plus(Some(v))
-			}
-		}
+	if m.applyToSnapshot(r, mf) {
 		return
 	}
-
 	for _, metric := range mf.GetMetric() {
 		want := r.label
 		if r.kind == kindAwake {
@@ -282,6 +264,32 @@ func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
 			*p = merged
 		}
 	}
+}
+
+// applyToSnapshot maps the families that describe the whole server rather than a model's
+// series, and reports whether r was one of those.
+func (m *mapper) applyToSnapshot(r *rule, mf *dto.MetricFamily) bool {
+	switch r.kind {
+	case kindCacheInfo:
+		m.cacheInfo(mf)
+		return true
+	case kindProcessStart:
+		for _, metric := range mf.GetMetric() {
+			if v, ok := scalar(metric); ok {
+				m.snap.ProcessStartSeconds = Some(v)
+				break
+			}
+		}
+		return true
+	case kindCapacityTokens:
+		for _, metric := range mf.GetMetric() {
+			if v, ok := scalar(metric); ok {
+				m.sglTok = m.sglTok.plus(Some(v))
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // scalar is the value of a counter, gauge or untyped sample (whatever the family's declared
