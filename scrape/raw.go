@@ -1,6 +1,8 @@
 package scrape
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"sort"
 
@@ -27,4 +29,18 @@ func RawFamilies(r io.Reader) ([]*prom2json.Family, error) {
 		out = append(out, prom2json.NewFamily(fams[n]))
 	}
 	return out, nil
+}
+
+// ScrapeRaw fetches the exposition once and returns every family as RawFamilies does. Its
+// errors are *Error.
+func (c *Client) ScrapeRaw(ctx context.Context) ([]*prom2json.Family, error) {
+	body, _, err := c.Fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fams, err := RawFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{URL: c.URL(), Err: err}
+	}
+	return fams, nil
 }

@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -40,6 +41,37 @@ func (e *Error) Hint(haveKey bool) string {
 		return "; the server is slow or stuck (--timeout raises the limit)"
 	}
 	return ""
+}
+
+// ScrapeWindow scrapes twice, d apart (sleep waits; nil is the wall clock), and returns the
+// second snapshot and the window between the two: rates and latency quantiles.
+func (c *Client) ScrapeWindow(ctx context.Context, d time.Duration, sleep func(context.Context, time.Duration) error) (Snapshot, Window, error) {
+	prev, err := c.Scrape(ctx)
+	if err != nil {
+		return Snapshot{}, Window{}, err
+	}
+	if sleep == nil {
+		sleep = sleepFor
+	}
+	if err := sleep(ctx, d); err != nil {
+		return Snapshot{}, Window{}, fmt.Errorf("interrupted during the %v window", d)
+	}
+	cur, err := c.Scrape(ctx)
+	if err != nil {
+		return Snapshot{}, Window{}, err
+	}
+	return cur, Compare(&prev, &cur), nil
+}
+
+func sleepFor(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // WriteText writes a snapshot, and the window when not nil, as vllmtop metrics prints them:
