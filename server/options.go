@@ -59,6 +59,7 @@ type options struct {
 	deathSignal     syscall.Signal
 	env             []string
 	dir             string
+	apiKey          *string // WithAPIKey
 }
 
 func defaultOptions() options {

@@ -223,7 +223,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 
 func (s *Supervisor) spawn(r *run, args []string) error {
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = s.opts.env
+	cmd.Env = s.opts.environ()
 	cmd.Dir = s.opts.dir
 	setProcAttr(cmd, s.opts.deathSignal)
 	// Separate writers give each stream its own pipe and splitter, so a tqdm bar redrawing on

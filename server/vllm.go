@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"net"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -101,3 +103,49 @@ func ScaledCapacity(st Status, util float64, tokens int, maxConc float64) func(u
 }
 
 var errNoKVMemory = errors.New("no memory for the KV cache")
+
+// WithAPIKey makes the child ask for key, as vLLM reads it from VLLM_API_KEY (an --api-key
+// on its command line still comes first): the variable is set to key in its environment, or
+// removed when key is "", so a server started for a client asks for the key that client sends.
+func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = &key } }
+
+// environ is the child's environment: WithEnv's or ours, with WithAPIKey's key.
+func (o *options) environ() []string {
+	if o.apiKey == nil {
+		return o.env
+	}
+	env := o.env
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "VLLM_API_KEY=") {
+			out = append(out, kv)
+		}
+	}
+	if *o.apiKey != "" {
+		out = append(out, "VLLM_API_KEY="+*o.apiKey)
+	}
+	return out
+}
+
+// OnLoopback returns a copy of a server's command line that listens on 127.0.0.1 and on a free
+// port unless it says otherwise (--host, --port): vLLM's own default is every interface, and
+// a server vllmtop starts binds loopback unless told.
+func OnLoopback(args []string) ([]string, error) {
+	out := append([]string(nil), args...)
+	if _, ok := ArgValue(out, "--port"); !ok {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.New("server: no free loopback port: " + err.Error())
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		out = append(out, "--port", strconv.Itoa(port))
+	}
+	if _, ok := ArgValue(out, "--host"); !ok {
+		out = append(out, "--host", "127.0.0.1")
+	}
+	return out, nil
+}

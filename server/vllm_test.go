@@ -66,3 +66,24 @@ func TestScaledCapacity(t *testing.T) {
 	_, _, err = f(0.1)
 	assert.EqualError(t, err, "no memory for the KV cache")
 }
+
+func TestOnLoopbackAndAPIKey(t *testing.T) {
+	got, err := OnLoopback([]string{"vllm", "serve", "m"})
+	require.NoError(t, err)
+	require.Len(t, got, 7)
+	assert.Equal(t, []string{"vllm", "serve", "m", "--port"}, got[:4])
+	assert.Equal(t, []string{"--host", "127.0.0.1"}, got[5:])
+	assert.NotEqual(t, "0", got[4])
+	mine := []string{"vllm", "serve", "m", "--port", "9000", "--host=0.0.0.0"}
+	got, err = OnLoopback(mine)
+	require.NoError(t, err)
+	assert.Equal(t, mine, got, "what the command says stands")
+
+	o := defaultOptions()
+	assert.Nil(t, o.environ(), "by default the child inherits our environment")
+	WithEnv([]string{"A=1", "VLLM_API_KEY=old"})(&o)
+	WithAPIKey("new")(&o)
+	assert.Equal(t, []string{"A=1", "VLLM_API_KEY=new"}, o.environ())
+	WithAPIKey("")(&o)
+	assert.Equal(t, []string{"A=1"}, o.environ(), "no key: the child asks for none")
+}
