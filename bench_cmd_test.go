@@ -15,15 +15,18 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/loadgen"
 )
 
 // benchRun runs `vllmtop bench args...` and returns its exit status, stdout and stderr.
 func benchRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := runBench(args, &out, &errb)
+	code := run(append([]string{"bench"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -330,35 +333,56 @@ func TestBenchServerDiesMidRun(t *testing.T) {
 	assert.Contains(t, errOut, "vllmtop bench: no request succeeded; the sweep stops here\n")
 }
 
-func TestBenchArgumentsFollowVLLM(t *testing.T) {
-	benchNoKeys(t)
-	o, _, err := parseBenchArgs(nil, func(string) string { return "" })
-	require.NoError(t, err)
-	assert.Equal(t, 1000, o.numPrompts)
-	assert.Equal(t, 1024, o.random.InputLen)
-	assert.Equal(t, 128, o.random.OutputLen)
-	assert.True(t, o.random.IgnoreEOS, "the random dataset sets ignore_eos")
-	assert.Equal(t, "http://127.0.0.1:8000", o.baseURL)
-	assert.Equal(t, "/v1/completions", o.endpoint)
-	assert.Equal(t, "openai", o.backend)
-	assert.Equal(t, []string{"ttft", "tpot", "itl"}, o.metrics)
-	assert.Equal(t, []float64{99}, o.percentiles)
-	assert.Len(t, o.rates, 1)
-	assert.True(t, o.rates[0] > 1e308, "request rate inf")
-	assert.Empty(t, o.concurrency)
-	assert.Equal(t, 1.0, o.burstiness)
+// parseBench reads a bench command line as vllmtop bench does, without running it.
+func parseBench(t *testing.T, args []string, env map[string]string) (*benchOptions, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("vllmtop bench", pflag.ContinueOnError)
+	o := benchFlags(fs)
+	if err := fs.Parse(gatherValues(append([]string{"bench"}, args...))[1:]); err != nil {
+		return nil, err
+	}
+	return o, o.finish(fs, fs.Args(), func(k string) string { return env[k] })
+}
 
-	env := map[string]string{"VLLM_API_KEY": "from-env"}
-	o, _, err = parseBenchArgs([]string{"--goodput", "ttft:200", "tpot:50", "--backend", "openai-chat", "--metadata", "a=1", "b=x",
-		"--max-concurrency", "1,8,32", "--sim", "--", "--sim-speed", "4"}, func(k string) string { return env[k] })
+func TestBenchArgumentsFollowVLLM(t *testing.T) {
+	o, err := parseBench(t, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, int64(200e6), int64(o.goodput.TTFT))
-	assert.Equal(t, int64(50e6), int64(o.goodput.TPOT))
-	assert.Equal(t, "/v1/chat/completions", o.endpoint)
-	assert.Equal(t, []int{1, 8, 32}, o.concurrency)
+	assert.Equal(t, 1000, o.runs.NumPrompts)
+	assert.Equal(t, loadgen.DatasetRandom, o.dataset.Name)
+	assert.Equal(t, 1024, o.dataset.Random.InputLen)
+	assert.Equal(t, 128, o.dataset.Random.OutputLen)
+	assert.Equal(t, "http://127.0.0.1:8000", o.client.BaseURL)
+	assert.Equal(t, "/v1/completions", o.client.Endpoint)
+	assert.Equal(t, "openai", o.runs.Info.Backend)
+	assert.Equal(t, []string{"ttft", "tpot", "itl"}, o.runs.Info.Metrics)
+	assert.Equal(t, []float64{99}, o.runs.Info.Percentiles)
+	assert.Len(t, o.runs.Rates, 1)
+	assert.True(t, o.runs.Rates[0] > 1e308, "request rate inf")
+	assert.Empty(t, o.runs.Concurrency)
+	assert.Equal(t, 1.0, o.runs.Burstiness)
+
+	o, err = parseBench(t, []string{"--goodput", "ttft:200", "tpot:50", "--backend", "openai-chat", "--metadata", "a=1", "b=x",
+		"--max-concurrency", "1,8,32", "--sim", "--", "--sim-speed", "4"}, map[string]string{"VLLM_API_KEY": "from-env"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(200e6), int64(o.runs.Info.Goodput.TTFT))
+	assert.Equal(t, int64(50e6), int64(o.runs.Info.Goodput.TPOT))
+	assert.Equal(t, "/v1/chat/completions", o.client.Endpoint)
+	assert.Equal(t, []int{1, 8, 32}, o.runs.Concurrency)
 	assert.Equal(t, []string{"--sim-speed", "4"}, o.simArgs)
-	assert.Equal(t, "from-env", o.apiKey)
-	require.Len(t, o.metadata, 2)
-	assert.Equal(t, "b", o.metadata[1].Key)
-	assert.Equal(t, "x", o.metadata[1].Value)
+	assert.Equal(t, "from-env", o.client.APIKey)
+	require.Len(t, o.runs.Info.Metadata, 2)
+	assert.Equal(t, "b", o.runs.Info.Metadata[1].Key)
+	assert.Equal(t, "x", o.runs.Info.Metadata[1].Value)
+
+	// The simulator's flags are accepted directly, in order, before those after --.
+	o, err = parseBench(t, []string{"--sim", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.8", "--enforce-eager", "-tp", "1",
+		"--sim-args", "--sim-speed 2", "--", "Qwen/Qwen3-0.6B"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--sim-speed", "2", "--sim-gpu=L4", "--gpu-memory-utilization=0.8", "--enforce-eager",
+		"--tensor-parallel-size=1", "Qwen/Qwen3-0.6B"}, o.simArgs)
+	_, err = parseBench(t, []string{"--gpu-memory-utilization", "lots"}, nil)
+	assert.EqualError(t, err, `invalid argument "lots" for "--gpu-memory-utilization" flag: strconv.ParseFloat: parsing "lots": invalid syntax`,
+		"the simulator's own type check, when the flag is read")
+	_, err = parseBench(t, []string{"--sim-gpu", "L4"}, nil)
+	assert.ErrorContains(t, err, "they need --sim")
 }

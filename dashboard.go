@@ -4,24 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/pflag"
+
+	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
-	"github.com/vllmtop/vllmtop/server/sim"
-	"github.com/vllmtop/vllmtop/server/sim/serve"
 	"github.com/vllmtop/vllmtop/themes"
 	"github.com/vllmtop/vllmtop/tui"
 )
+
+const dashboardAbout = `Benchmark and monitor a vLLM server from a terminal: the built-in simulator (its flags below),
+the command after -- (supervised), or --attach URL. vllmtop waits until the server is ready,
+drives streaming load at a concurrency or rate you change while it runs, and charts what the
+client and the server's /metrics see. Press ? in the dashboard for its keys; without a
+terminal, use vllmtop bench or vllmtop metrics URL.
+`
 
 // The simulated server the dashboard starts when given no server.
 const (
@@ -29,250 +33,153 @@ const (
 	defaultSimGPU   = "H100-SXM-80GB"
 )
 
-type dashboardFlags struct {
-	attach          string
-	concurrency     int
-	rate            float64
-	burstiness      float64
-	endpoint        string
-	model           string
-	inputLen        int
-	outputLen       int
-	longInputLen    int
-	rangeRatio      float64
-	seed            int64
-	record          string
-	theme           string
-	metricsInterval time.Duration
-	apiKey          string
-	simArgs         string
-	command         []string
-}
-
-func parseDashboardFlags(args []string) (*dashboardFlags, error) {
-	f := &dashboardFlags{}
-	fs := pflag.NewFlagSet("vllmtop", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load)")
-	fs.IntVar(&f.concurrency, "max-concurrency", 4, "requests in flight (closed loop)")
-	fs.Float64Var(&f.rate, "request-rate", 0, "start in rate mode at this many requests/s")
-	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
-	fs.StringVar(&f.endpoint, "endpoint", loadgen.EndpointCompletions, "API path: /v1/completions or /v1/chat/completions")
-	fs.StringVar(&f.model, "model", "", "model name for requests (default: the server's first model)")
-	fs.IntVar(&f.inputLen, "random-input-len", 256, "prompt tokens (short prompts)")
-	fs.IntVar(&f.outputLen, "random-output-len", 128, "output tokens")
-	fs.IntVar(&f.longInputLen, "long-input-len", 4096, "prompt tokens of the long-prompt workload (p)")
-	fs.Float64Var(&f.rangeRatio, "random-range-ratio", 0, "lengths uniform in [L(1-r), L(1+r)]")
-	fs.Int64Var(&f.seed, "seed", 0, "seed for prompts and arrivals")
-	fs.StringVar(&f.record, "record", "", "write every result to this JSONL file as it finishes")
-	fs.StringVar(&f.theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", "))
-	fs.DurationVar(&f.metricsInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
-	fs.StringVar(&f.apiKey, "api-key", "", "API key (default: OPENAI_API_KEY or VLLM_API_KEY)")
-	fs.StringVar(&f.simArgs, "sim-args", "", "extra flags for the built-in simulator, e.g. \"--sim-gpu l4 Qwen/Qwen2.5-0.5B-Instruct\"")
-	var cmd []string
-	if i := indexOf(args, "--"); i >= 0 {
-		args, cmd = args[:i], args[i+1:]
-		if len(cmd) == 0 {
-			return nil, errors.New("nothing after --: give the server command, e.g. vllmtop -- vllm serve MODEL")
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (a server command goes after --)", fs.Arg(0))
-	}
-	f.command = cmd
-	if f.attach != "" && cmd != nil {
-		return nil, errors.New("--attach and a command after -- cannot be combined")
-	}
-	if _, ok := themes.ByName(f.theme); !ok {
-		return nil, fmt.Errorf("--theme %q: choose one of %s", f.theme, strings.Join(themes.Names(), ", "))
-	}
-	if f.concurrency < 0 || f.rate < 0 || f.inputLen < 1 || f.outputLen < 1 || f.longInputLen < 1 || f.metricsInterval < 100*time.Millisecond {
-		return nil, errors.New("load flags must be positive and --metrics-interval at least 100ms")
-	}
-	return f, nil
-}
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
-}
-
-func isTTY(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// runDashboard is `vllmtop [flags] [-- CMD...]`.
-func runDashboard(args []string, stdout, stderr io.Writer) int {
-	f, err := parseDashboardFlags(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		usage(stdout)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "vllmtop: %v (see vllmtop help)\n", err)
-		return 2
-	}
-	if !isTTY(os.Stdout) || !isTTY(os.Stdin) {
-		fmt.Fprintln(stderr, "vllmtop: the dashboard needs a terminal; for scripts use 'vllmtop bench' (headless benchmark) or 'vllmtop metrics URL' (one parsed scrape)")
-		return 2
-	}
-	app, err := buildDashboard(f)
-	if err != nil {
-		fmt.Fprintf(stderr, "vllmtop: %v\n", err)
-		return 1
-	}
-	return app.run(stderr)
-}
-
-// dashboard holds what the dashboard runs, so every exit path can stop it in order.
+// dashboard is a parsed `vllmtop` command line and what it runs, so that every exit path can
+// stop it in order.
 type dashboard struct {
-	deps   tui.Deps
-	sup    *server.Supervisor
-	load   *loadgen.Session
-	url    string
-	attach bool
+	loadCfg     loadgen.SessionConfig
+	deps        tui.Deps
+	attach      string
+	simArgsFlag string
+	simFlags    []string // the simulator's flags given directly
+	simArgs     []string // --sim-args and simFlags
+	command     []string // after --
+	sup         *server.Supervisor
+	load        *loadgen.Session
 }
 
-func buildDashboard(f *dashboardFlags) (*dashboard, error) {
-	d := &dashboard{}
-	deps := tui.Deps{Theme: f.theme, ScrapeInterval: f.metricsInterval, InitialConc: f.concurrency}
-	var capacity tui.CapacityFunc
+// defineDashboard is `vllmtop [flags] [-- CMD...]`.
+func defineDashboard(fs *pflag.FlagSet, e *env) runFunc {
+	d := dashboardFlags(fs)
+	return func(ctx context.Context, args []string) error {
+		if err := d.finish(fs, args, e.getenv); err != nil {
+			return err
+		}
+		if !isTerminal(os.Stdout) || !isTerminal(os.Stdin) {
+			return usagef("the dashboard needs a terminal; for scripts use 'vllmtop bench' (headless benchmark) or 'vllmtop metrics URL' (one parsed scrape)")
+		}
+		if err := d.build(e); err != nil {
+			return err
+		}
+		return d.run(ctx, e)
+	}
+}
+
+// dashboardFlags defines the dashboard's flags: the load's (named as vllm bench serve names
+// them), the view's, and the simulator's.
+func dashboardFlags(fs *pflag.FlagSet) *dashboard {
+	o := &dashboard{}
+	l, c := &o.loadCfg, &o.loadCfg.Client
+	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load)")
+	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop)")
+	fs.Float64Var(&l.Rate, "request-rate", 0, "start in rate mode at this many requests/s")
+	fs.Float64Var(&l.Burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
+	fs.StringVar(&c.Endpoint, "endpoint", loadgen.EndpointCompletions, "API path: /v1/completions or /v1/chat/completions")
+	fs.StringVar(&c.Model, "model", "", "model name for requests (default: the server's first model); the simulated model too")
+	fs.IntVar(&l.Short.InputLen, "random-input-len", 256, "prompt tokens (short prompts)")
+	fs.IntVar(&l.Short.OutputLen, "random-output-len", 128, "output tokens")
+	fs.IntVar(&l.Long.InputLen, "long-input-len", 4096, "prompt tokens of the long-prompt workload (p)")
+	fs.Float64Var(&l.Short.RangeRatio, "random-range-ratio", 0, "lengths uniform in [L(1-r), L(1+r)]")
+	fs.Int64Var(&l.Seed, "seed", 0, "seed for prompts and arrivals")
+	fs.StringVar(&l.Record, "record", "", "write every result to this JSONL file as it finishes")
+	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
+	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
+	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
+	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
+	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
+	return o
+}
+
+// finish completes the options from the arguments the flags left and checks them.
+func (o *dashboard) finish(fs *pflag.FlagSet, args []string, getenv func(string) string) error {
+	o.simArgs = append(strings.Fields(o.simArgsFlag), o.simFlags...)
+	before, after := splitDash(fs, args)
+	l := &o.loadCfg
+	_, themeKnown := themes.ByName(o.deps.Theme)
 	switch {
-	case f.attach != "":
-		d.attach = true
-		d.url = strings.TrimRight(f.attach, "/")
-		sup, err := server.Attach(d.url)
-		if err != nil {
-			return nil, err
+	case len(before) > 0:
+		return usagef("unexpected argument %q: not a command (vllmtop help lists them); a server command goes after --", before[0])
+	case after != nil && len(after) == 0:
+		return usagef("nothing after --: give the server command, e.g. vllmtop -- vllm serve MODEL")
+	case o.attach != "" && after != nil:
+		return usagef("--attach and a command after -- cannot be combined")
+	case len(o.simArgs) > 0 && (o.attach != "" || after != nil):
+		return usagef("--sim-args and the simulator's flags are for the built-in simulator, not with --attach or a command after --")
+	case !themeKnown:
+		return usagef("--theme %q: choose one of %s", o.deps.Theme, strings.Join(themes.Names(), ", "))
+	case l.Concurrency < 0 || l.Rate < 0 || l.Short.InputLen < 1 || l.Short.OutputLen < 1 || l.Long.InputLen < 1 || o.deps.ScrapeInterval < 100*time.Millisecond:
+		return usagef("load flags must be positive and --metrics-interval at least 100ms")
+	}
+	o.command, o.deps.InitialConc = after, l.Concurrency
+	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
+	if l.Client.APIKey == "" {
+		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
+	}
+	return nil
+}
+
+// build makes the server's supervisor, the load and the scraper.
+func (d *dashboard) build(e *env) error {
+	err := d.server(e)
+	if err != nil {
+		return err
+	}
+	if d.load, err = loadgen.NewSession(d.loadCfg); err != nil {
+		return err
+	}
+	scr, err := scrape.NewClient(d.loadCfg.Client.BaseURL, scrape.WithAPIKey(d.loadCfg.Client.APIKey))
+	d.deps.Supervisor, d.deps.Load, d.deps.Scraper = d.sup, d.load, scr
+	return err
+}
+
+// server makes the supervisor (attached to --attach, of the command after --, or of the
+// built-in simulator) and points the load at it.
+func (d *dashboard) server(e *env) error {
+	var err error
+	switch {
+	case d.attach != "":
+		url := strings.TrimRight(d.attach, "/")
+		d.deps.Mode, d.deps.Target, d.deps.StartPaused, d.deps.RestartDisabled = tui.ModeAttach, url, true, true
+		d.loadCfg.Client.BaseURL = url
+		d.sup, err = server.Attach(url)
+		return err
+	case d.command != nil:
+		d.deps.Mode = tui.ModeSupervise
+		cmd, err := server.OnLoopback(d.command)
+		if err == nil {
+			d.sup, err = server.New(cmd)
 		}
-		d.sup = sup
-		deps.Mode, deps.Target, deps.StartPaused, deps.RestartDisabled = tui.ModeAttach, d.url, true, true
+		if err != nil {
+			return err
+		}
 	default:
-		port, err := freePort()
+		d.deps.Mode = tui.ModeSimulator
+		sup, plan, err := startSim(d.simArgs, d.loadCfg.Client.Model, 0, d.loadCfg.Client.APIKey, "--sim-args", e,
+			"--model", defaultSimModel, "--sim-gpu", defaultSimGPU, "--sim-startup-seconds", "2")
 		if err != nil {
-			return nil, fmt.Errorf("no free loopback port: %w", err)
+			return err
 		}
-		cmd := f.command
-		if cmd == nil {
-			exe, err := os.Executable()
-			if err != nil {
-				return nil, err
-			}
-			simArgs := append([]string{"--sim-gpu", defaultSimGPU, "--sim-startup-seconds", "2"}, strings.Fields(f.simArgs)...)
-			if !hasPositionalOrModel(simArgs) {
-				simArgs = append([]string{defaultSimModel}, simArgs...)
-			}
-			cmd = append([]string{exe, "sim", "--port", strconv.Itoa(port)}, simArgs...)
-			capacity = simCapacity(cmd[2:])
-			deps.Mode = tui.ModeSimulator
-		} else {
-			deps.Mode = tui.ModeSupervise
-			if _, ok := server.ArgValue(cmd, "--port"); !ok {
-				cmd = append(append([]string(nil), cmd...), "--port", strconv.Itoa(port))
-			}
-			// A server started here listens on loopback unless the command says otherwise
-			// (vLLM's own default is every interface).
-			if _, ok := server.ArgValue(cmd, "--host"); !ok {
-				cmd = append(cmd, "--host", "127.0.0.1")
-			}
-		}
-		sup, err := server.New(cmd)
-		if err != nil {
-			return nil, err
-		}
-		d.sup = sup
-		d.url = server.BaseURL(cmd)
-		deps.Target = strings.Join(server.RedactKeys(cmd), " ")
-		deps.InitialUtil = server.GPUMemoryUtilization(cmd)
+		d.sup, d.deps.Capacity = sup, plan.CapacityAt
 	}
-	key := f.apiKey
-	if key == "" {
-		key = loadgen.APIKeyFromEnv(os.Getenv)
-	}
-	load, err := loadgen.NewSession(loadgen.SessionConfig{
-		Client:      loadgen.ClientConfig{BaseURL: d.url, Endpoint: f.endpoint, Model: f.model, APIKey: key},
-		Concurrency: f.concurrency, Rate: f.rate, Burstiness: f.burstiness, Seed: f.seed, Record: f.record,
-		Short: loadgen.RandomConfig{InputLen: f.inputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio},
-		Long:  loadgen.RandomConfig{InputLen: f.longInputLen, OutputLen: f.outputLen, RangeRatio: f.rangeRatio},
-	})
-	if err != nil {
-		return nil, err
-	}
-	d.load = load
-	scr, err := scrape.NewClient(d.url, scrape.WithAPIKey(key))
-	if err != nil {
-		return nil, err
-	}
-	deps.Supervisor, deps.Load, deps.Scraper, deps.Capacity = d.sup, load, scr, capacity
-	d.deps = deps
-	return d, nil
-}
-
-func hasPositionalOrModel(args []string) bool {
-	for i, a := range args {
-		if a == "--model" || strings.HasPrefix(a, "--model=") {
-			return true
-		}
-		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(args[i-1], "--") || strings.Contains(args[i-1], "=")) {
-			return true
-		}
-	}
-	return false
-}
-
-// simCapacity predicts the simulator's capacity at another utilisation with its own model.
-func simCapacity(simArgs []string) tui.CapacityFunc {
-	opts, err := serve.ParseArgs(simArgs, os.Getenv)
-	if err != nil {
-		return nil
-	}
-	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
-	if err != nil {
-		return nil
-	}
-	return func(util float64) (int, float64, error) {
-		cfg := opts.Engine
-		cfg.GPUMemoryUtilization = util
-		s, err := sim.Resolve(cfg, profiles)
-		if err != nil {
-			return 0, 0, err
-		}
-		return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
-	}
+	args := d.sup.Args()
+	d.deps.Target = strings.Join(server.RedactKeys(args), " ")
+	d.deps.InitialUtil = server.GPUMemoryUtilization(args)
+	d.loadCfg.Client.BaseURL = server.BaseURL(args)
+	return nil
 }
 
 // run starts the server and the load, runs the UI, and on every exit path stops the load and
 // the server and restores the terminal.
-func (d *dashboard) run(stderr io.Writer) (code int) {
-	ctx, cancel := context.WithCancel(context.Background())
+func (d *dashboard) run(ctx context.Context, e *env) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "vllmtop: internal error: %v\n", r)
-			code = 1
+			err = fmt.Errorf("internal error: %v", r)
 		}
 		d.shutdown()
 	}()
 	if err := d.sup.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "vllmtop: %v\n", err)
-		return 1
+		return err
 	}
 	loadDone := make(chan struct{})
 	go func() {
@@ -280,25 +187,23 @@ func (d *dashboard) run(stderr io.Writer) (code int) {
 		_ = d.load.Run(ctx, d.sup.WaitReady)
 	}()
 	// VLLMTOP_CPUPROFILE writes a CPU profile of the whole session, to see what the UI costs.
-	if path := os.Getenv("VLLMTOP_CPUPROFILE"); path != "" {
+	if path := e.getenv("VLLMTOP_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
 		}
 	}
-	p := tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx))
-	_, err := p.Run()
+	_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
 	cancel()
 	<-loadDone
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "vllmtop: %v\n", err)
-		return 1
+		return err
 	}
-	if st := d.sup.Status(); st.Exit.Failed() && !d.attach {
-		fmt.Fprintf(stderr, "vllmtop: the server exited: %s\n", st.Exit)
+	if st := d.sup.Status(); st.Exit.Failed() && d.attach == "" {
+		e.say("the server exited: %s", st.Exit)
 	}
-	return 0
+	return nil
 }
 
 func (d *dashboard) shutdown() {

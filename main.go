@@ -1,68 +1,192 @@
 // Command vllmtop benchmarks and monitors vLLM servers from a terminal.
 //
-// Modes: the dashboard (default), `sim` (a simulated vLLM server), `bench`
-// (headless benchmark), `metrics` (one parsed scrape) and `version`.
+// This file is the command table: each command's name, summary, help and the function that
+// defines its flags and returns its run. The commands' wiring is in dashboard.go and the
+// *_cmd.go files, their flag types in flags.go; what they do is in the libraries (loadgen,
+// scrape, server, server/sim/serve, tui).
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vllmtop/vllmtop/internal/cliflag"
+	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 // version is the release version; builds may override it with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+// command is one entry of the command table. define adds the command's flags to fs and returns
+// the function that runs it with the arguments the flags leave.
+type command struct {
+	name          string // "" is vllmtop itself: the dashboard
+	usage         string // what follows the name on the help's first line
+	summary       string // its line in vllmtop's list of commands
+	about, footer string // the help's text above and below the flags
+	define        func(fs *pflag.FlagSet, e *env) runFunc
+	raw           bool     // it parses its own arguments (vllmtop sim, as vllm serve does)
+	gather        []string // flags that take several values, as vLLM's argparse (nargs="+")
 }
 
-// run dispatches to a mode and returns the process exit code.
+type runFunc func(ctx context.Context, args []string) error
+
+var commands = []command{
+	{name: "", usage: "[flags] [-- vllm serve MODEL [vllm flags]]", summary: "the dashboard", about: dashboardAbout,
+		define: defineDashboard},
+	{name: "bench", usage: "[--base-url URL | --sim [simulator flags]] [flags] [-- simulator flags]",
+		summary: "headless benchmark with vllm bench serve's flags, table and result files", about: benchAbout,
+		footer: benchFooter, define: defineBench, gather: []string{"--goodput", "--metadata"}},
+	{name: "metrics", usage: "URL [flags]", summary: "one /metrics scrape, parsed (two with --window: rates, quantiles)",
+		about: metricsAbout, define: defineMetrics},
+	{name: "sim", usage: "[MODEL] [vllm serve flags]", summary: "the simulated vLLM server on its own, a drop-in for vllm serve",
+		define: defineSim, raw: true},
+	{name: "version", summary: "print the version", define: defineVersion},
+}
+
+// env is what every command gets: its output streams, the environment, and its name for the
+// one prefix its messages carry ("vllmtop bench: ...").
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	prog           string
+}
+
+// say writes one message line with the command's prefix.
+func (e *env) say(format string, a ...any) { fmt.Fprintf(e.stderr, e.prog+": "+format+"\n", a...) }
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ msg string }
+
+func (u *usageError) Error() string { return u.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// exitCode ends a command with that status (0 too); what needed saying was said.
+type exitCode int
+
+func (c exitCode) Error() string { return "exit status " + strconv.Itoa(int(c)) }
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs the command line and returns the exit status: 0 done, 1 it could not be done, 2 a
+// bad command line. The first SIGINT or SIGTERM ends the command's context (a benchmark then
+// reports what finished); a second one ends the process.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "version", "--version":
-			fmt.Fprintf(stdout, "vllmtop %s\n", version)
-			return 0
-		case "help", "-h", "--help":
-			usage(stdout)
-			return 0
-		case "sim":
-			return runSim(args[1:], stdout, stderr)
-		case "bench":
-			return runBench(args[1:], stdout, stderr)
-		case "metrics":
-			return runMetrics(args[1:], stdout, stderr)
+	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, prog: "vllmtop"}
+	root := newRoot(e)
+	root.SetArgs(gatherValues(args))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	cmd, err := root.ExecuteContextC(ctx)
+	if cmd != nil {
+		e.prog = cmd.CommandPath()
+	}
+	var code exitCode
+	var bad *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &bad):
+		e.say("%s (see vllmtop help%s)", bad.msg, strings.TrimPrefix(e.prog, "vllmtop"))
+		return 2
+	}
+	e.say("%s", textfmt.OneLine(err.Error(), 0))
+	return 1
+}
+
+// newRoot builds the command tree from the table; cobra adds help and completion.
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{Use: "vllmtop", Version: version, SilenceErrors: true, SilenceUsage: true}
+	root.SetVersionTemplate("vllmtop {{.Version}}\n")
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	for _, entry := range commands {
+		c := root
+		if entry.name != "" {
+			c = &cobra.Command{Use: entry.name, Short: entry.summary}
+			root.AddCommand(c)
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.DisableFlagParsing = entry.raw
+		c.Flags().SortFlags = false
+		runCmd := entry.define(c.Flags(), e)
+		c.RunE = func(c *cobra.Command, args []string) error {
+			e.prog = c.CommandPath()
+			return runCmd(c.Context(), args)
+		}
+		c.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(e.stdout, help(c, entry)) })
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cliflag.Message(err)} })
+	}
+	return root
+}
+
+// help is a command's help, generated from its flag set.
+func help(c *cobra.Command, entry command) string {
+	if entry.raw {
+		return serve.Help()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: %s %s\n\n%s", c.CommandPath(), entry.usage, entry.about)
+	if entry.name == "" {
+		b.WriteString("\nCommands:\n")
+		for _, cmd := range commands[1:] {
+			fmt.Fprintf(&b, "  vllmtop %-9s %s\n", cmd.name, cmd.summary)
+		}
+		b.WriteString("  vllmtop help CMD  a command's flags; vllmtop completion bash|zsh|fish: shell completions\n")
+	}
+	b.WriteString(cliflag.Usage(c.Flags()))
+	if entry.footer != "" {
+		b.WriteString("\n" + entry.footer)
+	}
+	return b.String()
+}
+
+// gatherValues prepares a command line for parsing (see cliflag.Gather) with its command's
+// flags that take several values.
+func gatherValues(args []string) []string {
+	for _, c := range commands {
+		if c.name != "" && len(args) > 0 && c.name == args[0] {
+			return cliflag.Gather(args, c.gather)
 		}
 	}
-	return runDashboard(args, stdout, stderr)
+	return cliflag.Gather(args, nil)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `vllmtop: benchmark and monitor vLLM servers from a terminal
+// splitDash splits a command's arguments at --: before it, positional arguments; after it, a
+// server command or the simulator's flags (nil when there is no --).
+func splitDash(fs *pflag.FlagSet, args []string) (before, after []string) {
+	if n := fs.ArgsLenAtDash(); n >= 0 {
+		return args[:n], args[n:]
+	}
+	return args, nil
+}
 
-Usage:
-  vllmtop                                 dashboard on the built-in simulator
-  vllmtop -- vllm serve MODEL [flags]     supervise that server and drive load against it
-  vllmtop --attach http://host:8000       monitor a running server
-  vllmtop sim [MODEL] [vllm serve flags]  the simulated vLLM server on its own
-  vllmtop bench [flags]                   headless benchmark (vllm bench serve's flags)
-  vllmtop metrics URL                     one /metrics scrape, parsed
-  vllmtop version                         print the version
+// isTerminal reports whether f is a terminal: the dashboard needs one, and bench draws its
+// progress bar on one.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
 
-Dashboard flags:
-  --max-concurrency N       requests in flight (default 4); --request-rate R starts in rate mode
-  --random-input-len N      prompt tokens (default 256); --long-input-len N for the p key (4096)
-  --random-output-len N     output tokens (default 128)
-  --endpoint PATH           /v1/completions (default) or /v1/chat/completions
-  --model NAME              model for requests (default: the server's first)
-  --sim-args "FLAGS"        flags for the built-in simulator, e.g. "--sim-gpu l4 Qwen/Qwen2.5-0.5B-Instruct"
-  --record FILE.jsonl       keep every result
-  --theme NAME              dark, colorblind, high-contrast, light (NO_COLOR is honoured)
-  --metrics-interval D      /metrics scrape interval (default 1s)
-  --api-key KEY             default: OPENAI_API_KEY or VLLM_API_KEY
-
-Run 'vllmtop sim --help', 'vllmtop bench --help' or 'vllmtop metrics --help' for their flags;
-press ? in the dashboard for its keys.
-`)
+func defineVersion(_ *pflag.FlagSet, e *env) runFunc {
+	return func(context.Context, []string) error {
+		fmt.Fprintf(e.stdout, "vllmtop %s\n", version)
+		return nil
+	}
 }

@@ -48,7 +48,7 @@ func serveBodies(t *testing.T, bodies ...[]byte) *httptest.Server {
 func metrics(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = runMetrics(args, &out, &errb)
+	code = run(append([]string{"metrics"}, args...), &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -376,7 +376,7 @@ func TestMetricsErrors(t *testing.T) {
 		{"two URLs", []string{ok.URL, ok.URL}, 2, "one URL only"},
 		{"bad scheme", []string{"ftp://h/metrics"}, 2, "scheme must be http or https"},
 		{"negative window", []string{"--window", "-5s", ok.URL}, 2, "--window must be positive"},
-		{"bad duration", []string{"--window", "five", ok.URL}, 2, `invalid argument "five" for "--window"`},
+		{"bad duration", []string{"--window", "five", ok.URL}, 2, `invalid value "five" for --window`},
 		{"zero timeout", []string{"--timeout", "0s", ok.URL}, 2, "--timeout must be positive"},
 		{"raw and json", []string{"--raw", "--json", ok.URL}, 2, "pick one"},
 		{"raw and window", []string{"--raw", "--window", "1s", ok.URL}, 2, "drop --window"},
@@ -398,6 +398,6 @@ func TestMetricsErrors(t *testing.T) {
 
 	code, out, _ := metrics(t, "--help")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "Usage: vllmtop metrics URL")
+	assert.Contains(t, out, "usage: vllmtop metrics URL")
 	assert.Contains(t, out, "--window")
 }

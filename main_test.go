@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// TestMain lets the test binary stand in for vllmtop when a test starts it as a child: the
+// simulator that bench --sim and the dashboard supervise is this executable run as
+// `vllmtop sim`.
+func TestMain(m *testing.M) {
+	if os.Getenv("VLLMTOP_TEST_AS_VLLMTOP") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Setenv("VLLMTOP_TEST_AS_VLLMTOP", "1")
+	os.Setenv("GORACE", "atexit_sleep_ms=0") // a race-built child would sleep a second at exit
+	os.Exit(m.Run())
+}
+
+// runVllmtop runs a command line and returns its exit status, stdout and stderr.
+func runVllmtop(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// Both bench --sim and the dashboard start the simulator through startSim, as a supervised
+// `vllmtop sim` child that asks for the key the client sends.
+func TestBenchAndDashboardStartTheSimulatorTheSameWay(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "client-key")
+	t.Setenv("VLLM_API_KEY", "another-key")
+	real := startSim
+	var callers []string
+	var sups []*server.Supervisor
+	startSim = func(args []string, model string, port int, key, what string, e *env, defaults ...string) (*server.Supervisor, *serve.Plan, error) {
+		callers = append(callers, e.prog)
+		assert.Equal(t, "client-key", key, "the simulator asks for the key the client sends")
+		sup, plan, err := real(args, model, port, key, what, e, defaults...)
+		if sup != nil {
+			sups = append(sups, sup)
+		}
+		return sup, plan, err
+	}
+	t.Cleanup(func() { startSim = real })
+
+	code, out, errOut := runVllmtop("bench", "--sim", "--sim-speed", "50", "--num-prompts", "3", "--random-input-len", "8", "--random-output-len", "2")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "3", benchTableValue(t, out, "Successful requests:"), "served with the client's key")
+
+	d, err := parseDashboard("--sim-speed", "50")
+	require.NoError(t, err)
+	require.NoError(t, d.build(&env{getenv: os.Getenv, prog: "vllmtop"}))
+	t.Cleanup(func() { _ = d.sup.Close() })
+	require.NotNil(t, d.deps.Capacity, "the simulator's capacity model for the what-if table")
+
+	require.Equal(t, []string{"vllmtop bench", "vllmtop"}, callers)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, sup := range sups {
+		args := sup.Args()
+		assert.Equal(t, []string{exe, "sim"}, args[:2], "this executable as vllmtop sim")
+		port, _ := server.ArgValue(args, "--port")
+		assert.NotEmpty(t, port, "on a port of its own")
+		assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, server.BaseURL(args), "on loopback")
+	}
+	assert.Contains(t, sups[1].Args(), "meta-llama/Llama-3.1-8B-Instruct", "the dashboard's default model")
+}
+
+// Every flag a command accepts is in its help, which is made from its flag set.
+func TestHelpListsEveryFlag(t *testing.T) {
+	root := newRoot(&env{getenv: os.Getenv})
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+		if c.Name() == "sim" {
+			continue // its help is the simulator's own, checked below
+		}
+		code, out, errOut := runVllmtop(strings.Fields("help " + strings.TrimPrefix(c.CommandPath(), "vllmtop"))...)
+		require.Equal(t, 0, code, errOut)
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			assert.Contains(t, out, "--"+f.Name+" ", "%s --help lists --%s", c.CommandPath(), f.Name)
+		})
+	}
+	code, out, _ := runVllmtop("help", "sim")
+	require.Equal(t, 0, code)
+	assert.Equal(t, serve.Help(), out)
+	serve.Flags().VisitAll(func(f *pflag.Flag) { assert.Contains(t, out, "--"+f.Name) })
+
+	code, out, _ = runVllmtop("help", "bench")
+	require.Equal(t, 0, code)
+	for _, want := range []string{"usage: vllmtop bench", "--burstiness", "--random-range-ratio", "--seed", "--sim-port",
+		"Simulator flags", "--sim-gpu string", "(default \"H100\")", "--gpu-memory-utilization", "Exit status:"} {
+		assert.Contains(t, out, want)
+	}
+	code2, out2, _ := runVllmtop("bench", "--help")
+	assert.Equal(t, code, code2)
+	assert.Equal(t, out, out2, "bench --help is vllmtop help bench")
+}
+
+func TestCompletionAndVersion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runVllmtop("completion", shell)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "vllmtop", shell)
+	}
+	code, out, errOut := runVllmtop("__complete", "bench", "--max-c")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "--max-concurrency")
+	code, out, _ = runVllmtop("__complete", "bench", "--sim-g")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "--sim-gpu", "the simulator's flags complete too")
+
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ = runVllmtop(args...)
+		assert.Equal(t, 0, code)
+		assert.Equal(t, "vllmtop "+version+"\n", out)
+	}
+}
+
+// Errors are one line with the command's prefix; usage errors say where the help is.
+func TestOneErrorStyle(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--theme", "neon"}, 2, `vllmtop: --theme "neon": choose one of`},
+		{[]string{"stray"}, 2, `vllmtop: unexpected argument "stray": not a command`},
+		{[]string{"bench", "--bogus"}, 2, "vllmtop bench: unknown flag: --bogus (see vllmtop help bench)"},
+		{[]string{"bench", "--max-concurrency", "0"}, 2, `vllmtop bench: --max-concurrency "0": want a positive integer`},
+		{[]string{"metrics"}, 2, "vllmtop metrics: no URL given"},
+		{[]string{"metrics", "--window", "five", "http://x"}, 2, `vllmtop metrics: invalid value "five" for --window (see vllmtop help metrics)`},
+		{[]string{"metrics", "http://127.0.0.1:1"}, 1, "vllmtop metrics: http://127.0.0.1:1/metrics: "},
+	} {
+		code, out, errOut := runVllmtop(c.args...)
+		assert.Equal(t, c.code, code, "%v", c.args)
+		assert.Empty(t, out, "%v", c.args)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		assert.True(t, strings.HasPrefix(errOut, c.want), "%v: %q", c.args, errOut)
+	}
+}
