@@ -83,7 +83,7 @@ func (e *Epochs) acc(n int) *epochAcc {
 
 // Add records a result in its epoch (warm-ups and cancellations are not counted).
 func (e *Epochs) Add(r Result) {
-	if r.Warmup || r.Error == ErrCanceled {
+	if !r.measured() {
 		return
 	}
 	e.mu.Lock()

@@ -127,7 +127,7 @@ func NewLive(windowSlots, maxPoints int, now time.Time) *Live {
 
 // Add records one finished request (warm-ups and cancellations are not counted).
 func (l *Live) Add(r Result) {
-	if r.Warmup || r.Error == ErrCanceled {
+	if !r.measured() {
 		return
 	}
 	l.mu.Lock()
@@ -235,3 +235,6 @@ func (l *Live) window(withLatency bool) WindowStats {
 	}
 	return w
 }
+
+// measured reports whether a result counts in live statistics: not a warm-up, not cancelled.
+func (r *Result) measured() bool { return !r.Warmup && r.Error != ErrCanceled }

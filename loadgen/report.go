@@ -188,7 +188,12 @@ func PrintResult(w io.Writer, s Summary, info RunInfo) error {
 			row("P"+percentileWord(p)+" "+name+" (ms):", fixed2(d.Percentiles[p]))
 		}
 	}
-	b.WriteString(strings.Repeat("=", tableWidth) + "\n")
+	return endTable(w, &b, tableWidth)
+}
+
+// endTable closes a table with a rule n columns wide and writes it to w.
+func endTable(w io.Writer, b *bytes.Buffer, n int) error {
+	b.WriteString(strings.Repeat("=", n) + "\n")
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -350,9 +355,7 @@ func PrintSweep(w io.Writer, param string, rows []SweepRow) error {
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString(strings.Repeat("=", total) + "\n")
-	_, err := w.Write(b.Bytes())
-	return err
+	return endTable(w, &b, total)
 }
 
 // Field is one key and value of a result document.

@@ -64,10 +64,8 @@ func (c *Client) ScrapeWindow(ctx context.Context, d time.Duration, sleep func(c
 }
 
 func sleepFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d): // collected once it fires or is dropped (Go 1.23 timers)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
