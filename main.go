@@ -116,6 +116,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetVersionTemplate("vllmtop {{.Version}}\n")
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	cobraHelp := root.HelpFunc() // for the commands cobra adds (completion), which inherit the root's
 	for _, entry := range commands {
 		c := root
 		if entry.name != "" {
@@ -130,7 +131,13 @@ func newRoot(e *env) *cobra.Command {
 			e.prog = c.CommandPath()
 			return runCmd(c.Context(), args)
 		}
-		c.SetHelpFunc(func(c *cobra.Command, _ []string) { fmt.Fprint(e.stdout, help(c, entry)) })
+		c.SetHelpFunc(func(c *cobra.Command, args []string) {
+			if c.Name() != entry.name && c != root {
+				cobraHelp(c, args)
+				return
+			}
+			fmt.Fprint(e.stdout, help(c, entry))
+		})
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cliflag.Message(err)} })
 	}
 	return root

@@ -111,6 +111,9 @@ func TestCompletionAndVersion(t *testing.T) {
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "vllmtop", shell)
 	}
+	code, out, _ := runVllmtop("completion", "--help")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "Generate the autocompletion script", "cobra's own commands keep cobra's help")
 	code, out, errOut := runVllmtop("__complete", "bench", "--max-c")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "--max-concurrency")
