@@ -239,28 +239,31 @@ func center(s string, c byte, n int) string {
 	return strings.Repeat(string(c), left) + s + strings.Repeat(string(c), pad-left)
 }
 
-// fixed2 formats as Python's "{:.2f}" (inf and nan as Python spells them).
-func fixed2(x float64) string {
+// nonFinite spells NaN and the infinities as Python does.
+func nonFinite(x float64) (string, bool) {
 	switch {
 	case math.IsNaN(x):
-		return "nan"
+		return "nan", true
 	case math.IsInf(x, 1):
-		return "inf"
+		return "inf", true
 	case math.IsInf(x, -1):
-		return "-inf"
+		return "-inf", true
+	}
+	return "", false
+}
+
+// fixed2 formats as Python's "{:.2f}" (inf and nan as Python spells them).
+func fixed2(x float64) string {
+	if s, ok := nonFinite(x); ok {
+		return s
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64)
 }
 
 // pyRepr formats a float as Python's str(float) does: 1.0, 0.5, inf, 1e-05.
 func pyRepr(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
+	if s, ok := nonFinite(x); ok {
+		return s
 	}
 	if a := math.Abs(x); a != 0 && (a < 1e-4 || a >= 1e16) {
 		s := strconv.FormatFloat(x, 'e', -1, 64)
