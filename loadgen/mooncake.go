@@ -97,45 +97,8 @@ func (m *MooncakeReader) Next() (TraceEntry, error) {
 	if present(l.Messages) || present(l.Payload) {
 		return fail("\"messages\" and \"payload\" lines are not supported; give input_length (with hash_ids) or text_input")
 	}
-	// field reads a raw number with parse, or says which field was wrong and why.
-	field := func(name string, raw json.RawMessage, parse func(string) error) error {
-		n, err := number(raw)
-		if err == nil {
-			err = parse(n)
-		}
-		if err != nil {
-			return m.s.errorf("%s: %v", name, err)
-		}
-		return nil
-	}
-	if present(l.Timestamp) {
-		if err := field("timestamp", l.Timestamp, func(n string) (err error) {
-			e.Timestamp, err = parseTime(n, time.Millisecond)
-			return err
-		}); err != nil {
-			return TraceEntry{}, err
-		}
-		e.HasTimestamp = true
-	}
-	if present(l.Delay) {
-		if e.HasTimestamp {
-			return fail("timestamp and delay cannot be given together")
-		}
-		if err := field("delay", l.Delay, func(n string) (err error) {
-			e.Delay, err = parseTime(n, time.Millisecond)
-			return err
-		}); err != nil {
-			return TraceEntry{}, err
-		}
-	}
-	if l.SessionID != nil {
-		e.SessionID = *l.SessionID
-		if e.SessionID == "" {
-			return fail("session_id is empty")
-		}
-	}
-	if present(l.Delay) && e.SessionID == "" {
-		return fail("delay needs a session_id (it is the wait after the session's previous turn)")
+	if err := m.timing(&e, &l); err != nil {
+		return TraceEntry{}, err
 	}
 	hashIDs := present(l.HashIDs)
 	switch {
@@ -152,7 +115,7 @@ func (m *MooncakeReader) Next() (TraceEntry, error) {
 		}
 		e.Text = *l.TextInput
 	default:
-		if err := field("input_length", l.InputLength, func(n string) (err error) {
+		if err := m.field("input_length", l.InputLength, func(n string) (err error) {
 			e.InputLen, err = parseCount(n)
 			return err
 		}); err != nil {
@@ -163,7 +126,7 @@ func (m *MooncakeReader) Next() (TraceEntry, error) {
 		}
 	}
 	if present(l.OutputLength) {
-		if err := field("output_length", l.OutputLength, func(n string) (err error) {
+		if err := m.field("output_length", l.OutputLength, func(n string) (err error) {
 			e.OutputLen, err = parseCount(n)
 			return err
 		}); err != nil {
@@ -171,32 +134,87 @@ func (m *MooncakeReader) Next() (TraceEntry, error) {
 		}
 	}
 	if hashIDs {
-		var ids []json.RawMessage
-		if err := json.Unmarshal(l.HashIDs, &ids); err != nil {
-			return fail("hash_ids: want a list of whole numbers")
-		}
-		// As AIPerf: every block but the last is full, the last holds 1 to BlockSize tokens.
-		if last := e.InputLen - (len(ids)-1)*m.block; len(ids) > 0 && (last < 1 || last > m.block) {
-			return fail("input_length %d does not fit %d hash_ids of %d tokens (want %d hash_ids, the last block holding 1 to %d tokens)",
-				e.InputLen, len(ids), m.block, ceilDivInt(e.InputLen, m.block), m.block)
-		}
-		e.HashIDs = make([]int64, len(ids))
-		for i, raw := range ids {
-			name := fmt.Sprintf("hash_ids[%d]", i)
-			if err := field(name, raw, func(n string) (err error) {
-				if e.HashIDs[i], err = strconv.ParseInt(n, 10, 64); err != nil {
-					return fmt.Errorf("%s is not a whole number", quoteValue(n))
-				}
-				return nil
-			}); err != nil {
-				return TraceEntry{}, err
-			}
-		}
-		if len(ids) == 0 {
-			e.HashIDs = nil
+		if err := m.hashIDs(&e, l.HashIDs); err != nil {
+			return TraceEntry{}, err
 		}
 	}
 	return e, nil
+}
+
+// field reads a raw number with parse, or says which field was wrong and why.
+func (m *MooncakeReader) field(name string, raw json.RawMessage, parse func(string) error) error {
+	n, err := number(raw)
+	if err == nil {
+		err = parse(n)
+	}
+	if err != nil {
+		return m.s.errorf("%s: %v", name, err)
+	}
+	return nil
+}
+
+// timing reads when a line is sent (timestamp, or delay after its session's previous turn)
+// and its session into e.
+func (m *MooncakeReader) timing(e *TraceEntry, l *mooncakeLine) error {
+	if present(l.Timestamp) {
+		if err := m.field("timestamp", l.Timestamp, func(n string) (err error) {
+			e.Timestamp, err = parseTime(n, time.Millisecond)
+			return err
+		}); err != nil {
+			return err
+		}
+		e.HasTimestamp = true
+	}
+	if present(l.Delay) {
+		if e.HasTimestamp {
+			return m.s.errorf("timestamp and delay cannot be given together")
+		}
+		if err := m.field("delay", l.Delay, func(n string) (err error) {
+			e.Delay, err = parseTime(n, time.Millisecond)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if l.SessionID != nil {
+		e.SessionID = *l.SessionID
+		if e.SessionID == "" {
+			return m.s.errorf("session_id is empty")
+		}
+	}
+	if present(l.Delay) && e.SessionID == "" {
+		return m.s.errorf("delay needs a session_id (it is the wait after the session's previous turn)")
+	}
+	return nil
+}
+
+// hashIDs reads a line's hash_ids into e, checking they fit its input length.
+func (m *MooncakeReader) hashIDs(e *TraceEntry, raw json.RawMessage) error {
+	var ids []json.RawMessage
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		return m.s.errorf("hash_ids: want a list of whole numbers")
+	}
+	// As AIPerf: every block but the last is full, the last holds 1 to BlockSize tokens.
+	if last := e.InputLen - (len(ids)-1)*m.block; len(ids) > 0 && (last < 1 || last > m.block) {
+		return m.s.errorf("input_length %d does not fit %d hash_ids of %d tokens (want %d hash_ids, the last block holding 1 to %d tokens)",
+			e.InputLen, len(ids), m.block, ceilDivInt(e.InputLen, m.block), m.block)
+	}
+	e.HashIDs = make([]int64, len(ids))
+	for i, raw := range ids {
+		name := fmt.Sprintf("hash_ids[%d]", i)
+		if err := m.field(name, raw, func(n string) (err error) {
+			if e.HashIDs[i], err = strconv.ParseInt(n, 10, 64); err != nil {
+				return fmt.Errorf("%s is not a whole number", quoteValue(n))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if len(ids) == 0 {
+		e.HashIDs = nil
+	}
+	return nil
 }
 
 func ceilDivInt(a, b int) int { return (a + b - 1) / b }
