@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/clock"
 )
 
 // Arrival is one request of a schedule: what to send and when.
@@ -147,35 +149,12 @@ func (s *Schedule) fileOf() string {
 	return "trace"
 }
 
-// Clock is the time a replay runs on: the wall clock in use, a fake one in tests. It has the
-// method set of the simulator's clocks.
-type Clock interface {
-	Now() time.Time
-	// SleepUntil returns when the clock reaches t, or with ctx's error if ctx ends first.
-	SleepUntil(ctx context.Context, t time.Time) error
-}
+// Clock is the time a replay runs on: the wall clock in use, a fake one in tests. It is the
+// simulator's clock type.
+type Clock = clock.Clock
 
 // WallClock is real time.
-type WallClock struct{}
-
-// Now returns time.Now().
-func (WallClock) Now() time.Time { return time.Now() }
-
-// SleepUntil waits on one timer until t.
-func (WallClock) SleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+type WallClock = clock.Wall
 
 // ArrivalSource is what Replay reads: a *Schedule, or any other source of arrivals in order.
 type ArrivalSource interface {

@@ -4,37 +4,16 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/clock"
 )
 
 // Clock is how the engine's owner lets simulated time pass: the wall clock when serving, a
 // VirtualClock in tests so thousands of requests run in milliseconds and deterministically.
-type Clock interface {
-	Now() time.Time
-	// SleepUntil returns when the clock reaches t, or with ctx's error if ctx ends first.
-	SleepUntil(ctx context.Context, t time.Time) error
-}
+type Clock = clock.Clock
 
 // WallClock is real time.
-type WallClock struct{}
-
-// Now returns time.Now().
-func (WallClock) Now() time.Time { return time.Now() }
-
-// SleepUntil waits on one timer until t.
-func (WallClock) SleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+type WallClock = clock.Wall
 
 // VirtualClock is simulated time that moves only when told to. It is safe for concurrent use.
 type VirtualClock struct {
