@@ -13,27 +13,42 @@ import (
 	"time"
 
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
-// ModelCard is one model a server lists at GET /v1/models.
+// ModelCard is one model a server lists at GET /v1/models. ID and Root are sanitised
+// (sanitize.Text), and MaxModelLen is 0 (unknown) unless it is in 1..MaxUsageTokens.
 type ModelCard struct {
 	ID          string `json:"id"`
 	Root        string `json:"root"`
 	MaxModelLen int    `json:"max_model_len"`
 }
 
-// ServerError is a failed check of the server, worded in one line.
+// ServerError is a failed check of the server, worded in one line. Its message never holds a
+// password, a query value or a control character: URL is redacted and Msg sanitised when it
+// is built, and Error does both again for a ServerError made elsewhere.
 type ServerError struct {
-	URL    string // what was asked
+	URL    string // what was asked, redacted (sanitize.URL)
 	Status int    // the HTTP status; 0 when no answer came
 	Msg    string // the cause: "connection refused", or the server's error message
+	// Err is the cause when it is one of this package's errors (ErrTooLarge), else nil.
+	Err error
 }
 
 func (e *ServerError) Error() string {
+	u, msg := sanitize.URL(e.URL), sanitize.Text(e.Msg)
 	if e.Status == 0 {
-		return "cannot reach " + e.URL + ": " + e.Msg
+		return "cannot reach " + u + ": " + msg
 	}
-	return fmt.Sprintf("%s: HTTP %d: %s", e.URL, e.Status, e.Msg)
+	return fmt.Sprintf("%s: HTTP %d: %s", u, e.Status, msg)
+}
+
+// Unwrap returns Err.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// serverError builds a ServerError for the URL u (redacted here).
+func serverError(u string, status int, msg string) *ServerError {
+	return &ServerError{URL: sanitize.URL(u), Status: status, Msg: oneLine(sanitize.Text(msg))}
 }
 
 // Models asks the server which models it serves (GET /v1/models, with the API key). Failures
@@ -42,33 +57,55 @@ func (c *Client) Models(ctx context.Context) ([]ModelCard, error) {
 	u := c.BaseURL() + "/v1/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &ServerError{URL: c.BaseURL(), Msg: err.Error()}
+		return nil, serverError(c.BaseURL(), 0, transportMessage(err))
 	}
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, &ServerError{URL: c.BaseURL(), Msg: rootCause(ctx, err)}
+		return nil, serverError(c.BaseURL(), 0, rootCause(ctx, err))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return nil, &ServerError{URL: c.BaseURL(), Msg: rootCause(ctx, err)}
-	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: oneLine(serverMessage(data, resp.Status))}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, min(maxErrorBodyBytes, int64(c.cfg.MaxBodyBytes))))
+		return nil, serverError(u, resp.StatusCode, serverMessage(data, resp.Status))
+	}
+	data, err := readCapped(resp.Body, c.cfg.MaxBodyBytes)
+	if errors.Is(err, ErrTooLarge) {
+		se := serverError(u, resp.StatusCode, "the model list is "+err.Error())
+		se.Err = err
+		return nil, se
+	}
+	if err != nil {
+		return nil, serverError(c.BaseURL(), 0, rootCause(ctx, err))
 	}
 	var list struct {
 		Data []ModelCard `json:"data"`
 	}
 	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: "not an OpenAI-compatible model list: " + oneLine(err.Error())}
+		return nil, serverError(u, resp.StatusCode, "not an OpenAI-compatible model list: "+err.Error())
 	}
-	if len(list.Data) == 0 {
-		return nil, &ServerError{URL: u, Status: resp.StatusCode, Msg: "the server lists no model"}
+	if cards := saneCards(list.Data); len(cards) > 0 {
+		return cards, nil
 	}
-	return list.Data, nil
+	return nil, serverError(u, resp.StatusCode, "the server lists no model")
+}
+
+// saneCards sanitises the cards' strings, forgets lengths no model has, and drops cards whose
+// id has nothing printable.
+func saneCards(list []ModelCard) []ModelCard {
+	cards := list[:0]
+	for _, m := range list {
+		m.ID, m.Root = sanitize.Text(m.ID), sanitize.Text(m.Root)
+		if m.MaxModelLen < 0 || m.MaxModelLen > MaxUsageTokens {
+			m.MaxModelLen = 0
+		}
+		if m.ID != "" {
+			cards = append(cards, m)
+		}
+	}
+	return cards
 }
 
 // modelsTimeout bounds one GET /v1/models.
@@ -100,7 +137,7 @@ func (c *Client) PickModel(ctx context.Context, readyTimeout time.Duration) (Mod
 	if err != nil {
 		return ModelCard{}, errors.New(Describe(err, c.cfg.APIKey != ""))
 	}
-	return ChooseModel(c.cfg.Model, models, c.BaseURL())
+	return ChooseModel(c.cfg.Model, models, c.RedactedURL())
 }
 
 // ChooseModel picks want from a server's models (base names the server in the error), or the
@@ -142,16 +179,16 @@ func (c *Client) WaitHealthy(ctx context.Context, every time.Duration) error {
 			defer cancel()
 			req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
 			if err != nil {
-				return &ServerError{URL: c.BaseURL(), Msg: err.Error()}
+				return serverError(c.BaseURL(), 0, transportMessage(err))
 			}
 			resp, err := c.hc.Do(req)
 			if err != nil {
-				return &ServerError{URL: c.BaseURL(), Msg: rootCause(rctx, err)}
+				return serverError(c.BaseURL(), 0, rootCause(rctx, err))
 			}
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				return &ServerError{URL: u, Status: resp.StatusCode, Msg: "not ready"}
+				return serverError(u, resp.StatusCode, "not ready")
 			}
 			return nil
 		}()

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Endpoint paths vLLM serves.
@@ -32,7 +34,13 @@ const (
 	DefaultRequestTimeout = 30 * time.Minute // a whole request, however long its output
 	DefaultStallTimeout   = 2 * time.Minute  // no byte at all for this long ends the request
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxBodyBytes caps the body of a call that is not a stream (/v1/models,
+	// /tokenize, an error body read for its message).
+	DefaultMaxBodyBytes = 4 << 20
 )
+
+// maxErrorBodyBytes is how much of an error response is read for its message.
+const maxErrorBodyBytes = 64 << 10
 
 // ClientConfig says where and how to send requests.
 type ClientConfig struct {
@@ -45,6 +53,12 @@ type ClientConfig struct {
 	StallTimeout   time.Duration
 	Insecure       bool   // skip TLS verification
 	CAFile         string // extra CA for https
+	// MaxEventBytes caps one SSE line and one event of a stream (DefaultMaxEventBytes when
+	// 0); a stream past it fails that request with ErrOversized.
+	MaxEventBytes int
+	// MaxBodyBytes caps the body of every call that is not a stream (DefaultMaxBodyBytes when
+	// 0).
+	MaxBodyBytes int
 }
 
 // Client sends streaming completion requests and measures them as bytes arrive.
@@ -83,9 +97,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.StallTimeout <= 0 {
 		cfg.StallTimeout = DefaultStallTimeout
 	}
+	if cfg.MaxEventBytes <= 0 {
+		cfg.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("base URL %q: want http://host:port or https://host:port", cfg.BaseURL)
+		return nil, fmt.Errorf("base URL %q: want http://host:port or https://host:port", sanitize.URL(cfg.BaseURL))
 	}
 	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user asked for --insecure
 	if cfg.CAFile != "" {
@@ -119,8 +139,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// BaseURL returns the server's base URL.
+// BaseURL returns the server's base URL, credentials included: print RedactedURL instead.
 func (c *Client) BaseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
+
+// RedactedURL is the base URL fit to print: no password, no query values.
+func (c *Client) RedactedURL() string { return sanitize.URL(c.BaseURL()) }
 
 // Config returns the client's configuration.
 func (c *Client) Config() ClientConfig { return c.cfg }
@@ -149,6 +172,8 @@ const (
 	ErrReset       ErrorClass = "reset"        // the connection broke mid-response
 	ErrTimeout     ErrorClass = "timeout"      // the request or a read stalled past its deadline
 	ErrStreamError ErrorClass = "stream_error" // an error event after the stream began
+	ErrOversized   ErrorClass = "oversized"    // an SSE line or event, or a body, over its cap
+	ErrProtocol    ErrorClass = "protocol"     // what no OpenAI-compatible server sends: counts out of bounds, JSON for a stream
 	ErrTruncated   ErrorClass = "truncated"    // the stream ended without finishing
 	ErrNoTokens    ErrorClass = "no_tokens"    // the stream finished without any output
 	ErrCanceled    ErrorClass = "canceled"     // stopped by the caller (not a server failure)
@@ -264,17 +289,54 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, min(maxErrorBodyBytes, int64(c.cfg.MaxBodyBytes))))
 		res.Error = classifyStatus(resp.StatusCode)
 		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
 		return res
 	}
-	st := &stream{c: c, res: &res, start: start, watch: watch}
-	if err := c.read(resp.Body, st, stall); err != nil {
+	st := &stream{c: c, res: &res, start: start, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	switch err := c.read(resp.Body, st, stall); {
+	case err == nil:
+	case errors.Is(err, errJSONBody):
+		return res // the error is in res already
+	case errors.Is(err, ErrTooLarge):
+		res.Error, res.ErrorMessage = ErrOversized, err.Error()
+	default:
 		res.Error, res.ErrorMessage = classifyTransport(ctx, err, &stall.stalled, &stall.mu, false)
 	}
 	st.finish()
 	return res
+}
+
+// maxChunks bounds the content chunks of a request for outputTokens: a server that sends more
+// than twice as many chunks as tokens were asked for is not answering this request, and the
+// bound keeps ITLs from growing without end.
+func maxChunks(outputTokens int) int {
+	if outputTokens > 0 {
+		return 2*outputTokens + 64
+	}
+	return 1 << 20
+}
+
+// errJSONBody says read found a whole JSON body where a stream was due (and wrote the error).
+var errJSONBody = errors.New("a JSON body, not a stream")
+
+// readJSONBody fails a response that is one JSON body instead of an event stream: the server
+// ignored "stream": true, or a proxy answered for it.
+func (c *Client) readJSONBody(br *bufio.Reader, st *stream) error {
+	res := st.res
+	body, err := readCapped(br, c.cfg.MaxBodyBytes)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("a JSON body in place of an event stream, %w", err)
+	case err != nil:
+		return err
+	}
+	res.Error, res.ErrorMessage = ErrProtocol, "the server sent one JSON body, not an event stream"
+	if ch := ParseData(body); ch.Kind == ChunkError {
+		res.ErrorMessage += ": " + ch.ErrorMessage
+	}
+	return errJSONBody
 }
 
 // stallTimer cancels a request when nothing arrives for its timeout. Reading only notes the
@@ -313,6 +375,7 @@ type stream struct {
 	lastContent, lastEvent time.Time
 	done, usageSeen        bool
 	contentSeen            int
+	maxTokens, maxChunks   int // the request's max_tokens, and see maxChunks
 }
 
 // read reads the response's lines as they arrive and hands each event to st, until the stream
@@ -324,44 +387,37 @@ func (c *Client) read(body io.Reader, st *stream, stall *stallTimer) error {
 		br.Reset(nil)
 		c.readers.Put(br)
 	}()
-	var events EventReader
-	var long []byte // a line longer than the reader's buffer
+	// A body that starts like JSON is a whole response, not a stream.
+	if first, err := br.Peek(1); err == nil && (first[0] == '{' || first[0] == '[') {
+		stall.lastByte.Store(time.Now().UnixNano())
+		return c.readJSONBody(br, st)
+	}
+	sc := NewEventScanner(br, c.cfg.MaxEventBytes)
+	sc.OnBytes = func() { stall.lastByte.Store(time.Now().UnixNano()) }
 	for {
-		line, err := br.ReadSlice('\n')
+		ev, err := sc.Next()
 		at := time.Now()
-		if len(line) > 0 {
-			stall.lastByte.Store(at.UnixNano())
-		}
-		if err == bufio.ErrBufferFull {
-			long = append(long, line...)
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if payload, ok := events.Line(bytes.TrimSuffix(line, []byte{'\n'})); ok {
-			if !st.handle(payload, at) {
-				return nil
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				if payload, ok := events.Flush(); ok {
-					st.handle(payload, at)
-				}
-				return nil
-			}
-			return err
+		stall.lastByte.Store(at.UnixNano())
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err // a broken connection, or ErrTooLarge
+		case !st.handle(ev, at):
+			return nil
 		}
 	}
 }
 
-// handle takes one event's payload, received at at; it reports whether the stream goes on.
-func (st *stream) handle(payload []byte, at time.Time) bool {
+// handle takes one event, received at at; it reports whether the stream goes on.
+func (st *stream) handle(ev Event, at time.Time) bool {
 	res := st.res
 	st.lastEvent = at
-	ch := ParseData(payload)
+	ch := ParseEvent(ev)
+	if ch.Invalid != "" {
+		res.Error, res.ErrorMessage = ErrProtocol, ch.Invalid
+		return false
+	}
 	if ch.HasUsage {
 		st.usageSeen = true
 		if ch.PromptTokens > 0 {
@@ -372,6 +428,10 @@ func (st *stream) handle(payload []byte, at time.Time) bool {
 	switch ch.Kind {
 	case ChunkContent:
 		if len(ch.Text) > 0 {
+			if st.contentSeen == st.maxChunks {
+				res.Error, res.ErrorMessage = ErrProtocol, fmt.Sprintf("more than %d content chunks for max_tokens %d", st.maxChunks, st.maxTokens)
+				return false
+			}
 			if st.contentSeen == 0 {
 				res.TTFT = at.Sub(st.start)
 			} else {
@@ -385,7 +445,7 @@ func (st *stream) handle(payload []byte, at time.Time) bool {
 			}
 		}
 		if ch.FinishReason != "" {
-			res.FinishReason = ch.FinishReason
+			res.FinishReason = sanitize.Text(ch.FinishReason)
 		}
 	case ChunkError:
 		res.Error, res.ErrorMessage = ErrStreamError, ch.ErrorMessage
@@ -393,6 +453,7 @@ func (st *stream) handle(payload []byte, at time.Time) bool {
 	case ChunkDone:
 		st.done = true
 		return false
+	case ChunkOther, ChunkUsage:
 	}
 	return true
 }
@@ -452,15 +513,39 @@ func classifyTransport(ctx context.Context, err error, stalled *bool, mu *sync.M
 	case errors.Is(ctx.Err(), context.Canceled):
 		return ErrCanceled, "canceled"
 	}
+	msg := transportMessage(err)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return ErrTimeout, err.Error()
+		return ErrTimeout, msg
 	}
 	if beforeResponse {
 		if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return ErrReset, err.Error()
+			return ErrReset, msg
 		}
-		return ErrConnect, err.Error()
+		return ErrConnect, msg
 	}
-	return ErrReset, err.Error()
+	return ErrReset, msg
+}
+
+// transportMessage is err on one line with the URL it names redacted (net/http hides a
+// password, not a query string).
+func transportMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return oneLine(sanitize.Text(ue.Op + " " + sanitize.URL(ue.URL) + ": " + ue.Err.Error()))
+	}
+	return oneLine(sanitize.Text(err.Error()))
+}
+
+// readCapped reads r to its end, or fails with an error wrapping ErrTooLarge once it has
+// passed max bytes.
+func readCapped(r io.Reader, max int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%w: over %s", ErrTooLarge, byteSize(int64(max)))
+	}
+	return b, nil
 }

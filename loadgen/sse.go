@@ -1,10 +1,34 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
 	"strconv"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
+
+// Caps on what a server may send. Past a cap the request fails (class ErrOversized, or
+// ErrProtocol for numbers) and the run goes on.
+const (
+	// DefaultMaxEventBytes caps one SSE line and one event's data (its "data:" lines joined).
+	// A vLLM chunk is a few hundred bytes; a megabyte is a broken or hostile server.
+	DefaultMaxEventBytes = 1 << 20
+	// MaxUsageTokens bounds a token count a server reports in "usage": 2^26 (67,108,864) is
+	// above every model's context length (the longest today are 10 M tokens) and small enough
+	// that summing a million requests cannot overflow. A count above it is a protocol error,
+	// not a number to add up.
+	MaxUsageTokens = 1 << 26
+)
+
+// ErrTooLarge is wrapped by every error about something over its cap: an SSE line or event,
+// a response body.
+var ErrTooLarge = errors.New("too large")
 
 // ChunkKind classifies one server-sent event of an OpenAI-compatible stream.
 type ChunkKind uint8
@@ -28,7 +52,12 @@ type Chunk struct {
 	HasUsage         bool
 	PromptTokens     int
 	CompletionTokens int
-	ErrorMessage     string
+	// ErrorMessage is the server's message of an error chunk, sanitised for a terminal and
+	// folded onto one line of at most 300 bytes.
+	ErrorMessage string
+	// Invalid says why the chunk breaks the protocol (a usage count that is not a count in
+	// 0..MaxUsageTokens); the numbers it carried are then not used.
+	Invalid string
 }
 
 var (
@@ -57,8 +86,8 @@ func parseSlow(data []byte) Chunk {
 			FinishReason *string `json:"finish_reason"`
 		} `json:"choices"`
 		Usage *struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
+			PromptTokens     json.RawMessage `json:"prompt_tokens"`
+			CompletionTokens json.RawMessage `json:"completion_tokens"`
 		} `json:"usage"`
 	}
 	if json.Unmarshal(data, &v) != nil {
@@ -66,7 +95,21 @@ func parseSlow(data []byte) Chunk {
 	}
 	var c Chunk
 	if v.Usage != nil {
-		c.HasUsage, c.PromptTokens, c.CompletionTokens = true, v.Usage.PromptTokens, v.Usage.CompletionTokens
+		c.HasUsage = true
+		var bad string
+		if n, ok, why := tokenCount("prompt_tokens", v.Usage.PromptTokens); ok {
+			c.PromptTokens = n
+		} else if why != "" {
+			bad = why
+		}
+		if n, ok, why := tokenCount("completion_tokens", v.Usage.CompletionTokens); ok {
+			c.CompletionTokens = n
+		} else if why != "" {
+			bad = why
+		}
+		if bad != "" {
+			return Chunk{Invalid: bad}
+		}
 	}
 	if v.Choices == nil || len(*v.Choices) == 0 {
 		if c.HasUsage {
@@ -117,11 +160,16 @@ func ParseData(data []byte) Chunk {
 	// usage follows the choices in every chunk that has it.
 	if i := bytes.Index(rest, usageKey); i >= 0 {
 		u := rest[i:]
-		c.PromptTokens, c.HasUsage = intAfter(u, promptKey)
 		var ok bool
-		if c.CompletionTokens, ok = intAfter(u, complKey); ok {
-			c.HasUsage = true
+		var why string
+		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", numberAfter(u, promptKey)); why != "" {
+			return Chunk{Invalid: why}
 		}
+		c.HasUsage = ok
+		if c.CompletionTokens, ok, why = tokenCount("completion_tokens", numberAfter(u, complKey)); why != "" {
+			return Chunk{Invalid: why}
+		}
+		c.HasUsage = c.HasUsage || ok
 	}
 	if len(rest) == 0 || rest[0] != '{' {
 		if len(rest) > 0 && rest[0] == ']' && c.HasUsage {
@@ -158,23 +206,59 @@ func jsonStringBody(b []byte) []byte {
 	return nil
 }
 
-func intAfter(b, key []byte) (int, bool) {
+// numberAfter returns the JSON value token after key (a number, or whatever else is there up to
+// the next ',' or '}'), nil when key is absent.
+func numberAfter(b, key []byte) []byte {
 	i := bytes.Index(b, key)
 	if i < 0 {
-		return 0, false
+		return nil
 	}
 	b = bytes.TrimLeft(b[i+len(key):], " ")
 	n := 0
-	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+	for n < len(b) && b[n] != ',' && b[n] != '}' && b[n] != ' ' {
 		n++
 	}
-	v, err := strconv.Atoi(string(b[:n]))
-	return v, err == nil
+	return b[:n]
+}
+
+// tokenCount reads a usage count from its JSON token. ok is false when there is none (the key
+// is absent, or null); why is set when there is one but it is not a whole number in
+// 0..MaxUsageTokens.
+func tokenCount(name string, tok []byte) (n int, ok bool, why string) {
+	tok = bytes.TrimSpace(tok)
+	if len(tok) == 0 || string(tok) == "null" {
+		return 0, false, ""
+	}
+	bad := func() (int, bool, string) {
+		shown := tok
+		if len(shown) > 32 {
+			shown = append(shown[:29:29], "..."...)
+		}
+		return 0, false, fmt.Sprintf("usage.%s is %s, not a token count (0 to %d)", name, sanitize.Text(string(shown)), MaxUsageTokens)
+	}
+	if len(tok) <= 9 {
+		v, err := strconv.Atoi(string(tok))
+		if err == nil {
+			if v < 0 || v > MaxUsageTokens {
+				return bad()
+			}
+			return v, true, ""
+		}
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || f != math.Trunc(f) || f < 0 || f > MaxUsageTokens {
+		return bad()
+	}
+	return int(f), true, ""
 }
 
 // errorMessage extracts the message of {"error": {...}}, {"error": "..."} or a flat
-// {"object":"error","message":...}.
+// {"object":"error","message":...}, sanitised and on one line.
 func errorMessage(data []byte) string {
+	return oneLine(sanitize.Text(rawErrorMessage(data)))
+}
+
+func rawErrorMessage(data []byte) string {
 	var nested struct {
 		Error json.RawMessage `json:"error"`
 		Msg   string          `json:"message"`
@@ -217,50 +301,213 @@ func UnescapeText(raw []byte) string {
 	return s
 }
 
-// EventReader splits an SSE byte stream into the payloads of its events: "data:" lines joined
-// by newlines, dispatched at a blank line (or at the end of the stream); comments and other
-// fields are skipped. Lines may end in \n or \r\n.
-type EventReader struct {
-	data    []byte
-	pending bool
+// Event is one server-sent event: its type (the "event:" field; empty for the default,
+// "message") and its data ("data:" lines joined by newlines). Both alias the reader's buffers
+// and are valid until its next call.
+type Event struct {
+	Type []byte
+	Data []byte
 }
 
-// Line feeds one line (without its terminator) and returns an event's payload when the line
-// completes one. The returned slice is valid until the next call.
-func (r *EventReader) Line(line []byte) ([]byte, bool) {
+// IsError reports whether the event is typed "error" ("event: error"), which some servers and
+// proxies send in place of an error object in the data.
+func (e Event) IsError() bool { return string(e.Type) == "error" }
+
+// ParseEvent parses one event: an "event: error" is an error chunk whatever its data (the
+// message comes from the data when it has one); any other event is ParseData of its data.
+func ParseEvent(e Event) Chunk {
+	if e.IsError() {
+		msg := "error event"
+		if d := bytes.TrimSpace(e.Data); len(d) > 0 {
+			msg = errorMessage(d)
+		}
+		return Chunk{Kind: ChunkError, ErrorMessage: msg}
+	}
+	return ParseData(e.Data)
+}
+
+// EventReader splits an SSE byte stream, fed line by line, into events: "data:" lines joined
+// by newlines and an optional "event:" type, dispatched at a blank line (or at the end of the
+// stream); comments and other fields are skipped. Lines may end in \n or \r\n. An event with
+// no data is not dispatched, except an "event: error".
+//
+// MaxBytes caps an event's data (DefaultMaxEventBytes when 0). The line that would pass it
+// gets an error wrapping ErrTooLarge; the event is dropped and the rest of its lines are
+// skipped up to the next blank line, so the reader never holds more than MaxBytes.
+type EventReader struct {
+	MaxBytes int
+
+	data     []byte
+	typ      []byte
+	dataSeen bool // a data line of the current event was read (the next one joins with '\n')
+	skipping bool // the current event went over the cap: skip to its end
+}
+
+// Line feeds one line (without its terminator) and returns the event the line completes.
+// The returned event is valid until the next call.
+func (r *EventReader) Line(line []byte) (Event, bool, error) {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if len(line) == 0 {
-		if !r.pending {
-			return nil, false
+		if r.skipping {
+			r.reset()
+			return Event{}, false, nil
 		}
-		r.pending = false
-		return r.data, true
+		ev, ok := r.dispatch()
+		return ev, ok, nil
 	}
-	if line[0] == ':' {
-		return nil, false
+	if line[0] == ':' || r.skipping {
+		return Event{}, false, nil
 	}
 	field, value, found := bytes.Cut(line, []byte{':'})
-	if !bytes.Equal(field, []byte("data")) {
-		return nil, false
-	}
 	if found && len(value) > 0 && value[0] == ' ' {
 		value = value[1:]
 	}
-	if r.pending {
-		r.data = append(r.data, '\n')
+	switch string(field) {
+	case "data":
+		size := len(value)
+		if r.dataSeen {
+			size += len(r.data) + 1
+		}
+		if size > r.max() {
+			return r.tooLarge()
+		}
+		if r.dataSeen {
+			r.data = append(r.data, '\n')
+		}
 		r.data = append(r.data, value...)
-	} else {
-		r.data = append(r.data[:0], value...)
-		r.pending = true
+		r.dataSeen = true
+	case "event":
+		if len(value) > r.max() {
+			return r.tooLarge()
+		}
+		r.typ = append(r.typ[:0], value...)
 	}
-	return nil, false
+	return Event{}, false, nil
 }
 
 // Flush returns a pending event at the end of a stream that lacks the final blank line.
-func (r *EventReader) Flush() ([]byte, bool) {
-	if !r.pending {
-		return nil, false
+func (r *EventReader) Flush() (Event, bool) {
+	if r.skipping {
+		r.reset()
+		return Event{}, false
 	}
-	r.pending = false
-	return r.data, true
+	return r.dispatch()
+}
+
+func (r *EventReader) max() int {
+	if r.MaxBytes > 0 {
+		return r.MaxBytes
+	}
+	return DefaultMaxEventBytes
+}
+
+// dispatch ends the current event: it is returned if it has data or is an error.
+func (r *EventReader) dispatch() (Event, bool) {
+	ev := Event{Type: r.typ, Data: r.data}
+	ok := r.dataSeen || ev.IsError()
+	r.reset()
+	return ev, ok
+}
+
+func (r *EventReader) reset() {
+	r.data, r.typ = r.data[:0], r.typ[:0]
+	r.dataSeen, r.skipping = false, false
+}
+
+func (r *EventReader) tooLarge() (Event, bool, error) {
+	r.reset()
+	r.skipping = true
+	return Event{}, false, fmt.Errorf("%w: an SSE event over %s", ErrTooLarge, byteSize(int64(r.max())))
+}
+
+// EventScanner reads the events of an SSE stream with every line and event capped, so a
+// server that never ends a line or an event cannot make it hold more than its caps.
+type EventScanner struct {
+	br      *bufio.Reader
+	events  EventReader
+	long    []byte // a line longer than the reader's buffer, so far
+	maxLine int
+	// OnBytes, when set, is called after a read that returned bytes but no event: a stall
+	// watchdog notes the time there, and at every event Next returns.
+	OnBytes func()
+	err     error // set once the scanner is done: io.EOF or why it stopped
+}
+
+// NewEventScanner reads from br with lines and events capped at maxBytes
+// (DefaultMaxEventBytes when 0).
+func NewEventScanner(br *bufio.Reader, maxBytes int) *EventScanner {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxEventBytes
+	}
+	return &EventScanner{br: br, events: EventReader{MaxBytes: maxBytes}, maxLine: maxBytes}
+}
+
+// Next returns the next event. At the end of the stream it returns a last event that lacked
+// its blank line, if any, and then io.EOF. Other errors are the reader's (the connection
+// broke) or wrap ErrTooLarge; once Next has returned an error it returns it again. The event
+// is valid until the next call.
+func (s *EventScanner) Next() (Event, error) {
+	if s.err != nil {
+		return Event{}, s.err
+	}
+	for {
+		line, err := s.br.ReadSlice('\n')
+		// Bytes came: note it, unless this line ends an event (the caller notes that one).
+		if len(line) > 0 && s.OnBytes != nil && !endsEvent(line) {
+			s.OnBytes()
+		}
+		n := len(s.long) + len(line)
+		if err == nil {
+			n-- // the '\n' is not part of the line
+		}
+		if n > s.maxLine {
+			s.err = fmt.Errorf("%w: an SSE line over %s", ErrTooLarge, byteSize(int64(s.maxLine)))
+			return Event{}, s.err
+		}
+		if err == bufio.ErrBufferFull {
+			s.long = append(s.long, line...)
+			continue
+		}
+		if len(s.long) > 0 {
+			line = append(s.long, line...)
+			s.long = s.long[:0]
+		}
+		if err != nil {
+			s.err = err
+		}
+		if len(line) > 0 {
+			ev, ok, lerr := s.events.Line(bytes.TrimSuffix(line, []byte{'\n'}))
+			if lerr != nil {
+				s.err = lerr
+				return Event{}, lerr
+			}
+			if ok {
+				return ev, nil
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				if ev, ok := s.events.Flush(); ok {
+					return ev, nil
+				}
+			}
+			return Event{}, err
+		}
+	}
+}
+
+// endsEvent reports whether line is a blank line, the usual end of an event.
+func endsEvent(line []byte) bool {
+	return len(line) == 1 || len(line) == 2 && line[0] == '\r'
+}
+
+// byteSize words a cap: "1 MiB", "64 KiB", "100 bytes".
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,14 +1,21 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,43 +132,228 @@ func TestParseData(t *testing.T) {
 func TestEventReaderJoinsMultilineData(t *testing.T) {
 	var r EventReader
 	var got []string
-	for _, l := range []string{": comment", "event: x", "data: one", "data: two", "", "", "data:three", "id: 1", ""} {
-		if p, ok := r.Line([]byte(l)); ok {
-			got = append(got, string(p))
+	for _, l := range []string{": comment", "event: x", "data: one", "data: two", "", "", "data:three", "id: 1", "", "data:", "data:", "", "event: y", ""} {
+		ev, ok, err := r.Line([]byte(l))
+		require.NoError(t, err)
+		if ok {
+			got = append(got, string(ev.Type)+"|"+string(ev.Data))
 		}
 	}
-	assert.Equal(t, []string{"one\ntwo", "three"}, got)
+	assert.Equal(t, []string{"x|one\ntwo", "|three", "|\n"}, got, "an event with no data is not dispatched")
 	_, ok := r.Flush()
 	assert.False(t, ok)
-	r.Line([]byte("data: tail"))
-	p, ok := r.Flush()
+	_, _, _ = r.Line([]byte("data: tail"))
+	ev, ok := r.Flush()
 	assert.True(t, ok)
-	assert.Equal(t, "tail", string(p))
+	assert.Equal(t, "tail", string(ev.Data))
 }
 
-// FuzzSSE feeds arbitrary bytes through the event reader and the chunk parser: no panic, and
-// a parsed text is always a substring of the input.
+func TestEventReaderErrorEvents(t *testing.T) {
+	var r EventReader
+	var got []Chunk
+	for _, l := range []string{"event: error", `data: {"message":"overloaded\u001b]0;pwned\u0007"}`, "", "event: error", "", "event: message", "data: [DONE]", ""} {
+		ev, ok, err := r.Line([]byte(l))
+		require.NoError(t, err)
+		if ok {
+			got = append(got, ParseEvent(ev))
+		}
+	}
+	require.Len(t, got, 3)
+	assert.Equal(t, Chunk{Kind: ChunkError, ErrorMessage: "overloaded"}, got[0], "the message comes from the data, sanitised")
+	assert.Equal(t, Chunk{Kind: ChunkError, ErrorMessage: "error event"}, got[1], "an error event with no data still counts")
+	assert.Equal(t, ChunkDone, got[2].Kind)
+}
+
+func TestEventReaderCaps(t *testing.T) {
+	r := EventReader{MaxBytes: 10}
+	_, _, err := r.Line([]byte("data: 0123456789"))
+	require.NoError(t, err, "exactly the cap")
+	_, _, err = r.Line([]byte("data: x"))
+	require.ErrorIs(t, err, ErrTooLarge, "the joined data would pass the cap")
+	assert.Equal(t, "too large: an SSE event over 10 bytes", err.Error())
+	_, ok, err := r.Line([]byte("data: rest of the same event"))
+	require.NoError(t, err)
+	assert.False(t, ok, "the rest of the event is skipped")
+	_, ok, _ = r.Line(nil)
+	assert.False(t, ok, "the dropped event is never dispatched")
+	ev, ok, err := func() (Event, bool, error) { _, _, _ = r.Line([]byte("data: next")); return r.Line(nil) }()
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "next", string(ev.Data), "the reader goes on after the dropped event")
+
+	_, _, err = r.Line([]byte("event: " + strings.Repeat("e", 11)))
+	assert.ErrorIs(t, err, ErrTooLarge)
+}
+
+func TestEventScannerCapsLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		events   []string
+		tooLarge bool
+	}{
+		{"short lines", "data: a\n\ndata: b\n\n", []string{"a", "b"}, false},
+		{"a line at the cap", "data: " + strings.Repeat("x", 58) + "\n\n", []string{strings.Repeat("x", 58)}, false},
+		{"a line over the cap", "data: " + strings.Repeat("x", 59) + "\n\n", nil, true},
+		{"a comment over the cap", ": " + strings.Repeat("x", 100) + "\n", nil, true},
+		{"no newline at all", strings.Repeat("x", 1000), nil, true},
+		{"data lines with no blank line", strings.Repeat("data: 0123456789\n", 10), nil, true},
+		{"the last event lacks its blank line", "data: a\n\ndata: b", []string{"a", "b"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := NewEventScanner(bufio.NewReaderSize(strings.NewReader(tc.in), 16), 64)
+			var got []string
+			var err error
+			for {
+				var ev Event
+				if ev, err = sc.Next(); err != nil {
+					break
+				}
+				got = append(got, string(ev.Data))
+			}
+			assert.Equal(t, tc.events, got)
+			if tc.tooLarge {
+				assert.ErrorIs(t, err, ErrTooLarge)
+			} else {
+				assert.Equal(t, io.EOF, err)
+			}
+			_, again := sc.Next()
+			assert.Equal(t, err, again, "an error is returned again")
+		})
+	}
+}
+
+func TestParseDataBoundsUsage(t *testing.T) {
+	cases := []struct {
+		in      string
+		usage   []int
+		invalid string
+	}{
+		{`{"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":10}}`, []int{6, 10}, ""},
+		{`{"choices":[],"usage":{"prompt_tokens":67108864,"completion_tokens":0}}`, []int{MaxUsageTokens, 0}, ""},
+		{`{"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":9000000000000000000}}`, nil, "usage.completion_tokens is 9000000000000000000, not a token count (0 to 67108864)"},
+		{`{"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":9e18}}`, nil, "usage.completion_tokens is 9e18"},
+		{`{"choices":[],"usage":{"prompt_tokens":67108865,"completion_tokens":1}}`, nil, "usage.prompt_tokens is 67108865"},
+		{`{"choices":[],"usage":{"prompt_tokens":-1,"completion_tokens":1}}`, nil, "usage.prompt_tokens is -1"},
+		{`{"choices":[],"usage":{"prompt_tokens":1.5,"completion_tokens":1}}`, nil, "usage.prompt_tokens is 1.5"},
+		{`{"choices":[],"usage":{"prompt_tokens":"7","completion_tokens":1}}`, nil, `usage.prompt_tokens is "7"`},
+		{`{"choices":[],"usage":{"prompt_tokens":1e3,"completion_tokens":2}}`, []int{1000, 2}, ""},
+		{`{"choices":[],"usage":{"prompt_tokens":null,"completion_tokens":2}}`, []int{0, 2}, ""},
+		// The slow path, for JSON that is not compact.
+		{`{"choices": [], "usage": {"prompt_tokens": 6, "completion_tokens": 99999999999999999999}}`, nil, "usage.completion_tokens is 99999999999999999999"},
+		{`{"choices": [], "usage": {"prompt_tokens": 6, "completion_tokens": 10}}`, []int{6, 10}, ""},
+	}
+	for _, tc := range cases {
+		c := ParseData([]byte(tc.in))
+		if tc.invalid != "" {
+			assert.Contains(t, c.Invalid, tc.invalid, tc.in)
+			assert.False(t, c.HasUsage, tc.in)
+			continue
+		}
+		assert.Empty(t, c.Invalid, tc.in)
+		require.True(t, c.HasUsage, tc.in)
+		assert.Equal(t, tc.usage, []int{c.PromptTokens, c.CompletionTokens}, tc.in)
+	}
+}
+
+// sseReference splits an SSE stream as the spec says, written plainly to check EventScanner
+// against: lines end at '\n' (a '\r' before it is dropped), a line over maxBytes or an event
+// whose data or type passes maxBytes ends the stream with tooLarge.
+func sseReference(in []byte, maxBytes int) (events []string, tooLarge bool) {
+	lines := strings.SplitAfter(string(in), "\n")
+	var data []string
+	typ, dataSeen := "", false
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		l = strings.TrimSuffix(l, "\n")
+		if len(l) > maxBytes {
+			return events, true
+		}
+		l = strings.TrimSuffix(l, "\r")
+		switch {
+		case l == "":
+			if dataSeen || typ == "error" {
+				events = append(events, typ+"|"+strings.Join(data, "\n"))
+			}
+			data, typ, dataSeen = nil, "", false
+			continue
+		case l[0] == ':':
+			continue
+		}
+		field, value, _ := strings.Cut(l, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "data":
+			data, dataSeen = append(data, value), true
+			if len(strings.Join(data, "\n")) > maxBytes {
+				return events, true
+			}
+		case "event":
+			if len(value) > maxBytes {
+				return events, true
+			}
+			typ = value
+		}
+	}
+	if dataSeen || typ == "error" {
+		events = append(events, typ+"|"+strings.Join(data, "\n"))
+	}
+	return events, false
+}
+
+// FuzzSSE feeds arbitrary bytes, through a tiny read buffer and with small caps, to the event
+// scanner and the chunk parser: the events are the reference splitter's, a cap is an error
+// wrapping ErrTooLarge and never more memory, and every parsed chunk keeps its invariants (a
+// text found verbatim in its event, unless the event was JSON that the slow path decoded;
+// usage counts in bounds; messages sanitised and short). No panic.
 func FuzzSSE(f *testing.F) {
 	for _, name := range []string{"vllm-sse-synthetic-completions-include-usage.txt", "vllm-sse-synthetic-midstream-error.txt", "vllm-0.9-xpu-completions-stream-qwen3-4b.sse"} {
 		b, err := os.ReadFile("../testdata/" + name)
 		if err == nil {
-			f.Add(b)
+			f.Add(b, uint16(4096))
 		}
 	}
-	f.Add([]byte("data: {\"choices\":[{\"text\":\"\\"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		var r EventReader
-		for _, line := range bytes.Split(in, []byte("\n")) {
-			if p, ok := r.Line(line); ok {
-				c := ParseData(p)
-				if len(c.Text) > 0 && !bytes.Contains(in, c.Text) && c.Kind == ChunkContent && !bytes.Contains(p, []byte(": ")) {
-					t.Fatalf("text %q not in input", c.Text)
-				}
-				_ = UnescapeText(c.Text)
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"\\"), uint16(100))
+	// Two data lines joined with a newline inside a JSON string: valid SSE, which the old check
+	// rejected because the joined text is not in the input as such.
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"a\ndata: b\"}]}\n\n"), uint16(100))
+	f.Add([]byte("event: error\ndata: {\"message\":\"\x1b[2Jboom\"}\n\n"), uint16(100))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":9000000000000000000}}\n\n"), uint16(200))
+	f.Add(bytes.Repeat([]byte("x"), 300), uint16(40))
+	f.Fuzz(func(t *testing.T, in []byte, capSeed uint16) {
+		maxBytes := int(capSeed%1024) + 1
+		sc := NewEventScanner(bufio.NewReaderSize(bytes.NewReader(in), 16), maxBytes)
+		want, wantTooLarge := sseReference(in, maxBytes)
+		var got []string
+		var err error
+		for {
+			var ev Event
+			ev, err = sc.Next()
+			if len(sc.long) > maxBytes || len(sc.events.data) > maxBytes {
+				t.Fatalf("holds %d+%d bytes with a cap of %d", len(sc.long), len(sc.events.data), maxBytes)
+			}
+			if err != nil {
+				break
+			}
+			got = append(got, string(ev.Type)+"|"+string(ev.Data))
+			c := ParseEvent(ev)
+			if c.Kind == ChunkContent && len(c.Text) > 0 && !bytes.Contains(ev.Data, c.Text) && !json.Valid(bytes.TrimSpace(ev.Data)) {
+				t.Fatalf("text %q not in the event %q", c.Text, ev.Data)
+			}
+			_ = UnescapeText(c.Text)
+			if c.HasUsage && (c.PromptTokens < 0 || c.PromptTokens > MaxUsageTokens || c.CompletionTokens < 0 || c.CompletionTokens > MaxUsageTokens) {
+				t.Fatalf("usage %d/%d out of bounds", c.PromptTokens, c.CompletionTokens)
+			}
+			if c.ErrorMessage != sanitize.Text(c.ErrorMessage) || len(c.ErrorMessage) > 300+len("…") {
+				t.Fatalf("error message %q is not sanitised and short", c.ErrorMessage)
 			}
 		}
-		if p, ok := r.Flush(); ok {
-			ParseData(p)
+		if wantTooLarge != errors.Is(err, ErrTooLarge) || !wantTooLarge && err != io.EOF {
+			t.Fatalf("ended with %v; the reference says too large: %v", err, wantTooLarge)
+		}
+		if !slices.Equal(want, got) {
+			t.Fatalf("events %q, want %q", got, want)
 		}
 	})
 }

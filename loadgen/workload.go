@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Workload produces the i-th request's prompt. Implementations are safe for concurrent use.
@@ -76,7 +77,7 @@ func CalibrateVocab(ctx context.Context, c *Client) (*Vocab, error) {
 		pos += n
 	}
 	if pos != len(text) {
-		return nil, fmt.Errorf("%s/tokenize: token strings do not spell the prompt (%d of %d bytes); cannot build exact prompts", c.BaseURL(), pos, len(text))
+		return nil, fmt.Errorf("%s/tokenize: token strings do not spell the prompt (%d of %d bytes); cannot build exact prompts", c.RedactedURL(), pos, len(text))
 	}
 	pos = 0
 	for _, w := range vocabCandidates {
@@ -100,6 +101,9 @@ func CalibrateVocab(ctx context.Context, c *Client) (*Vocab, error) {
 	if _, err := c.postJSON(ctx, "/tokenize", body, &count); err != nil {
 		return nil, err
 	}
+	if count.Count < 0 || count.Count > MaxUsageTokens {
+		return nil, fmt.Errorf("%s/tokenize: a count of %d tokens for 10 words", c.RedactedURL(), count.Count)
+	}
 	v.Overhead = max(0, count.Count-10)
 	return v, nil
 }
@@ -121,15 +125,18 @@ func (c *Client) postJSON(ctx context.Context, path string, in, out any) (int, e
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s%s: %w", c.BaseURL(), path, err)
+		return 0, fmt.Errorf("%s%s: %s", c.RedactedURL(), path, transportMessage(err))
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := readCapped(resp.Body, c.cfg.MaxBodyBytes)
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s%s: %w", c.RedactedURL(), path, err)
+	}
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("%s%s: HTTP %d: %s", c.BaseURL(), path, resp.StatusCode, errorMessage(data))
+		return resp.StatusCode, fmt.Errorf("%s%s: HTTP %d: %s", c.RedactedURL(), path, resp.StatusCode, errorMessage(data))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s%s: %w", c.BaseURL(), path, err)
+		return resp.StatusCode, fmt.Errorf("%s%s: %s", c.RedactedURL(), path, oneLine(sanitize.Text(err.Error())))
 	}
 	return resp.StatusCode, nil
 }
