@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Defaults for a Client.
@@ -146,13 +147,17 @@ func MetricsURL(target string) (string, error) {
 	}
 	u, err := url.Parse(target)
 	if err != nil {
-		return "", fmt.Errorf("bad URL %q: %v", target, unwrapURLError(err))
+		if strings.Contains(target, "@") {
+			// The parser's message quotes the part it choked on, which may be the password.
+			return "", fmt.Errorf("bad URL %q: cannot parse it", sanitize.URL(target))
+		}
+		return "", fmt.Errorf("bad URL %q: %s", sanitize.URL(target), sanitize.Text(unwrapURLError(err).Error()))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("bad URL %q: scheme must be http or https", target)
+		return "", fmt.Errorf("bad URL %q: scheme must be http or https", sanitize.URL(target))
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return "", fmt.Errorf("bad URL %q: no host", target)
+		return "", fmt.Errorf("bad URL %q: no host", sanitize.URL(target))
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/metrics"
@@ -169,20 +174,25 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// URL is the URL the client scrapes.
-func (c *Client) URL() string { return c.url }
+// URL is the URL the client scrapes, fit to print: its password and query values are "***"
+// (sanitize.URL); requests use the URL as given.
+func (c *Client) URL() string { return sanitize.URL(c.url) }
 
-// Error is a failed scrape: the URL (without user info) and why, in one line.
+// Error is a failed scrape: the URL and why, in one line. Error() redacts the URL's password
+// and query values and removes control characters from the whole message, whoever built the
+// Error.
 type Error struct {
 	URL string
 	// StatusCode is the HTTP status when the server answered with an error status, else 0.
 	StatusCode int
 	// Err is the cause: a net or TLS error, context.DeadlineExceeded, ErrTooLarge,
-	// ErrNotMetrics, or a parse error.
+	// ErrNotMetrics, ErrEmptyBody, or a parse error.
 	Err error
 }
 
-func (e *Error) Error() string { return e.URL + ": " + describe(e.Err) }
+func (e *Error) Error() string {
+	return sanitize.URL(e.URL) + ": " + sanitize.Text(describe(e.Err))
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -245,7 +255,7 @@ func describe(err error) string {
 	case errors.As(err, &cert):
 		return "TLS: " + cert.Err.Error()
 	case errors.As(err, &ue):
-		return ue.Err.Error()
+		return describe(ue.Err)
 	}
 	return err.Error()
 }
@@ -299,6 +309,9 @@ func (c *Client) Fetch(ctx context.Context) ([]byte, time.Time, error) {
 	}
 	if int64(len(body)) > c.maxBody {
 		return fail(fmt.Errorf("%w: more than %s; refused", ErrTooLarge, size(c.maxBody)), 0)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fail(ErrEmptyBody, 0)
 	}
 	if err := looksLikeMetrics(resp.Header.Get("Content-Type"), body); err != nil {
 		return fail(err, 0)
@@ -389,12 +402,5 @@ func size(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// redact drops user info from a URL for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	u.User = nil
-	return u.String()
-}
+// redact hides a URL's password and query values for messages.
+func redact(raw string) string { return sanitize.URL(raw) }

@@ -2,6 +2,8 @@ package scrape
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,11 +14,21 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
+
+// ErrEmptyBody is the error for a body with nothing but blanks in it: a server that answers
+// /metrics with nothing is broken, not idle (an idle vLLM still exports every series).
+var ErrEmptyBody = errors.New("empty /metrics body")
+
+// maxCount bounds every count and gauge a Snapshot maps: 2^53, past which a float64 cannot
+// even count by one. A value above it, negative, NaN or infinite is not a measurement.
+const maxCount = 1 << 53
 
 // Parse reads a Prometheus text exposition (format 0.0.4, what vLLM serves) and maps it to a
 // Snapshot. Families it does not know are kept in Snapshot.Unmapped; only input that is not
-// Prometheus text at all is an error. Parse reads r to its end; bound r yourself (Client
+// Prometheus text at all, or is empty (ErrEmptyBody), is an error. Parse reads r to its end; bound r yourself (Client
 // caps the body). Safe for concurrent use: each call has its own parser.
 func Parse(r io.Reader) (Snapshot, error) {
 	var buf bytes.Buffer
@@ -33,6 +45,9 @@ func Parse(r io.Reader) (Snapshot, error) {
 // out before the text parser sees them: they are ignored anyway, and in a single-process vLLM
 // scrape they are a fifth of the lines, so this saves a fifth of the parsing.
 func parseBytes(b []byte) (Snapshot, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Snapshot{}, ErrEmptyBody
+	}
 	fams, err := parseFamilies(bytes.NewReader(dropCreated(b)))
 	if err != nil {
 		return Snapshot{}, err
@@ -105,10 +120,16 @@ type mapper struct {
 	cache  map[string]*CacheConfig
 	sglTok Value
 	warned map[string]bool
+	key    []byte // scratch for label keys
 }
 
 // FromFamilies maps parsed metric families (as expfmt's parsers return them) to a Snapshot.
-// It does not modify fams.
+// It does not modify fams. Every string from the server (model names, engines, label values,
+// family names and help) is sanitised for a terminal (sanitize.Text); numbers that cannot be
+// what their field says (NaN, infinite, negative, above 2^53, a fraction outside 0..1) are left
+// out with a warning; series that repeat a label set are counted in DuplicateSeries and only
+// the last of them is used. Its cost is linear in the number of series (and n log n for the
+// sorting of models and engines).
 func FromFamilies(fams map[string]*dto.MetricFamily) Snapshot {
 	names := make([]string, 0, len(fams))
 	for n := range fams {
@@ -142,13 +163,14 @@ func FromFamilies(fams map[string]*dto.MetricFamily) Snapshot {
 		if strings.HasSuffix(n, createdSuffix) {
 			continue
 		}
+		ms := m.unique(mf)
 		if ref, ok := ruleIndex[n]; ok {
 			if c, ok := chosen[ref.r]; ok && c.pref == ref.pref {
-				m.apply(ref.r, mf)
+				m.apply(ref.r, mf.GetName(), ms)
 				continue
 			}
 		}
-		m.snap.Unmapped = append(m.snap.Unmapped, rawFamily(mf))
+		m.snap.Unmapped = append(m.snap.Unmapped, m.rawFamily(mf, ms))
 	}
 	m.finish()
 	return m.snap
@@ -176,7 +198,71 @@ func (m *mapper) warn(msg string) {
 	m.snap.Warnings = append(m.snap.Warnings, msg)
 }
 
-// seriesLabels finds the model, the engine and one more label (want) of a series.
+// unique returns mf's series without repeated label sets: of the series that share one, the
+// last is kept, in the place of the first. Repeats are counted in DuplicateSeries and warned
+// about. A histogram's or summary's repeats never get here: the text parser merges them into
+// one series (see histogramOf).
+func (m *mapper) unique(mf *dto.MetricFamily) []*dto.Metric {
+	ms := mf.GetMetric()
+	if len(ms) < 2 {
+		return ms
+	}
+	seen := make(map[string]int, len(ms)) // label key -> index among the kept
+	var out []*dto.Metric                 // nil until the first repeat
+	kept, dups := 0, 0
+	for i, metric := range ms {
+		m.key = labelKey(m.key[:0], metric.GetLabel())
+		if j, dup := seen[string(m.key)]; dup {
+			if out == nil {
+				out = make([]*dto.Metric, i, len(ms))
+				copy(out, ms[:i])
+			}
+			out[j] = metric
+			dups++
+			continue
+		}
+		seen[string(m.key)] = kept
+		kept++
+		if out != nil {
+			out = append(out, metric)
+		}
+	}
+	if out == nil {
+		return ms
+	}
+	m.duplicates(mf.GetName(), dups)
+	return out
+}
+
+func (m *mapper) duplicates(family string, n int) {
+	m.snap.DuplicateSeries += n
+	m.warn(fmt.Sprintf("%s: series with the same labels more than once; the last of each kept", sanitize.Text(family)))
+}
+
+// labelKey appends a canonical form of a label set to b: the pairs sorted by name, each part
+// length-prefixed, so no two different sets share a key.
+func labelKey(b []byte, lps []*dto.LabelPair) []byte {
+	sorted := true
+	for i := 1; i < len(lps); i++ {
+		if lps[i-1].GetName() > lps[i].GetName() {
+			sorted = false
+			break
+		}
+	}
+	if !sorted {
+		lps = append([]*dto.LabelPair(nil), lps...)
+		sort.Slice(lps, func(i, j int) bool { return lps[i].GetName() < lps[j].GetName() })
+	}
+	for _, lp := range lps {
+		b = binary.AppendUvarint(b, uint64(len(lp.GetName())))
+		b = append(b, lp.GetName()...)
+		b = binary.AppendUvarint(b, uint64(len(lp.GetValue())))
+		b = append(b, lp.GetValue()...)
+	}
+	return b
+}
+
+// seriesLabels finds the model, the engine and one more label (want) of a series, sanitised.
 func seriesLabels(b Backend, metric *dto.Metric, want string) (modelName, engine, wanted string, hasWanted bool) {
 	engine = defaultEngine
 	named := false
@@ -184,26 +270,46 @@ func seriesLabels(b Backend, metric *dto.Metric, want string) (modelName, engine
 		name := lp.GetName()
 		switch {
 		case name == engineLabel:
-			engine = lp.GetValue()
+			engine = sanitize.Text(lp.GetValue())
 		case modelLabel(b, name):
 			// "model_name" wins over SGLang's older "name".
 			if !named || name == "model_name" {
-				modelName = lp.GetValue()
+				modelName = sanitize.Text(lp.GetValue())
 				named = name == "model_name"
 			}
 		}
 		if want != "" && name == want {
-			wanted, hasWanted = lp.GetValue(), true
+			wanted, hasWanted = sanitize.Text(lp.GetValue()), true
 		}
 	}
 	return modelName, engine, wanted, hasWanted
 }
 
-func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
-	if m.applyToSnapshot(r, mf) {
+// countOK reports whether v can be a count or a gauge of requests, tokens or seconds.
+func countOK(v float64) bool { return v >= 0 && v <= maxCount }
+
+// fractionOK reports whether v can be a fraction such as the KV-cache usage.
+func fractionOK(v float64) bool { return v >= 0 && v <= 1 }
+
+// sane returns the scalar of a series if it is one that the rule's field can hold, and warns
+// once per family about those it cannot.
+func (m *mapper) sane(family string, metric *dto.Metric, ok func(float64) bool) (float64, bool) {
+	v, present := scalar(metric)
+	if !present {
+		return 0, false
+	}
+	if !ok(v) {
+		m.warn(fmt.Sprintf("%s: ignored values out of range (NaN, infinite, negative or absurd)", sanitize.Text(family)))
+		return 0, false
+	}
+	return v, true
+}
+
+func (m *mapper) apply(r *rule, family string, metrics []*dto.Metric) {
+	if m.applyToSnapshot(r, family, metrics) {
 		return
 	}
-	for _, metric := range mf.GetMetric() {
+	for _, metric := range metrics {
 		want := r.label
 		if r.kind == kindAwake {
 			want = "sleep_state"
@@ -212,21 +318,21 @@ func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
 		s := m.statsFor(modelName, engine)
 		switch r.kind {
 		case kindSum:
-			if v, ok := scalar(metric); ok {
+			if v, ok := m.sane(family, metric, countOK); ok {
 				p := r.value(s)
 				*p = p.plus(Some(v))
 			}
 		case kindMax:
-			if v, ok := scalar(metric); ok {
+			if v, ok := m.sane(family, metric, fractionOK); ok {
 				p := r.value(s)
 				*p = maxValue(*p, Some(v))
 			}
 		case kindAwake:
-			if v, ok := scalar(metric); ok && has && lv == "awake" {
+			if v, ok := m.sane(family, metric, fractionOK); ok && has && lv == "awake" {
 				*r.value(s) = Some(v)
 			}
 		case kindByLabel:
-			v, ok := scalar(metric)
+			v, ok := m.sane(family, metric, countOK)
 			if !ok {
 				continue
 			}
@@ -247,8 +353,12 @@ func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
 				*p = p.plus(Some(v))
 			}
 		case kindHist:
-			h := histogramOf(metric)
+			h := m.histogram(family, metric)
 			if h == nil {
+				continue
+			}
+			if !histogramOK(h) {
+				m.warn(fmt.Sprintf("%s: ignored a histogram with counts out of range (NaN, infinite, negative or absurd)", sanitize.Text(family)))
 				continue
 			}
 			p := r.hist(s)
@@ -258,7 +368,7 @@ func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
 			}
 			merged, ok := mergeHist(*p, h)
 			if !ok {
-				m.warn(fmt.Sprintf("%s: series with different bucket layouts for model %q engine %s; kept the first", mf.GetName(), modelName, engine))
+				m.warn(fmt.Sprintf("%s: series with different bucket layouts for model %q engine %s; kept the first", sanitize.Text(family), modelName, engine))
 				continue
 			}
 			*p = merged
@@ -268,28 +378,50 @@ func (m *mapper) apply(r *rule, mf *dto.MetricFamily) {
 
 // applyToSnapshot maps the families that describe the whole server rather than a model's
 // series, and reports whether r was one of those.
-func (m *mapper) applyToSnapshot(r *rule, mf *dto.MetricFamily) bool {
+func (m *mapper) applyToSnapshot(r *rule, family string, metrics []*dto.Metric) bool {
 	switch r.kind {
 	case kindCacheInfo:
-		m.cacheInfo(mf)
+		m.cacheInfo(metrics)
 		return true
 	case kindProcessStart:
-		for _, metric := range mf.GetMetric() {
-			if v, ok := scalar(metric); ok {
+		for _, metric := range metrics {
+			if v, ok := m.sane(family, metric, countOK); ok {
 				m.snap.ProcessStartSeconds = Some(v)
 				break
 			}
 		}
 		return true
 	case kindCapacityTokens:
-		for _, metric := range mf.GetMetric() {
-			if v, ok := scalar(metric); ok {
+		for _, metric := range metrics {
+			if v, ok := m.sane(family, metric, countOK); ok {
 				m.sglTok = m.sglTok.plus(Some(v))
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// histogram converts a series' histogram, counting the repeats the text parser merged into it.
+func (m *mapper) histogram(family string, metric *dto.Metric) *Histogram {
+	h, dups := histogramOf(metric)
+	if dups > 0 {
+		m.duplicates(family, dups)
+	}
+	return h
+}
+
+// histogramOK reports whether every count of h can be a count and its sum is a number.
+func histogramOK(h *Histogram) bool {
+	if !countOK(h.Count) || math.IsNaN(h.Sum) || math.IsInf(h.Sum, 0) {
+		return false
+	}
+	for _, b := range h.Buckets {
+		if !countOK(b.Count) {
+			return false
+		}
+	}
+	return true
 }
 
 // scalar is the value of a counter, gauge or untyped sample (whatever the family's declared
@@ -306,48 +438,71 @@ func scalar(m *dto.Metric) (float64, bool) {
 	return 0, false
 }
 
-// histogramOf converts a classic histogram: buckets sorted, a +Inf bucket at the end.
-func histogramOf(m *dto.Metric) *Histogram {
+// histogramOf converts a classic histogram: buckets sorted, a +Inf bucket at the end. A
+// bucket whose bound is NaN is dropped. A series repeated in the exposition reaches here as
+// one histogram whose bounds repeat (the text parser merges series by label set, and keeps
+// the last count and sum): for each bound the last bucket is kept, which goes with that count
+// and sum, and dups says how many repeats there were.
+func histogramOf(m *dto.Metric) (h *Histogram, dups int) {
 	dh := m.GetHistogram()
 	if dh == nil {
-		return nil
+		return nil, 0
 	}
 	bs := dh.GetBucket()
-	h := &Histogram{Buckets: make([]Bucket, 0, len(bs)+1), Sum: dh.GetSampleSum()}
+	h = &Histogram{Buckets: make([]Bucket, 0, len(bs)+1), Sum: dh.GetSampleSum()}
 	countSet := dh.SampleCount != nil || dh.SampleCountFloat != nil
 	h.Count = float64(dh.GetSampleCount())
 	if dh.SampleCountFloat != nil {
 		h.Count = dh.GetSampleCountFloat()
 	}
 	sorted := true
-	for i, b := range bs {
+	for _, b := range bs {
 		c := float64(b.GetCumulativeCount())
 		if b.CumulativeCountFloat != nil {
 			c = b.GetCumulativeCountFloat()
 		}
-		h.Buckets = append(h.Buckets, Bucket{UpperBound: b.GetUpperBound(), Count: c})
-		if i > 0 && !(bs[i-1].GetUpperBound() <= b.GetUpperBound()) {
+		ub := b.GetUpperBound()
+		if math.IsNaN(ub) {
+			continue
+		}
+		if n := len(h.Buckets); n > 0 && !(h.Buckets[n-1].UpperBound < ub) {
 			sorted = false
 		}
+		h.Buckets = append(h.Buckets, Bucket{UpperBound: ub, Count: c})
 	}
 	if !sorted {
 		sort.SliceStable(h.Buckets, func(i, j int) bool { return h.Buckets[i].UpperBound < h.Buckets[j].UpperBound })
+		// Repeated bounds are now side by side, in the order they came: keep the last.
+		out := h.Buckets[:0]
+		run := 0
+		for i, b := range h.Buckets {
+			if i > 0 && out[len(out)-1].UpperBound == b.UpperBound {
+				out[len(out)-1] = b
+				run++
+				dups = max(dups, run)
+				continue
+			}
+			run = 0
+			out = append(out, b)
+		}
+		h.Buckets = out
 	}
 	if n := len(h.Buckets); n == 0 || !math.IsInf(h.Buckets[n-1].UpperBound, 1) {
 		h.Buckets = append(h.Buckets, Bucket{UpperBound: math.Inf(1), Count: h.Count})
 	} else if !countSet {
 		h.Count = h.Buckets[n-1].Count
 	}
-	return h
+	return h, dups
 }
 
-func (m *mapper) cacheInfo(mf *dto.MetricFamily) {
-	for _, metric := range mf.GetMetric() {
+func (m *mapper) cacheInfo(metrics []*dto.Metric) {
+	for _, metric := range metrics {
 		c := &CacheConfig{Engine: defaultEngine, Labels: make(map[string]string, len(metric.GetLabel()))}
 		for _, lp := range metric.GetLabel() {
-			c.Labels[lp.GetName()] = lp.GetValue()
+			v := sanitize.Text(lp.GetValue())
+			c.Labels[sanitize.Text(lp.GetName())] = v
 			if lp.GetName() == engineLabel {
-				c.Engine = lp.GetValue()
+				c.Engine = v
 			}
 		}
 		c.BlockSizeTokens = labelNumber(c.Labels, "block_size")
@@ -373,7 +528,7 @@ func labelNumber(labels map[string]string, name string) Value {
 		return Value{}
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !finite(f) {
+	if err != nil || !countOK(f) {
 		return Value{}
 	}
 	return Some(f)
@@ -535,7 +690,9 @@ func capacityOf(cache []CacheConfig) Capacity {
 	if allTokens {
 		c.KVCacheTokens = tokens
 	} else if e := cache[0]; len(cache) == 1 && e.BlockSizeTokens.OK && e.NumGPUBlocks.OK && plainAttention(e.Labels) {
-		c.KVCacheTokens = Some(e.BlockSizeTokens.V * e.NumGPUBlocks.V)
+		if t := e.BlockSizeTokens.V * e.NumGPUBlocks.V; countOK(t) {
+			c.KVCacheTokens = Some(t)
+		}
 	}
 	if allConc {
 		c.MaxConcurrency = conc
@@ -552,25 +709,25 @@ func plainAttention(labels map[string]string) bool {
 	return labels["is_attention_free"] != "True"
 }
 
-// rawFamily keeps a family no rule took.
-func rawFamily(mf *dto.MetricFamily) Family {
+// rawFamily keeps a family no rule took, its strings sanitised and its values as they came.
+func (m *mapper) rawFamily(mf *dto.MetricFamily, metrics []*dto.Metric) Family {
 	f := Family{
-		Name:   mf.GetName(),
+		Name:   sanitize.Text(mf.GetName()),
 		Type:   strings.ToLower(mf.GetType().String()),
-		Help:   mf.GetHelp(),
-		Series: make([]Series, 0, len(mf.GetMetric())),
+		Help:   sanitize.Text(mf.GetHelp()),
+		Series: make([]Series, 0, len(metrics)),
 	}
-	for _, metric := range mf.GetMetric() {
+	for _, metric := range metrics {
 		var s Series
 		if lps := metric.GetLabel(); len(lps) > 0 {
 			s.Labels = make(map[string]string, len(lps))
 			for _, lp := range lps {
-				s.Labels[lp.GetName()] = lp.GetValue()
+				s.Labels[sanitize.Text(lp.GetName())] = sanitize.Text(lp.GetValue())
 			}
 		}
 		switch {
 		case metric.Histogram != nil:
-			s.Histogram = histogramOf(metric)
+			s.Histogram = m.histogram(mf.GetName(), metric)
 		case metric.Summary != nil:
 			ds := metric.GetSummary()
 			sum := &Summary{Count: float64(ds.GetSampleCount()), Sum: ds.GetSampleSum()}

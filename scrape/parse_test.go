@@ -494,7 +494,6 @@ func TestParseOddInput(t *testing.T) {
 		name, in string
 		ok       bool
 	}{
-		{"empty", "", true},
 		{"no trailing newline", "vllm:num_requests_running{model_name=\"m\"} 3", true},
 		{"comments and blank lines", "# HELP x y\n\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 2\n", true},
 		{"histogram sum before buckets", "# TYPE vllm:e2e_request_latency_seconds histogram\n" +
@@ -521,6 +520,13 @@ func TestParseOddInput(t *testing.T) {
 	s, err := Parse(strings.NewReader("vllm:num_requests_running{model_name=\"m\"} 3"))
 	require.NoError(t, err)
 	is(t, 3, only(t, s, "m").Total.Running, "untyped sample without newline")
+
+	for _, empty := range []string{"", "\n", " \t\r\n\n"} {
+		s, err := Parse(strings.NewReader(empty))
+		require.ErrorIs(t, err, ErrEmptyBody, "%q is not an idle server", empty)
+		assert.Equal(t, "empty /metrics body", err.Error())
+		assert.Nil(t, s.Models)
+	}
 }
 
 func TestRawFamilies(t *testing.T) {

@@ -69,6 +69,11 @@ type Snapshot struct {
 	// Warnings are mapping problems that did not stop the scrape, e.g. engines whose
 	// histogram bucket layouts differ and so have no merged total.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// DuplicateSeries counts the series that repeated a label set already seen in their
+	// family: a broken exporter, or two processes writing one exposition. Only the last of
+	// each was used; a non-zero count deserves a warning where the numbers are shown.
+	DuplicateSeries int `json:"duplicate_series,omitempty"`
 }
 
 // Model returns the model with that name.

@@ -196,20 +196,26 @@ type Dist struct {
 // Summarize describes the observations cur gained since prev (prev nil: since the server
 // started). It is nil when Sub fails (histogram missing, layout changed, or a reset).
 func Summarize(prev, cur *Histogram) *Dist {
-	d, ok := Sub(prev, cur)
+	// The deltas go to a buffer on the stack (vLLM's histograms have up to about 20
+	// buckets): a window over many series summarises many histograms.
+	var buf [32]Bucket
+	buckets, count, sum, ok := subInto(buf[:0], prev, cur)
 	if !ok {
 		return nil
 	}
-	out := &Dist{Count: d.Count, Mean: d.Mean()}
-	if len(d.Buckets) > 0 && finite(d.Buckets[0].UpperBound) {
-		out.FirstBound = d.Buckets[0].UpperBound
+	out := &Dist{Count: count}
+	if count > 0 {
+		out.Mean = Some(sum / count)
+	}
+	if len(buckets) > 0 && finite(buckets[0].UpperBound) {
+		out.FirstBound = buckets[0].UpperBound
 	}
 	for _, q := range []struct {
 		q    float64
 		name string
 		dst  *Value
 	}{{0.5, "p50", &out.P50}, {0.9, "p90", &out.P90}, {0.99, "p99", &out.P99}} {
-		v, pos := bucketQuantile(q.q, d.Buckets)
+		v, pos := bucketQuantile(q.q, buckets)
 		if math.IsNaN(v) {
 			continue
 		}
@@ -223,6 +229,26 @@ func Summarize(prev, cur *Histogram) *Dist {
 		}
 	}
 	return out
+}
+
+// subInto is Sub with the delta buckets appended to dst.
+func subInto(dst []Bucket, prev, cur *Histogram) (buckets []Bucket, count, sum float64, ok bool) {
+	switch {
+	case cur == nil:
+		return nil, 0, 0, false
+	case prev == nil:
+		return append(dst, cur.Buckets...), cur.Count, cur.Sum, true
+	case !sameLayout(prev, cur) || cur.Count < prev.Count:
+		return nil, 0, 0, false
+	}
+	for i, b := range cur.Buckets {
+		d := b.Count - prev.Buckets[i].Count
+		if d < 0 {
+			return nil, 0, 0, false
+		}
+		dst = append(dst, Bucket{UpperBound: b.UpperBound, Count: d})
+	}
+	return dst, cur.Count - prev.Count, cur.Sum - prev.Sum, true
 }
 
 // Window is what a server did between two snapshots.
@@ -277,21 +303,106 @@ type Rates struct {
 // Compare computes what happened between prev and cur, two snapshots of the same server
 // taken in that order; the elapsed time comes from their Time fields. Engines and models
 // are matched by name; one present in only one snapshot gets nothing. The totals of a model
-// come from its engines' own windows, so a reset on one engine cannot hide in a sum.
-func Compare(prev, cur *Snapshot) Window {
+// come from its engines' own windows, so a reset on one engine cannot hide in a sum. Its cost
+// is linear in the number of series: models and engines are matched through maps.
+func Compare(prev, cur *Snapshot) Window { return compare(prev, cur, nil) }
+
+// tally counts the steps compare takes (every model and engine visited or looked up), so a
+// test can check that the cost stays linear without timing anything. A nil tally counts
+// nothing.
+type tally struct{ n int }
+
+func (t *tally) step() {
+	if t != nil {
+		t.n++
+	}
+}
+
+// snapIndex finds the models and engines of the earlier snapshot of a window by name. Two
+// scrapes of one server list the same series in the same (sorted) order, so a look-up first
+// tries the position the series had in the later snapshot; only when that misses does it
+// build a map (once) and use it. Either way a look-up costs O(1).
+type snapIndex struct {
+	snap    *Snapshot
+	work    *tally
+	models  map[string]*Model
+	engines map[seriesKey]*EngineStats
+}
+
+// model finds the model named name, which is at position i in the other snapshot.
+func (x *snapIndex) model(i int, name string) (*Model, bool) {
+	x.work.step()
+	if i < len(x.snap.Models) && x.snap.Models[i].Name == name {
+		return &x.snap.Models[i], true
+	}
+	x.build()
+	m, ok := x.models[name]
+	return m, ok
+}
+
+// engine finds engine e of model m (found by model), e being at position j in the other
+// snapshot's model.
+func (x *snapIndex) engine(m *Model, j int, e string) (*EngineStats, bool) {
+	x.work.step()
+	if j < len(m.Engines) && m.Engines[j].Engine == e {
+		return &m.Engines[j], true
+	}
+	x.build()
+	es, ok := x.engines[seriesKey{m.Name, e}]
+	return es, ok
+}
+
+func (x *snapIndex) build() {
+	if x.models != nil {
+		return
+	}
+	s := x.snap
+	n := 0
+	for i := range s.Models {
+		n += len(s.Models[i].Engines)
+	}
+	x.models = make(map[string]*Model, len(s.Models))
+	x.engines = make(map[seriesKey]*EngineStats, n)
+	for i := range s.Models {
+		m := &s.Models[i]
+		x.work.step()
+		if _, dup := x.models[m.Name]; !dup {
+			x.models[m.Name] = m
+		}
+		for j := range m.Engines {
+			x.work.step()
+			k := seriesKey{m.Name, m.Engines[j].Engine}
+			if _, dup := x.engines[k]; !dup {
+				x.engines[k] = &m.Engines[j]
+			}
+		}
+	}
+}
+
+func compare(prev, cur *Snapshot, work *tally) Window {
 	elapsed := cur.Time.Sub(prev.Time)
 	w := Window{ElapsedSeconds: elapsed.Seconds()}
 	if prev.ProcessStartSeconds.OK && cur.ProcessStartSeconds.OK && prev.ProcessStartSeconds.V != cur.ProcessStartSeconds.V {
 		w.Restarted = true
 	}
+	idx := &snapIndex{snap: prev, work: work}
 	if !w.Restarted {
-		w.Restarted = anyReset(prev, cur)
+		w.Restarted = anyReset(idx, cur, work)
 	}
-	for _, cm := range cur.Models {
+	if len(cur.Models) > 0 {
+		w.Models = make([]ModelWindow, 0, len(cur.Models))
+	}
+	for i := range cur.Models {
+		work.step()
+		cm := &cur.Models[i]
 		mw := ModelWindow{Name: cm.Name}
-		pm, ok := prev.Model(cm.Name)
+		if len(cm.Engines) > 0 {
+			mw.Engines = make([]EngineRates, 0, len(cm.Engines))
+		}
+		pm, ok := idx.model(i, cm.Name)
 		if !ok || w.Restarted || elapsed <= 0 {
 			for _, e := range cm.Engines {
+				work.step()
 				mw.Engines = append(mw.Engines, EngineRates{Engine: e.Engine})
 			}
 			w.Models = append(w.Models, mw)
@@ -299,24 +410,50 @@ func Compare(prev, cur *Snapshot) Window {
 		}
 		complete := len(pm.Engines) == len(cm.Engines)
 		var prevs, curs []*Stats
-		for i := range cm.Engines {
-			ce := &cm.Engines[i]
-			pe, ok := pm.Engine(ce.Engine)
+		if len(cm.Engines) > 1 {
+			prevs, curs = make([]*Stats, 0, len(cm.Engines)), make([]*Stats, 0, len(cm.Engines))
+		}
+		for j := range cm.Engines {
+			work.step()
+			ce := &cm.Engines[j]
+			pe, ok := idx.engine(pm, j, ce.Engine)
 			er := EngineRates{Engine: ce.Engine}
 			if ok {
 				er.Rates = rates(&pe.Stats, &ce.Stats, elapsed)
-				prevs, curs = append(prevs, &pe.Stats), append(curs, &ce.Stats)
+				if prevs != nil {
+					prevs, curs = append(prevs, &pe.Stats), append(curs, &ce.Stats)
+				}
 			} else {
 				complete = false
 			}
 			mw.Engines = append(mw.Engines, er)
 		}
-		if complete {
-			mw.Total = totalRates(prevs, curs, mw.Engines, elapsed)
+		switch {
+		case !complete:
+		case len(mw.Engines) == 1:
+			// One engine's window is the model's: the same numbers, in copies of their own.
+			mw.Total = cloneRates(mw.Engines[0].Rates)
+		default:
+			mw.Total = totalRates(prevs, curs, mw.Engines, elapsed, work)
 		}
 		w.Models = append(w.Models, mw)
 	}
 	return w
+}
+
+// cloneRates copies r with maps and distributions of its own.
+func cloneRates(r Rates) Rates {
+	if r.FinishedByReason != nil {
+		r.FinishedByReason = addMaps(nil, r.FinishedByReason)
+	}
+	for _, d := range []**Dist{&r.TTFTSeconds, &r.ITLSeconds, &r.TPOTSeconds, &r.E2ESeconds, &r.QueueSeconds,
+		&r.PrefillSeconds, &r.DecodeSeconds, &r.PromptTokensPerRequest, &r.GenerationTokensPerRequest} {
+		if *d != nil {
+			c := **d
+			*d = &c
+		}
+	}
+	return r
 }
 
 // rates is one engine's window.
@@ -354,11 +491,12 @@ func rates(p, c *Stats, elapsed time.Duration) Rates {
 
 // totalRates combines the engines' windows of one model: rates add up (absent if any engine's
 // is absent while its counter exists), ratios and distributions come from the summed deltas.
-func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Duration) Rates {
+func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Duration, work *tally) Rates {
 	var t Rates
 	sumRate := func(get func(*Rates) Value) Value {
 		var v Value
 		for i := range engines {
+			work.step()
 			r := get(&engines[i].Rates)
 			if !r.OK {
 				return Value{}
@@ -372,6 +510,7 @@ func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Durati
 	t.RequestsPerSec = sumRate(func(r *Rates) Value { return r.RequestsPerSec })
 	t.Preemptions = sumRate(func(r *Rates) Value { return r.Preemptions })
 	for i := range engines {
+		work.step()
 		t.FinishedByReason = addMaps(t.FinishedByReason, engines[i].FinishedByReason)
 	}
 
@@ -379,6 +518,7 @@ func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Durati
 	sumInc := func(get func(*Stats) Value) (Value, Value) {
 		var d Value
 		for i := range curs {
+			work.step()
 			x, ok := increase(get(prevs[i]), get(curs[i]))
 			if !ok {
 				return Value{}, Value{}
@@ -399,6 +539,7 @@ func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Durati
 	dist := func(get func(*Stats) **Histogram) *Dist {
 		var acc *Histogram
 		for i := range curs {
+			work.step()
 			d, ok := Sub(*get(prevs[i]), *get(curs[i]))
 			if !ok {
 				return nil
@@ -424,16 +565,20 @@ func totalRates(prevs, curs []*Stats, engines []EngineRates, elapsed time.Durati
 	return t
 }
 
-// anyReset reports whether any counter or histogram of any (model, engine) went down.
-func anyReset(prev, cur *Snapshot) bool {
-	for _, cm := range cur.Models {
-		pm, ok := prev.Model(cm.Name)
+// anyReset reports whether any counter or histogram of any (model, engine) went down; prev
+// is the earlier snapshot's index.
+func anyReset(prev *snapIndex, cur *Snapshot, work *tally) bool {
+	for i := range cur.Models {
+		work.step()
+		cm := &cur.Models[i]
+		pm, ok := prev.model(i, cm.Name)
 		if !ok {
 			continue
 		}
-		for i := range cm.Engines {
-			ce := &cm.Engines[i]
-			pe, ok := pm.Engine(ce.Engine)
+		for j := range cm.Engines {
+			work.step()
+			ce := &cm.Engines[j]
+			pe, ok := prev.engine(pm, j, ce.Engine)
 			if !ok {
 				continue
 			}
