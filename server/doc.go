@@ -20,8 +20,9 @@
 // Standard output and error are read through separate pipes, split into lines on '\n' and '\r'
 // (tqdm progress bars), capped in length, time-stamped and merged into one sequence kept in a
 // bounded ring (Logs, LogsSince). The pipes are always drained, whatever the consumer does: a
-// full pipe would block vLLM and look like a hang. ANSI escapes are kept in Line.Raw for display
-// and removed in Line.Text. Every line goes through ParseLogLine, which turns the lines that
+// full pipe would block vLLM and look like a hang. Line.Raw keeps the bytes as written; Line.Text
+// is the line made safe for a terminal (sanitize.Text: no escape sequence, control or bidi
+// character), and is what is parsed and what a display shows. Every line goes through ParseLogLine, which turns the lines that
 // matter (model loading, KV-cache sizing, CUDA graphs, the listen address, startup, the periodic
 // stats line, failure messages) into typed events.
 //

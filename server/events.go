@@ -149,9 +149,11 @@ type Line struct {
 	Run    int       // the run that printed it
 	Time   time.Time // when the line was complete (monotonic)
 	Stream Stream
-	// Raw is the line as written, ANSI escapes kept (for display).
+	// Raw is the line as written, escapes and controls included: data, never to be printed
+	// on a terminal as it is.
 	Raw string
-	// Text is Raw with ANSI escapes removed (for parsing and search).
+	// Text is Raw made safe for a terminal (sanitize.Text: no escape sequence, control or
+	// bidi character), for display, parsing and search.
 	Text string
 	// Truncated is true when the line was longer than the cap and its tail was discarded.
 	Truncated bool

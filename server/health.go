@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"syscall"
 	"time"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // httpClient returns the client for /health probes: WithHTTPClient's, or one that uses no
@@ -70,21 +75,63 @@ func (s *Supervisor) poll(r *run) {
 	}
 }
 
-// probe sends one GET base/health and returns the status code.
+// probeError is a /health probe that got no answer: the URL (redacted) and the cause in a
+// few words. It unwraps to the transport's error.
+type probeError struct {
+	url   string
+	cause string
+	err   error
+}
+
+func (e *probeError) Error() string { return "GET " + e.url + "/health: " + e.cause }
+
+func (e *probeError) Unwrap() error { return e.err }
+
+// probe sends one GET base/health and returns the status code; a failure to get any answer is
+// a *probeError.
 func probe(ctx context.Context, c *http.Client, base string, timeout time.Duration) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 	if err != nil {
-		return 0, err
+		return 0, &probeError{url: sanitize.URL(base), cause: "bad URL", err: err}
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, &probeError{url: sanitize.URL(base), cause: probeCause(err, timeout), err: err}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// probeCause words why a probe got no answer by its innermost cause.
+func probeCause(err error, timeout time.Duration) string {
+	var (
+		dns  *net.DNSError
+		errn syscall.Errno
+		cert *tls.CertificateVerificationError
+		ne   net.Error
+		ue   *url.Error
+	)
+	switch {
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return "no such host " + sanitize.Text(dns.Name)
+		}
+		return "cannot resolve " + sanitize.Text(dns.Name)
+	case errors.As(err, &errn):
+		return errn.Error()
+	case errors.As(err, &cert):
+		return "TLS: " + sanitize.Text(cert.Err.Error())
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("no answer within %v", timeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection"
+	case errors.As(err, &ue):
+		return sanitize.Text(ue.Err.Error())
+	}
+	return sanitize.Text(err.Error())
 }
 
 // onProbe applies a probe's result to the state and reports whether the server has been ready
@@ -101,6 +148,13 @@ func (s *Supervisor) onProbe(r *run, code int, err error) (wasReady bool) {
 		return false
 	}
 	healthy := err == nil && code == http.StatusOK
+	var pe *probeError
+	switch {
+	case err == nil:
+		s.status.Unreachable = ""
+	case errors.As(err, &pe) && (s.attach != "" || s.state == Ready || s.state == Unhealthy):
+		s.status.Unreachable = pe.cause
+	}
 	switch s.state {
 	case Starting, Loading:
 		if healthy {
@@ -121,7 +175,7 @@ func (s *Supervisor) onProbe(r *run, code int, err error) (wasReady bool) {
 		r.fails++
 		if s.state == Ready && r.fails >= s.opts.unhealthyAfter {
 			if err == nil {
-				err = fmt.Errorf("GET %s/health: %d %s", r.base, code, http.StatusText(code))
+				err = fmt.Errorf("GET %s/health: %d %s", sanitize.URL(r.base), code, http.StatusText(code))
 			}
 			s.setStateLocked(r, Unhealthy, err, ExitStatus{})
 		}

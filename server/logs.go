@@ -1,8 +1,9 @@
 package server
 
 import (
-	"strings"
 	"unicode/utf8"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // splitter turns a byte stream into lines. A line ends at '\n' or '\r' (tqdm redraws its bars
@@ -109,58 +110,11 @@ func cutUTF8(b []byte) int {
 	return len(b)
 }
 
-// StripANSI removes ANSI escape sequences from s: CSI sequences ("\x1b[1;36m"), OSC sequences
-// ("\x1b]...\x07" or "...\x1b\\") and two-byte escapes. It returns s itself when s contains no ESC.
-func StripANSI(s string) string {
-	i := strings.IndexByte(s, 0x1b)
-	if i < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i >= 0 {
-		b.WriteString(s[:i])
-		s = s[i+1:]
-		s = s[escapeLen(s):]
-		i = strings.IndexByte(s, 0x1b)
-	}
-	b.WriteString(s)
-	return b.String()
-}
-
-// escapeLen is the length of the escape sequence whose ESC was just removed from the front of s.
-func escapeLen(s string) int {
-	if s == "" {
-		return 0
-	}
-	switch s[0] {
-	case '[': // CSI: parameter and intermediate bytes 0x20-0x3F, then a final byte 0x40-0x7E
-		for j := 1; j < len(s); j++ {
-			c := s[j]
-			if c >= 0x40 && c <= 0x7e {
-				return j + 1
-			}
-			if c < 0x20 || c > 0x3f {
-				return j // malformed: drop the introducer only
-			}
-		}
-		return len(s)
-	case ']': // OSC: up to BEL or ST (ESC \)
-		for j := 1; j < len(s); j++ {
-			if s[j] == 0x07 {
-				return j + 1
-			}
-			if s[j] == 0x1b && j+1 < len(s) && s[j+1] == '\\' {
-				return j + 2
-			}
-		}
-		return len(s)
-	}
-	if s[0] >= 0x20 && s[0] <= 0x7e {
-		return 1 // a two-byte escape such as ESC 7 or ESC =
-	}
-	return 0
-}
+// StripANSI makes a log line safe for a terminal and for parsing: it is sanitize.Text, which
+// removes whole escape sequences (CSI such as "\x1b[1;36m", OSC, DCS and the rest, in ESC and
+// C1 forms), every control character but tab (BS and BEL included), and the bidi controls
+// that would reorder what is shown. It returns s itself when there is nothing to remove.
+func StripANSI(s string) string { return sanitize.Text(s) }
 
 // ring keeps the last cap lines. It is not safe for concurrent use.
 type ring struct {

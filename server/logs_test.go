@@ -142,7 +142,13 @@ func TestStripANSI(t *testing.T) {
 		{"\x1b7saved\x1b8", "saved"},
 		{"trailing \x1b", "trailing "},
 		{"cut \x1b[1;3", "cut "},
-		{"bad \x1b[1\x01x", "bad \x01x"},
+		{"bad \x1b[1\x01x", "bad "}, // a control inside a sequence goes with it
+		// What got through before: BS, BEL, C1 CSI, a bidi override.
+		{"back\bspace", "backspace"},
+		{"bell\a", "bell"},
+		{"c1 \u009b2Jcsi", "c1 csi"},
+		{"\u202eevil", "evil"},
+		{"tab\tkept", "tab\tkept"},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, StripANSI(tc.in), "%q", tc.in)

@@ -103,6 +103,11 @@ func playRole(role string) int {
 		<-ctx.Done()
 		fmt.Println("child: SIGTERM, exiting")
 		return 0
+	case "hostile-log": // control characters and escapes in its output, then a failure
+		fmt.Print("\x1b]0;pwned\x07INFO retitled\n")
+		fmt.Print("back\bspace bell\a c1 \u009b2J bidi \u202eevil\n")
+		fmt.Fprint(os.Stderr, "ValueError: No available memory for the cache blocks.\x1b[2J\u202e Try increasing `gpu_memory_utilization`.\n")
+		return 1
 	case "flood": // 10 MiB without a line end, then tqdm-style progress on stderr
 		fmt.Println("flood start")
 		chunk := bytes.Repeat([]byte("x"), 64<<10)

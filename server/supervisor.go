@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Errors returned by the Supervisor's methods.
@@ -36,10 +38,15 @@ type Status struct {
 	Run   int      // 0 before the first Start
 	PID   int      // the main process; 0 when attached or not started
 	Args  []string // the command line of this run (nil when attached)
-	URL   string   // the base URL /health is probed on
+	URL   string   // the base URL /health is probed on, redacted (no password, no query values)
 	// GPUMemoryUtilization is the run's --gpu-memory-utilization (vLLM's default when its
 	// command line does not say; 0 when attached).
 	GPUMemoryUtilization float64
+	// Unreachable is why the last /health probe got no answer at all ("connection refused",
+	// "no answer within 2s", "no such host x"), empty once a probe gets any answer. It is set
+	// for an attached server in any state, and for a supervised one once it has been ready
+	// (before that, refusals are the normal sound of a server starting).
+	Unreachable string
 
 	Version          string
 	ModelGiB         float64 // ModelLoaded
@@ -195,7 +202,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		}
 		r.client = s.httpClient(ep.socket, true)
 	}
-	s.status.URL = r.base
+	s.status.URL = sanitize.URL(r.base)
 	s.setStateLocked(r, Starting, nil, ExitStatus{})
 	args := append([]string(nil), s.args...)
 	check := ""
@@ -456,7 +463,7 @@ func (s *Supervisor) setStateLocked(r *run, st State, err error, exit ExitStatus
 
 // handleLine stores a line, parses it and updates the run's state and status.
 func (s *Supervisor) handleLine(r *run, which Stream, raw string, truncated bool) {
-	text := StripANSI(raw)
+	text := sanitize.Text(raw)
 	msg := Message(text)
 	ev, ok := parseMessage(msg)
 
@@ -506,7 +513,7 @@ func (s *Supervisor) applyLocked(r *run, ev Event) {
 	case ServerAddress:
 		st.ListenURL = e.URL
 		if base, ok := baseFromListenURL(e.URL); ok && r.baseFromLog {
-			r.base, st.URL = base, base
+			r.base, st.URL = base, sanitize.URL(base)
 		}
 		r.pokeHealth()
 		loading = false

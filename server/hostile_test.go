@@ -1,0 +1,38 @@
+//go:build linux
+
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/sanitize"
+)
+
+// A child whose output holds escapes and controls: every Text, every parsed event and the
+// exit cause are safe for a terminal, and the failure is still recognised.
+func TestLogLinesAreSanitised(t *testing.T) {
+	t.Parallel()
+	args, env := helperArgs(t, "hostile-log")
+	s, rec := supervise(t, args, env)
+	require.NoError(t, s.Start(testContext(t)))
+	exit := rec.waitState(t, Exited, 10*time.Second).Exit
+	assert.Equal(t, KVCacheNoMemory, exit.Reason, "the parser still recognises the line")
+	assert.Equal(t, "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.", exit.Cause)
+
+	var texts []string
+	for _, l := range s.Logs(0) {
+		texts = append(texts, l.Text)
+		assert.Equal(t, sanitize.Text(l.Text), l.Text)
+	}
+	assert.Contains(t, texts, "INFO retitled")
+	assert.Contains(t, texts, "backspace bell c1  bidi evil")
+	for _, f := range s.Status().Fatal {
+		assert.Equal(t, sanitize.Text(f.Line), f.Line)
+	}
+	assert.NotContains(t, strings.Join(texts, ""), "\x1b")
+}
