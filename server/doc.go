@@ -6,14 +6,21 @@
 //
 // # Processes
 //
-// A Supervisor (New) runs its command in a process group of its own; on Linux the child also
-// gets a parent-death signal (SIGKILL by default), so it dies even if this process is killed
-// with SIGKILL. vLLM starts more processes (an engine core, tensor-parallel workers), so every
-// signal goes to the whole group: Stop sends SIGTERM, waits the grace period (DefaultGrace, 10 s,
-// time for vLLM to release the GPU) and then sends SIGKILL. When the main process exits on its
-// own, whatever is left of its group gets the same treatment, so a crashed API server cannot
-// leave an engine core holding the GPU. The parent-death signal reaches only the main process;
-// the rest of its group relies on vLLM's own shutdown.
+// A Supervisor (New) runs its command in a process group of its own. vLLM starts more
+// processes (an engine core, tensor-parallel workers), so every signal goes to the whole
+// group: Stop sends SIGTERM, waits the grace period (DefaultGrace, 10 s, time for vLLM to
+// release the GPU) and then sends SIGKILL. When the main process exits on its own, whatever is
+// left of its group gets the same treatment, so a crashed API server cannot leave an engine
+// core holding the GPU.
+//
+// Nothing the supervisor starts may outlive this process, even when it dies by SIGKILL or its
+// terminal closes. A program that calls MaybeRunKeeper first thing in main gets that for the
+// whole process tree: each server is started through a keeper, this program run again in a
+// small role of its own (keeper.go), which watches a pipe from this process, is the child
+// subreaper of the server's tree (Linux), and ends the tree (SIGTERM, grace, SIGKILL) when the
+// pipe reports this process gone. Stops, exit statuses (a server killed by a signal reads as
+// such) and log capture are the same with or without it. Without MaybeRunKeeper the server is
+// started directly and only it gets a parent-death signal (Linux, SIGKILL by default).
 //
 // # Logs
 //
@@ -39,7 +46,7 @@
 // All methods of Supervisor are safe for concurrent use. Start returns once the process runs;
 // WaitReady blocks until Ready, exit or the context's end; Stop and Close block until the
 // process group is gone (at most the grace period plus a few seconds); Kill, Status, Logs and
-// State never block. Restart blocks through stop, start and readiness.
+// State never block. MaybeRunKeeper must run before any Supervisor starts. Restart blocks through stop, start and readiness.
 //
 // Events returns one channel for the Supervisor's whole life. The Supervisor's own goroutine is
 // its only sender and closes it after Close, once every queued event has been received. The

@@ -49,6 +49,7 @@ type options struct {
 	waitDelay       time.Duration
 	healthInterval  time.Duration
 	healthTimeout   time.Duration
+	noKeeper        bool // start the server directly even when a keeper could be used
 	unhealthyAfter  int
 	healthURL       string
 	client          *http.Client

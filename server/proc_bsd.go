@@ -3,6 +3,7 @@
 package server
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -17,3 +18,18 @@ func setProcAttr(cmd *exec.Cmd, _ syscall.Signal) {
 func groupAlive(pgid int) bool {
 	return pgid > 0 && syscall.Kill(-pgid, 0) == nil
 }
+
+// setSubreaper does nothing here: only Linux has PR_SET_CHILD_SUBREAPER, so orphans of the
+// server go to init and the keeper reaches them through the process group alone.
+func setSubreaper() {}
+
+// selfExe is how to run this program again.
+func selfExe() string {
+	if p, err := os.Executable(); err == nil {
+		return p
+	}
+	return ""
+}
+
+// descendants is not known without /proc; the keeper relies on the process group.
+func descendants(int) []int { return nil }

@@ -42,6 +42,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Supervisors in these tests, and in the helper roles that run one, start their children
+	// through a keeper: this test binary, run again.
+	MaybeRunKeeper()
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(playRole(role))
 	}
@@ -85,8 +88,8 @@ func playRole(role string) int {
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Fprintln(os.Stderr, "ready")
 		sleepForever()
-	case "fork", "orphan":
-		pid, err := startGrandchild()
+	case "fork", "orphan", "fork-setsid":
+		pid, err := startGrandchild(role == "fork-setsid")
 		if err != nil {
 			fmt.Println("cannot start the grandchild:", err)
 			return 2
@@ -122,6 +125,8 @@ func playRole(role string) int {
 		fmt.Fprintln(os.Stderr)
 		fmt.Println("\nflood done")
 		return 0
+	case "vllmtop", "vllmtop-nohup": // supervises roleArgsEnv as vllmtop does; see keeper_test.go
+		return playVLLMTop(role == "vllmtop")
 	case "parent": // supervises the command in roleArgsEnv, prints its pid once ready
 		args := strings.Split(os.Getenv(roleArgsEnv), "\x1f")
 		s, err := New(args, WithEnv(childEnv()), WithHealthInterval(50*time.Millisecond))
@@ -157,14 +162,18 @@ func sleepForever() {
 }
 
 // startGrandchild starts the "grandchild" role on our stdout (it keeps the supervisor's pipe
-// open) and waits until it ignores SIGTERM.
-func startGrandchild() (int, error) {
+// open) and waits until it ignores SIGTERM. With setsid it leaves our process group (and
+// session), as a daemon would.
+func startGrandchild(setsid bool) (int, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
 	cmd := exec.Command(self)
 	cmd.Env = childEnv(roleEnv + "=grandchild")
+	if setsid {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	cmd.Stdout = os.Stdout
 	ready, err := cmd.StderrPipe()
 	if err != nil {

@@ -164,9 +164,10 @@ func (s *Supervisor) LogsSince(seq uint64) []Line {
 
 // Start runs the command (or begins polling, when attached) and returns once the process is
 // running; it does not wait for readiness (see WaitReady). ctx bounds only the start: the process
-// runs until Stop, Kill, Restart, Close, or its own exit. The child gets its own process group
-// and, on Linux, a parent-death signal, so it does not outlive this process even if this
-// process is killed with SIGKILL. If the command cannot be started, or something already answers
+// runs until Stop, Kill, Restart, Close, or its own exit. The child gets its own process group;
+// through a keeper (see MaybeRunKeeper) its whole tree ends with this process, whatever kills
+// this process, and without one the child alone gets a parent-death signal (Linux). If the
+// command cannot be started, or something already answers
 // on the address from --host/--port (ErrAddressInUse), Start returns the error and the state goes
 // to Exited.
 func (s *Supervisor) Start(ctx context.Context) error {
@@ -229,6 +230,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 }
 
 func (s *Supervisor) spawn(r *run, args []string) error {
+	if keeperUsable() && !s.opts.noKeeper {
+		return s.spawnKept(r, args)
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = s.opts.environ()
 	cmd.Dir = s.opts.dir
@@ -268,17 +272,25 @@ func (s *Supervisor) spawn(r *run, args []string) error {
 		errW.flush()
 		r.cancel()
 		r.reap()
-		s.finish(r, s.exitStatus(r, cmd, waitErr), nil)
+		var ws syscall.WaitStatus
+		known := false
+		if cmd.ProcessState != nil {
+			ws, known = cmd.ProcessState.Sys().(syscall.WaitStatus)
+		}
+		s.finish(r, s.exitStatus(r, ws, known, waitErr), nil)
 	}()
 	return <-started
 }
 
-// exitStatus describes how the run's process ended.
-func (s *Supervisor) exitStatus(r *run, cmd *exec.Cmd, waitErr error) ExitStatus {
+// exitStatus describes how the run's process ended, from its wait status (when known) and the
+// error of waiting for it.
+func (s *Supervisor) exitStatus(r *run, ws syscall.WaitStatus, known bool, waitErr error) ExitStatus {
 	st := ExitStatus{Code: -1}
-	if ps := cmd.ProcessState; ps != nil {
-		st.Code = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if known {
+		if ws.Exited() {
+			st.Code = ws.ExitStatus()
+		}
+		if ws.Signaled() {
 			st.Signal = ws.Signal()
 		}
 	}
