@@ -23,6 +23,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
@@ -79,16 +80,20 @@ type exitCode int
 
 func (c exitCode) Error() string { return "exit status " + strconv.Itoa(int(c)) }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	server.MaybeRunKeeper() // in the keeper role this never returns; see package server
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // run runs the command line and returns the exit status: 0 done, 1 it could not be done, 2 a
-// bad command line. The first SIGINT or SIGTERM ends the command's context (a benchmark then
-// reports what finished); a second one ends the process.
+// bad command line. The first SIGINT, SIGTERM or SIGHUP (a closed terminal) ends the command's
+// context (a benchmark then reports what finished, the dashboard stops the load and the server);
+// a second one ends the process.
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, prog: "vllmtop"}
 	root := newRoot(e)
 	root.SetArgs(gatherValues(args))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	cmd, err := root.ExecuteContextC(ctx)
