@@ -317,10 +317,22 @@ func runKeeper(graceSpec string) {
 
 	var (
 		status   syscall.WaitStatus
-		childEnd bool
+		childEnd bool // the server has exited (and been reaped)
 		tick     <-chan time.Time
 		escapees *stopper
 	)
+	// childExited notes the server's exit if it has come, without waiting.
+	childExited := func() {
+		if childEnd {
+			return
+		}
+		select {
+		case status = <-exited:
+			childEnd = true
+			say("exit %d", uint32(status))
+		default:
+		}
+	}
 	for {
 		select {
 		case status = <-exited:
@@ -328,21 +340,24 @@ func runKeeper(graceSpec string) {
 			say("exit %d", uint32(status))
 			tick = time.NewTicker(50 * time.Millisecond).C
 		case <-none:
+			childExited() // the reaper may have sent it just before it finished
 			relayExit(status, childEnd)
 		case <-tick:
 			// The group is the Supervisor's to end. Processes that left it are not: once the
 			// group is gone, they get the same treatment from here.
-			if !groupAlive(pid) {
+			if !ourGroupAlive(pid) {
 				if escapees == nil {
-					escapees = newStopper(pid, grace, false)
+					escapees = &stopper{pgid: pid, grace: grace}
 				}
-				escapees.step()
+				escapees.step(childEnd)
 			}
 		case <-lost:
-			endTree(pid, grace, none)
+			endTree(pid, grace, none, func() bool { childExited(); return childEnd })
+			childExited()
 			relayExit(status, childEnd)
 		case <-sigs:
-			endTree(pid, grace, none)
+			endTree(pid, grace, none, func() bool { childExited(); return childEnd })
+			childExited()
 			relayExit(status, childEnd)
 		}
 	}
@@ -350,13 +365,14 @@ func runKeeper(graceSpec string) {
 
 // endTree ends everything the keeper started: SIGTERM to the server's group and to every
 // other descendant, then SIGKILL to whatever is left after the grace period. It returns when
-// nothing is left (none is closed) or SIGKILL has had killWait to work.
-func endTree(pgid int, grace time.Duration, none <-chan struct{}) {
-	st := newStopper(pgid, grace, true)
+// nothing is left (none is closed) or SIGKILL has had killWait to work. reaped reports
+// whether the server has been reaped.
+func endTree(pgid int, grace time.Duration, none <-chan struct{}, reaped func() bool) {
+	st := &stopper{pgid: pgid, grace: grace, group: true}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		st.step()
+		st.step(reaped())
 		if st.killedFor() > killWait {
 			return
 		}
@@ -368,31 +384,29 @@ func endTree(pgid int, grace time.Duration, none <-chan struct{}) {
 	}
 }
 
-// stopper sends SIGTERM, then after the grace period SIGKILL, to the server's group (when
-// group is set) and to every other descendant of the keeper.
+// stopper sends SIGTERM, then after the grace period SIGKILL, to the keeper's descendants,
+// and (when group is set) to the server's process group as a whole, which also reaches a
+// process forked a moment ago.
 type stopper struct {
 	pgid     int
 	group    bool
-	termAt   time.Time
 	grace    time.Duration
+	termAt   time.Time
 	killedAt time.Time
 }
 
-func newStopper(pgid int, grace time.Duration, group bool) *stopper {
-	return &stopper{pgid: pgid, group: group, grace: grace}
-}
-
-func (s *stopper) step() {
+// step signals what is due; reaped says whether the server has been reaped.
+func (s *stopper) step(reaped bool) {
 	now := time.Now()
 	switch {
 	case s.termAt.IsZero():
 		s.termAt = now
-		s.signal(syscall.SIGTERM)
+		s.signal(syscall.SIGTERM, reaped)
 	case now.Sub(s.termAt) >= s.grace:
 		if s.killedAt.IsZero() {
 			s.killedAt = now
 		}
-		s.signal(syscall.SIGKILL) // again at every step: late forks get it too
+		s.signal(syscall.SIGKILL, reaped) // again at every step: late forks get it too
 	}
 }
 
@@ -403,16 +417,41 @@ func (s *stopper) killedFor() time.Duration {
 	return time.Since(s.killedAt)
 }
 
-func (s *stopper) signal(sig syscall.Signal) {
-	if s.group {
-		_ = signalGroup(s.pgid, sig)
+func (s *stopper) signal(sig syscall.Signal, reaped bool) {
+	ds, _ := descendants(os.Getpid())
+	// The group id is the server's pid. It cannot have been reused while the server is not
+	// reaped or one of the keeper's descendants is still in the group; otherwise another
+	// program may own a group of that number now, and it must not be signalled.
+	ours := !reaped
+	inGroup := make(map[int]bool, len(ds))
+	for _, p := range ds {
+		if g, err := syscall.Getpgid(p); err == nil && g == s.pgid {
+			inGroup[p], ours = true, true
+		}
 	}
-	for _, p := range descendants(os.Getpid()) {
-		if pgid, err := syscall.Getpgid(p); err == nil && pgid == s.pgid && s.group {
-			continue // signalled with the group
+	grouped := s.group && ours && signalGroup(s.pgid, sig) == nil
+	for _, p := range ds {
+		if grouped && inGroup[p] {
+			continue
 		}
 		_ = syscall.Kill(p, sig)
 	}
+}
+
+// ourGroupAlive reports whether the server's process group still has a live member below the
+// keeper (a group of the same number elsewhere is not ours: the number may have been reused).
+// Without a process table it asks the kernel about the group.
+func ourGroupAlive(pgid int) bool {
+	ds, ok := descendants(os.Getpid())
+	if !ok {
+		return groupAlive(pgid)
+	}
+	for _, p := range ds {
+		if g, err := syscall.Getpgid(p); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // relayExit ends the keeper with the server's status as far as a process can: the same exit

@@ -190,36 +190,53 @@ func TestStopLeavesNoEscapedGrandchild(t *testing.T) {
 // The keeper relays the child's exit faithfully: a code, or death by a signal.
 func TestKeeperRelaysTheExit(t *testing.T) {
 	t.Parallel()
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
 	for _, tc := range []struct {
-		role   string
+		name   string
+		role   string   // a helper role, or
+		args   []string // a command
+		stop   string   // Stop once this line is logged ("" : at once, when stop is set)
+		doStop bool
 		code   int
 		signal syscall.Signal
 	}{
-		{"orphan", 3, 0},                     // exits 3 (and its grandchild is reaped)
-		{"ignore-term", -1, syscall.SIGKILL}, // killed after the grace period
+		{name: "exit 3", role: "orphan", code: 3},
+		{name: "killed after the grace period", role: "ignore-term", stop: "ignoring SIGTERM", doStop: true, code: -1, signal: syscall.SIGKILL},
+		{name: "killed by SIGTERM", args: []string{sleep, "100"}, doStop: true, code: -1, signal: syscall.SIGTERM},
 	} {
-		args, env := helperArgs(t, tc.role)
-		s, rec := supervise(t, args, env, WithGrace(200*time.Millisecond), WithWaitDelay(200*time.Millisecond))
-		require.NoError(t, s.Start(testContext(t)))
-		pid := s.Status().PID
-		ppid := parentOf(t, pid)
-		assert.NotEqual(t, os.Getpid(), ppid, "the child's parent is the keeper")
-		if tc.signal != 0 {
-			rec.waitLine(t, "ignoring SIGTERM", 10*time.Second)
-			require.NoError(t, s.Stop(testContext(t)))
-		}
-		exit := rec.waitState(t, Exited, 10*time.Second).Exit
-		assert.Equal(t, tc.code, exit.Code, tc.role)
-		assert.Equal(t, tc.signal, exit.Signal, tc.role)
-		assert.False(t, alive(ppid), "the keeper is gone with its child")
+		t.Run(tc.name, func(t *testing.T) {
+			args, env := tc.args, WithEnv(childEnv())
+			if tc.role != "" {
+				args, env = helperArgs(t, tc.role)
+			}
+			s, rec := supervise(t, args, env, WithGrace(200*time.Millisecond), WithWaitDelay(200*time.Millisecond))
+			require.NoError(t, s.Start(testContext(t)))
+			ppid, running := parentOf(s.Status().PID)
+			if running { // "exit 3" may be over already
+				assert.NotEqual(t, os.Getpid(), ppid, "the child's parent is the keeper")
+			}
+			if tc.stop != "" {
+				rec.waitLine(t, tc.stop, 10*time.Second)
+			}
+			if tc.doStop {
+				require.NoError(t, s.Stop(testContext(t)))
+			}
+			exit := rec.waitState(t, Exited, 10*time.Second).Exit
+			assert.Equal(t, tc.code, exit.Code)
+			assert.Equal(t, tc.signal, exit.Signal)
+			assert.NoError(t, exit.Err)
+			if running {
+				assert.False(t, alive(ppid), "the keeper is gone with its child")
+			}
+		})
 	}
 }
 
-func parentOf(t *testing.T, pid int) int {
-	t.Helper()
+// parentOf returns the parent of pid, if pid is still there.
+func parentOf(pid int) (int, bool) {
 	_, ppid, _, ok := procStatFull(strconv.Itoa(pid))
-	require.True(t, ok)
-	return ppid
+	return ppid, ok
 }
 
 // Without a keeper (a program that did not call MaybeRunKeeper), the child is started
@@ -234,7 +251,8 @@ func TestWithoutKeeperStopLeavesNoGrandchild(t *testing.T) {
 	gpid, err := strconv.Atoi(strings.TrimPrefix(line.Text, "grandchild pid="))
 	require.NoError(t, err)
 	pid := s.Status().PID
-	assert.Equal(t, os.Getpid(), parentOf(t, pid), "started directly")
+	ppid, _ := parentOf(pid)
+	assert.Equal(t, os.Getpid(), ppid, "started directly")
 	require.NoError(t, s.Stop(ctx))
 	assert.Equal(t, 0, s.Status().Exit.Code)
 	assert.True(t, s.Status().Exit.Killed)

@@ -32,4 +32,4 @@ func selfExe() string {
 }
 
 // descendants is not known without /proc; the keeper relies on the process group.
-func descendants(int) []int { return nil }
+func descendants(int) ([]int, bool) { return nil, false }

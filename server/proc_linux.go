@@ -37,11 +37,11 @@ func selfExe() string {
 }
 
 // descendants lists the live processes below root in the process tree (children, their
-// children, ...), from /proc.
-func descendants(root int) []int {
+// children, ...), from /proc; ok is false when /proc cannot be read.
+func descendants(root int) (pids []int, ok bool) {
 	names, err := readProcNames()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	children := map[int][]int{}
 	for _, name := range names {
@@ -54,15 +54,14 @@ func descendants(root int) []int {
 			children[ppid] = append(children[ppid], pid)
 		}
 	}
-	var out []int
 	queue := children[root]
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		out = append(out, p)
+		pids = append(pids, p)
 		queue = append(queue, children[p]...)
 	}
-	return out
+	return pids, true
 }
 
 func readProcNames() ([]string, error) {
