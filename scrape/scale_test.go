@@ -145,3 +145,34 @@ func BenchmarkParseSeries(b *testing.B) {
 		})
 	}
 }
+
+// A model with one engine takes its total from the engine's own window instead of summing
+// one engine: the result must be what the sum gives.
+func TestOneEngineTotalIsTheEngineWindow(t *testing.T) {
+	prev := load(t, "vllm-v1-metrics-qwen3-30b-specdecode.prom")
+	cur := load(t, "vllm-v1-metrics-qwen3-30b-specdecode.prom")
+	cur.Time = prev.Time.Add(2 * time.Second)
+	require.Len(t, cur.Models, 1)
+	require.Len(t, cur.Models[0].Engines, 1)
+	e := &cur.Models[0].Engines[0].Stats
+	for _, v := range []*Value{&e.PromptTokens, &e.GenerationTokens, &e.RequestsFinished, &e.PrefixCacheQueries,
+		&e.SpecDecodeDrafts, &e.SpecDecodeDraftTokens, &e.SpecDecodeAcceptedTokens} {
+		require.True(t, v.OK)
+		v.V += 40
+	}
+	e.PrefixCacheHits.V += 10
+	for k := range e.FinishedByReason {
+		e.FinishedByReason[k] += 3
+	}
+	w := Compare(&prev, &cur)
+	mw := w.Models[0]
+	pe, ce := &prev.Models[0].Engines[0].Stats, &cur.Models[0].Engines[0].Stats
+	want := totalRates([]*Stats{pe}, []*Stats{ce}, mw.Engines, 2*time.Second, nil)
+	assert.Equal(t, want, mw.Total)
+	assert.True(t, mw.Total.SpecDecodeMeanAcceptanceLength.OK)
+	assert.True(t, mw.Total.PrefixCacheHitRate.OK)
+	if mw.Total.FinishedByReason != nil {
+		mw.Total.FinishedByReason["x"] = 1
+		assert.NotContains(t, mw.Engines[0].FinishedByReason, "x", "the total's map is its own")
+	}
+}
