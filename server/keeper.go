@@ -343,14 +343,13 @@ func runKeeper(graceSpec string) {
 			childExited() // the reaper may have sent it just before it finished
 			relayExit(status, childEnd)
 		case <-tick:
-			// The group is the Supervisor's to end. Processes that left it are not: once the
-			// group is gone, they get the same treatment from here.
-			if !ourGroupAlive(pid) {
-				if escapees == nil {
-					escapees = &stopper{pgid: pid, grace: grace}
-				}
-				escapees.step(childEnd)
+			// What is left of the group is the Supervisor's to end. Processes that left the
+			// group are out of its sight: they get the same treatment from here, on the same
+			// schedule (SIGTERM now that the server has exited, SIGKILL after the grace).
+			if escapees == nil {
+				escapees = &stopper{pgid: pid, grace: grace}
 			}
+			escapees.step(childEnd)
 		case <-lost:
 			endTree(pid, grace, none, func() bool { childExited(); return childEnd })
 			childExited()
@@ -384,9 +383,9 @@ func endTree(pgid int, grace time.Duration, none <-chan struct{}, reaped func() 
 	}
 }
 
-// stopper sends SIGTERM, then after the grace period SIGKILL, to the keeper's descendants,
-// and (when group is set) to the server's process group as a whole, which also reaches a
-// process forked a moment ago.
+// stopper sends SIGTERM, then after the grace period SIGKILL: with group set, to the server's
+// process group as a whole (which also reaches a process forked a moment ago) and to every
+// other descendant of the keeper; without, only to the descendants outside the group.
 type stopper struct {
 	pgid     int
 	group    bool
@@ -431,27 +430,11 @@ func (s *stopper) signal(sig syscall.Signal, reaped bool) {
 	}
 	grouped := s.group && ours && signalGroup(s.pgid, sig) == nil
 	for _, p := range ds {
-		if grouped && inGroup[p] {
-			continue
+		if inGroup[p] && (grouped || !s.group) {
+			continue // signalled with the group, or left to the Supervisor
 		}
 		_ = syscall.Kill(p, sig)
 	}
-}
-
-// ourGroupAlive reports whether the server's process group still has a live member below the
-// keeper (a group of the same number elsewhere is not ours: the number may have been reused).
-// Without a process table it asks the kernel about the group.
-func ourGroupAlive(pgid int) bool {
-	ds, ok := descendants(os.Getpid())
-	if !ok {
-		return groupAlive(pgid)
-	}
-	for _, p := range ds {
-		if g, err := syscall.Getpgid(p); err == nil && g == pgid {
-			return true
-		}
-	}
-	return false
 }
 
 // relayExit ends the keeper with the server's status as far as a process can: the same exit
