@@ -97,7 +97,7 @@ func (s *Supervisor) spawnKept(r *run, args []string) error {
 		lifeW.Close()
 		return s.keeperFailed(r, fmt.Errorf("server: keeper pipe: %w", err))
 	}
-	env := s.opts.env
+	env := s.opts.environ()
 	if env == nil {
 		env = os.Environ()
 	}
