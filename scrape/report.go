@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // This file is the metrics report of vllmtop metrics: a Snapshot and a Window as text, and
@@ -77,7 +78,7 @@ func sleepFor(ctx context.Context, d time.Duration) error {
 // gives its uptime.
 func WriteText(w io.Writer, url string, s *Snapshot, win *Window, now time.Time) {
 	t := &table{w: w}
-	head := url + "  (" + s.Backend.String()
+	head := sanitize.URL(url) + "  (" + s.Backend.String()
 	if start := s.ProcessStartSeconds; start.OK && start.V > 0 && start.V < 1e11 {
 		if up := now.Sub(time.Unix(0, int64(start.V*1e9))); up > 0 {
 			head += ", up " + uptime(up)
@@ -90,15 +91,12 @@ func WriteText(w io.Writer, url string, s *Snapshot, win *Window, now time.Time)
 		t.row("", "(a vLLM started with --disable-log-stats exports no engine metrics)")
 		return
 	}
+	var byName map[string]*ModelWindow
 	for i := range s.Models {
 		m := &s.Models[i]
 		var mw *ModelWindow
 		if win != nil {
-			for j := range win.Models {
-				if win.Models[j].Name == m.Name {
-					mw = &win.Models[j]
-				}
-			}
+			mw, byName = modelWindow(win, i, m.Name, byName)
 		}
 		printModel(t, s, m)
 		if win != nil {
@@ -110,6 +108,22 @@ func WriteText(w io.Writer, url string, s *Snapshot, win *Window, now time.Time)
 		t.row("warning", warning)
 	}
 	t.row("unmapped", fmt.Sprintf("%d families (--json lists them)", len(s.Unmapped)))
+}
+
+// modelWindow finds the window of the snapshot's model i, named name: at the same position
+// (Compare keeps the snapshot's order), else by name through byName, built on the first miss,
+// so a report of many models stays linear.
+func modelWindow(win *Window, i int, name string, byName map[string]*ModelWindow) (*ModelWindow, map[string]*ModelWindow) {
+	if i < len(win.Models) && win.Models[i].Name == name {
+		return &win.Models[i], byName
+	}
+	if byName == nil {
+		byName = make(map[string]*ModelWindow, len(win.Models))
+		for j := range win.Models {
+			byName[win.Models[j].Name] = &win.Models[j]
+		}
+	}
+	return byName[name], byName
 }
 
 func printModel(t *table, s *Snapshot, m *Model) {

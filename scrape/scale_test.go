@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +176,18 @@ func TestOneEngineTotalIsTheEngineWindow(t *testing.T) {
 		mw.Total.FinishedByReason["x"] = 1
 		assert.NotContains(t, mw.Engines[0].FinishedByReason, "x", "the total's map is its own")
 	}
+}
+
+// The metrics report finds each model's window at its position or, in another order, by name:
+// the text is the same either way.
+func TestWriteTextFindsEveryWindow(t *testing.T) {
+	prev, cur := windowOf(t, 4, 2)
+	w := Compare(&prev, &cur)
+	now := time.Now()
+	var inOrder, reordered bytes.Buffer
+	WriteText(&inOrder, "http://h/metrics", &cur, &w, now)
+	slices.Reverse(w.Models)
+	WriteText(&reordered, "http://h/metrics", &cur, &w, now)
+	assert.Equal(t, inOrder.String(), reordered.String())
+	assert.Equal(t, 4, strings.Count(inOrder.String(), "\nwindow "), inOrder.String())
 }
