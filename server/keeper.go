@@ -80,28 +80,46 @@ func withoutKeeper() Option { return func(o *options) { o.noKeeper = true } }
 // it returns once the server runs (or could not be started), and a goroutine follows the run
 // to its end.
 func (s *Supervisor) spawnKept(r *run, args []string) error {
+	k, err := s.keeperCommand(r, args)
+	if err != nil {
+		return s.keeperFailed(r, err)
+	}
+	started := make(chan error, 1)
+	go s.followKept(r, k, started)
+	return <-started
+}
+
+// kept is a server started through a keeper: the keeper's command and the pipes between them.
+type kept struct {
+	cmd         *exec.Cmd
+	lifeW       *os.File // the lifeline: its closing (or this process's death) ends the tree
+	repR        *os.File // the keeper's reports
+	lifeR, repW *os.File // the keeper's ends, closed here once it runs
+	out, err    *stream
+}
+
+// keeperCommand prepares the keeper for args.
+func (s *Supervisor) keeperCommand(r *run, args []string) (*kept, error) {
 	// The same look-up exec.Command does, in this process's PATH; the keeper gets the result.
 	target := exec.Command(args[0], args[1:]...)
 	if target.Err != nil {
-		err := target.Err
-		s.finish(r, ExitStatus{Code: -1, Err: err, Cause: err.Error()}, err)
-		return err
+		return nil, target.Err
 	}
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		return s.keeperFailed(r, fmt.Errorf("server: keeper pipe: %w", err))
+	k := &kept{out: s.newStream(r, Stdout), err: s.newStream(r, Stderr)}
+	var err error
+	if k.lifeR, k.lifeW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("server: keeper pipe: %w", err)
 	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		lifeR.Close()
-		lifeW.Close()
-		return s.keeperFailed(r, fmt.Errorf("server: keeper pipe: %w", err))
+	if k.repR, k.repW, err = os.Pipe(); err != nil {
+		k.lifeR.Close()
+		k.lifeW.Close()
+		return nil, fmt.Errorf("server: keeper pipe: %w", err)
 	}
 	env := s.opts.environ()
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd := &exec.Cmd{
+	k.cmd = &exec.Cmd{
 		Path: selfExe(),
 		Args: append([]string{keeperArg0, target.Path}, args...),
 		Env:  append(append([]string(nil), env...), keeperEnv+"="+r.grace.String()),
@@ -109,79 +127,94 @@ func (s *Supervisor) spawnKept(r *run, args []string) error {
 		// Its own process group: signals to the server's group never reach it. No
 		// parent-death signal: it must outlive this process to clean up after it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		ExtraFiles:  []*os.File{lifeR, repW},
+		ExtraFiles:  []*os.File{k.lifeR, k.repW},
+		Stdout:      k.out,
+		Stderr:      k.err,
 		WaitDelay:   s.opts.waitDelay,
 	}
-	outW, errW := s.newStream(r, Stdout), s.newStream(r, Stderr)
-	cmd.Stdout, cmd.Stderr = outW, errW
+	return k, nil
+}
 
-	started := make(chan error, 1)
-	go func() {
-		err := cmd.Start()
-		lifeR.Close()
-		repW.Close()
-		if err != nil {
-			lifeW.Close()
-			repR.Close()
-			s.finish(r, ExitStatus{Code: -1, Err: err, Cause: err.Error()}, err)
-			started <- err
-			return
-		}
-		reports := readReports(repR)
-		pid, err := firstReport(reports)
-		if err != nil {
-			_ = cmd.Wait()
-			lifeW.Close()
-			s.finish(r, ExitStatus{Code: -1, Err: err, Cause: err.Error()}, err)
-			started <- err
-			return
-		}
-		r.started(pid)
-		s.mu.Lock()
-		if s.run == r {
-			s.status.PID = pid
-		}
-		s.mu.Unlock()
-		started <- nil
-		go s.poll(r)
+// followKept starts the keeper, says on started whether the server runs, and follows the run
+// to its end.
+func (s *Supervisor) followKept(r *run, k *kept, started chan<- error) {
+	pid, reports, err := k.start()
+	if err != nil {
+		s.finish(r, ExitStatus{Code: -1, Err: err, Cause: err.Error()}, err)
+		started <- err
+		return
+	}
+	r.started(pid)
+	s.mu.Lock()
+	if s.run == r {
+		s.status.PID = pid
+	}
+	s.mu.Unlock()
+	started <- nil
+	go s.poll(r)
 
-		waited := make(chan error, 1)
-		go func() { waited <- cmd.Wait() }()
-		var (
-			ws       syscall.WaitStatus
-			reported bool
-			waitErr  error
-			done     bool
-		)
-		select {
-		case line, ok := <-reports:
-			ws, reported = exitReport(line, ok)
-		case waitErr = <-waited:
-			done = true
+	ws, known, waitErr := k.wait(r, reports)
+	k.out.flush()
+	k.err.flush()
+	k.lifeW.Close()
+	s.finish(r, s.exitStatus(r, ws, known, waitErr), nil)
+}
+
+// start runs the keeper and waits for the server's pid (or why it did not start).
+func (k *kept) start() (int, <-chan string, error) {
+	err := k.cmd.Start()
+	k.lifeR.Close()
+	k.repW.Close()
+	if err != nil {
+		k.lifeW.Close()
+		k.repR.Close()
+		return 0, nil, err
+	}
+	reports := readReports(k.repR)
+	pid, err := firstReport(reports)
+	if err != nil {
+		_ = k.cmd.Wait()
+		k.lifeW.Close()
+		return 0, nil, err
+	}
+	return pid, reports, nil
+}
+
+// wait follows the server to its exit, ends what is left of its group and waits for the
+// keeper. It returns the server's wait status (known false when there is none) and the error
+// of waiting that matters for the exit.
+func (k *kept) wait(r *run, reports <-chan string) (ws syscall.WaitStatus, known bool, _ error) {
+	waited := make(chan error, 1)
+	go func() { waited <- k.cmd.Wait() }()
+	var (
+		reported bool
+		waitErr  error
+		done     bool
+	)
+	select {
+	case line, ok := <-reports:
+		ws, reported = exitReport(line, ok)
+	case waitErr = <-waited:
+		done = true
+	}
+	r.cancel()
+	// What is left of the group gets the usual SIGTERM, grace, SIGKILL; the keeper stays
+	// meanwhile, so a death of this process now still ends them.
+	r.reap()
+	if !done {
+		waitErr = <-waited
+	}
+	for line := range reports { // what came before the keeper's end
+		if w, ok := exitReport(line, true); ok && !reported {
+			ws, reported = w, true
 		}
-		r.cancel()
-		// What is left of the group gets the usual SIGTERM, grace, SIGKILL; the keeper
-		// stays meanwhile, so a death of this process now still ends them.
-		r.reap()
-		if !done {
-			waitErr = <-waited
-		}
-		for line := range reports { // what came before the keeper's end
-			if w, ok := exitReport(line, true); ok && !reported {
-				ws, reported = w, true
-			}
-		}
-		outW.flush()
-		errW.flush()
-		lifeW.Close()
-		known := reported
-		if !reported && cmd.ProcessState != nil {
-			// The keeper ended without a word (killed): its own status is all there is.
-			ws, known = cmd.ProcessState.Sys().(syscall.WaitStatus)
-		}
-		s.finish(r, s.exitStatus(r, ws, known, keeperWaitErr(waitErr, reported)), nil)
-	}()
-	return <-started
+	}
+	known = reported
+	if !reported && k.cmd.ProcessState != nil {
+		// The keeper ended without a word (killed): its own status is all there is.
+		ws, known = k.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}
+	return ws, known, keeperWaitErr(waitErr, reported)
 }
 
 func (s *Supervisor) keeperFailed(r *run, err error) error {
@@ -261,9 +294,8 @@ func runKeeper(graceSpec string) {
 	}
 	syscall.CloseOnExec(lifelineFD) // the server must not hold them
 	syscall.CloseOnExec(reportFD)
-	report := os.NewFile(reportFD, "report")
+	k := &keeper{report: os.NewFile(reportFD, "report"), grace: grace}
 	lifeline := os.NewFile(lifelineFD, "lifeline")
-	say := func(format string, a ...any) { _, _ = fmt.Fprintf(report, format+"\n", a...) }
 
 	setSubreaper()
 	// Signals meant for the keeper itself (someone ran kill on it) end the tree as the loss
@@ -271,6 +303,32 @@ func runKeeper(graceSpec string) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
+	k.startServer()
+	k.reapChildren()
+	lost := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, lifeline)
+		close(lost)
+	}()
+	k.loop(lost, sigs)
+}
+
+// keeper is the keeper's state, owned by its main goroutine (the reaper only sends).
+type keeper struct {
+	report   *os.File
+	grace    time.Duration
+	pid      int                     // the server, whose pid is its group's id
+	exited   chan syscall.WaitStatus // the server's wait status, from the reaper
+	none     chan struct{}           // closed when the keeper has no child left
+	status   syscall.WaitStatus
+	childEnd bool // the server has exited (and been reaped)
+}
+
+func (k *keeper) say(format string, a ...any) { _, _ = fmt.Fprintf(k.report, format+"\n", a...) }
+
+// startServer starts the server in a process group of its own and reports its pid, or why it
+// did not start (and exits).
+func (k *keeper) startServer() {
 	// The server's parent-death signal follows the thread that forks it (golang/go#27505):
 	// this one, locked for good.
 	runtime.LockOSThread()
@@ -284,17 +342,20 @@ func runKeeper(graceSpec string) {
 	}
 	setProcAttr(cmd, syscall.SIGKILL) // a group of its own, and (Linux) death with the keeper
 	if err := cmd.Start(); err != nil {
-		say("error %s", strings.Join(strings.Fields(err.Error()), " "))
+		k.say("error %s", strings.Join(strings.Fields(err.Error()), " "))
 		syscall.Exit(127)
 	}
-	pid := cmd.Process.Pid
-	say("pid %d", pid)
+	k.pid = cmd.Process.Pid
+	k.say("pid %d", k.pid)
+}
 
-	// One reaper for every child: the server and the orphans the keeper inherits.
-	exited := make(chan syscall.WaitStatus, 1)
-	none := make(chan struct{}) // closed when the keeper has no child left
+// reapChildren starts the one reaper of every child: the server and the orphans the keeper
+// inherits.
+func (k *keeper) reapChildren() {
+	k.exited = make(chan syscall.WaitStatus, 1)
+	k.none = make(chan struct{})
 	go func() {
-		defer close(none)
+		defer close(k.none)
 		for {
 			var ws syscall.WaitStatus
 			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -304,60 +365,57 @@ func runKeeper(graceSpec string) {
 			if err != nil {
 				return // ECHILD: nothing left
 			}
-			if wpid == pid {
-				exited <- ws
+			if wpid == k.pid {
+				k.exited <- ws
 			}
 		}
 	}()
-	lost := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, lifeline)
-		close(lost)
-	}()
+}
 
-	var (
-		status   syscall.WaitStatus
-		childEnd bool // the server has exited (and been reaped)
-		tick     <-chan time.Time
-		escapees *stopper
-	)
-	// childExited notes the server's exit if it has come, without waiting.
-	childExited := func() {
-		if childEnd {
-			return
-		}
-		select {
-		case status = <-exited:
-			childEnd = true
-			say("exit %d", uint32(status))
-		default:
-		}
+// childExited notes the server's exit if it has come, without waiting.
+func (k *keeper) childExited() {
+	if k.childEnd {
+		return
 	}
+	select {
+	case k.status = <-k.exited:
+		k.childEnd = true
+		k.say("exit %d", uint32(k.status))
+	default:
+	}
+}
+
+// loop waits for the server's exit, for the end of every child, for the lifeline's loss or
+// for a signal, and ends the keeper accordingly.
+func (k *keeper) loop(lost <-chan struct{}, sigs <-chan os.Signal) {
+	var tick <-chan time.Time
+	var escapees *stopper
+	reaped := func() bool { k.childExited(); return k.childEnd }
 	for {
 		select {
-		case status = <-exited:
-			childEnd = true
-			say("exit %d", uint32(status))
+		case k.status = <-k.exited:
+			k.childEnd = true
+			k.say("exit %d", uint32(k.status))
 			tick = time.NewTicker(50 * time.Millisecond).C
-		case <-none:
-			childExited() // the reaper may have sent it just before it finished
-			relayExit(status, childEnd)
+		case <-k.none:
+			k.childExited() // the reaper may have sent it just before it finished
+			relayExit(k.status, k.childEnd)
 		case <-tick:
 			// What is left of the group is the Supervisor's to end. Processes that left the
 			// group are out of its sight: they get the same treatment from here, on the same
 			// schedule (SIGTERM now that the server has exited, SIGKILL after the grace).
 			if escapees == nil {
-				escapees = &stopper{pgid: pid, grace: grace}
+				escapees = &stopper{pgid: k.pid, grace: k.grace}
 			}
-			escapees.step(childEnd)
+			escapees.step(k.childEnd)
 		case <-lost:
-			endTree(pid, grace, none, func() bool { childExited(); return childEnd })
-			childExited()
-			relayExit(status, childEnd)
+			endTree(k.pid, k.grace, k.none, reaped)
+			k.childExited()
+			relayExit(k.status, k.childEnd)
 		case <-sigs:
-			endTree(pid, grace, none, func() bool { childExited(); return childEnd })
-			childExited()
-			relayExit(status, childEnd)
+			endTree(k.pid, k.grace, k.none, reaped)
+			k.childExited()
+			relayExit(k.status, k.childEnd)
 		}
 	}
 }
