@@ -48,6 +48,9 @@ type Thresholds struct {
 	// MinQueueSeconds is the mean queue time over the window below which a queue is only
 	// requests arriving between two engine steps, not admission holding them back.
 	MinQueueSeconds float64
+	// MinWaitingUnknownQueue is the queue that counts as held back by admission when the
+	// queue time is unknown (no window yet, or a backend without the histogram).
+	MinWaitingUnknownQueue float64
 	// PreemptionStorm is the preemption rate (per second) of a storm.
 	PreemptionStorm float64
 	// PrefillShare and QueueShare are the shares of the mean TTFT spent in prefill or in
@@ -80,20 +83,21 @@ type Thresholds struct {
 // DefaultThresholds are the limits used when none are configured.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
-		KVBound:         0.90,
-		MinWaiting:      1,
-		MinQueueSeconds: 0.05,
-		PreemptionStorm: 1,
-		PrefillShare:    0.5,
-		QueueShare:      0.5,
-		LongPrompt:      2048,
-		MinTTFTSeconds:  0.2,
-		ErrorsPerSec:    0.01,
-		ClientLag:       250 * time.Millisecond,
-		RateShortfall:   0.9,
-		WaitingShare:    0.6,
-		GroupMinWaiting: 4,
-		KVSkew:          0.25,
+		KVBound:                0.90,
+		MinWaiting:             1,
+		MinQueueSeconds:        0.05,
+		MinWaitingUnknownQueue: 2,
+		PreemptionStorm:        1,
+		PrefillShare:           0.5,
+		QueueShare:             0.5,
+		LongPrompt:             2048,
+		MinTTFTSeconds:         0.2,
+		ErrorsPerSec:           0.01,
+		ClientLag:              250 * time.Millisecond,
+		RateShortfall:          0.9,
+		WaitingShare:           0.6,
+		GroupMinWaiting:        4,
+		KVSkew:                 0.25,
 	}
 }
 
@@ -220,8 +224,11 @@ func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 	if !s.Running.OK || s.Running.V == 0 {
 		return Verdict{}, false // stalled, not admission
 	}
-	if q := s.QueueMean; q.OK && q.V < th.MinQueueSeconds {
+	switch q := s.QueueMean; {
+	case q.OK && q.V < th.MinQueueSeconds:
 		return Verdict{}, false // arrivals between two steps, admitted at the next
+	case !q.OK && s.Waiting.V < th.MinWaitingUnknownQueue:
+		return Verdict{}, false
 	}
 	ev := []Evidence{
 		{Name: "waiting", Value: s.Waiting.V, Threshold: "≥ " + short(th.MinWaiting)},
