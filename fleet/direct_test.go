@@ -319,7 +319,8 @@ func TestDirectTapAndRun(t *testing.T) {
 	s := serve(t, base)
 	var mu sync.Mutex
 	var tapped []string
-	d, err := fleet.NewDirect(fleet.DirectConfig{Endpoints: []fleet.Endpoint{{Name: "a", URL: s.URL}}, Interval: 10 * time.Millisecond,
+	c := newClock() // states judged on a clock that stands still, so a busy machine cannot make it stale
+	d, err := fleet.NewDirect(fleet.DirectConfig{Endpoints: []fleet.Endpoint{{Name: "a", URL: s.URL}}, Interval: 10 * time.Millisecond, Now: c.now,
 		Tap: func(endpoint string, _ time.Time, body []byte) {
 			mu.Lock()
 			defer mu.Unlock()

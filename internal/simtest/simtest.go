@@ -1,0 +1,172 @@
+// Package simtest starts the simulated vLLM in-process for tests of the packages that watch
+// servers, and finds the external programs (Prometheus) those tests run: installed by .ci/run
+// in CI, where their absence fails the test, skipped with a reason elsewhere.
+package simtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// Instance is one simulated server on a loopback port.
+type Instance struct {
+	URL  string // http://127.0.0.1:PORT
+	Addr string // 127.0.0.1:PORT
+	args []string
+	stop func()
+}
+
+// Start serves the simulator with vllm serve's args on a free loopback port, on the wall
+// clock (sped up with --sim-speed), until Stop or the end of the test.
+func Start(t testing.TB, args ...string) *Instance {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	in := &Instance{Addr: ln.Addr().String(), args: args}
+	in.URL = "http://" + in.Addr
+	in.serve(t, ln)
+	return in
+}
+
+func (in *Instance) serve(t testing.TB, ln net.Listener) {
+	t.Helper()
+	opts, err := serve.ParseArgs(append(append([]string(nil), in.args...), "--sim-startup-seconds", "0"), func(string) string { return "" })
+	require.NoError(t, err)
+	setup, err := sim.Resolve(opts.Engine, nil)
+	require.NoError(t, err)
+	srv := serve.New(opts, setup, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Run(ctx, ln, 100*time.Millisecond)
+		close(done)
+	}()
+	in.stop = func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(in.Stop)
+	require.Eventually(t, srv.Ready, 10*time.Second, time.Millisecond, "simulator ready")
+}
+
+// Stop shuts the server down (its port refuses connections from then on). It may be called
+// twice.
+func (in *Instance) Stop() {
+	if in.stop != nil {
+		in.stop()
+		in.stop = nil
+	}
+}
+
+// Restart stops the server and starts a fresh one (counters at zero) on the same address.
+func (in *Instance) Restart(t testing.TB) {
+	t.Helper()
+	in.Stop()
+	var ln net.Listener
+	require.Eventually(t, func() bool {
+		var err error
+		ln, err = net.Listen("tcp", in.Addr)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the port is free again")
+	in.serve(t, ln)
+}
+
+// StartVirtual serves the simulator behind httptest on a virtual clock: engine steps run
+// back to back, so a test's load takes milliseconds of simulated time per step of CPU.
+func StartVirtual(t testing.TB, args ...string) string {
+	t.Helper()
+	opts, err := serve.ParseArgs(args, func(string) string { return "" })
+	require.NoError(t, err)
+	setup, err := sim.Resolve(opts.Engine, nil)
+	require.NoError(t, err)
+	srv := serve.New(opts, setup, sim.NewVirtualClock(time.Now()), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv.Start(ctx)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+	})
+	return hs.URL
+}
+
+// Need returns the path of command name, or ends the test: a failure under CI
+// (VLLMTOP_CI set), a skip otherwise.
+func Need(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("VLLMTOP_CI") != "" {
+		t.Fatalf("%s is not installed; .ci/run installs Debian's prometheus package", name)
+	}
+	t.Skipf("%s not installed (apt-get install prometheus); skipping", name)
+	return ""
+}
+
+// Prometheus runs Debian's prometheus on a free loopback port, scraping targets as job
+// "vllm" every interval, with its data in a temporary directory, until the test ends. It
+// returns the base URL and a function that stops it early.
+func Prometheus(t testing.TB, interval time.Duration, targets ...string) (string, func()) {
+	t.Helper()
+	bin := Need(t, "prometheus")
+	dir := t.TempDir()
+	list := ""
+	for i, tg := range targets {
+		if i > 0 {
+			list += ", "
+		}
+		list += "'" + tg + "'"
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: vllm\n    static_configs:\n      - targets: [%s]\n",
+		interval, interval, interval, list)
+	cfgPath := dir + "/prometheus.yml"
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfgPath, "--storage.tsdb.path="+dir+"/data",
+		"--web.listen-address="+addr, "--log.level=warn")
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", logs.String())
+		}
+	})
+	url := "http://" + addr
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "prometheus ready")
+	return url, stop
+}
