@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/vllmtop/vllmtop/scrape"
@@ -37,6 +38,17 @@ func (s State) String() string {
 
 // MarshalText writes the badge.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote.
+func (s *State) UnmarshalText(b []byte) error {
+	for _, x := range []State{StateInit, StateUp, StateRestarted, StateStale, StateDown} {
+		if x.String() == string(b) {
+			*s = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown state %q", b)
+}
 
 // Bound says how far a quantile estimate can be trusted.
 type Bound int

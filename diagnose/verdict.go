@@ -35,6 +35,17 @@ func (s Severity) String() string {
 // MarshalText writes the name.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads what MarshalText wrote.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, x := range []Severity{Info, Warning, Critical} {
+		if x.String() == string(b) {
+			*s = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", b)
+}
+
 // Evidence is one number a rule looked at, with the threshold it was held against.
 type Evidence struct {
 	Name  string  `json:"name"`

@@ -12,10 +12,10 @@ import (
 )
 
 // MaxText bounds a display string from outside, in bytes; longer ones are cut with "…".
-const MaxText = 256
+const MaxText = 4096
 
 // Text keeps printable characters and spaces, drops control characters, escape sequences'
-// introducers, bidirectional overrides and invalid UTF-8, and cuts the result at MaxText.
+// introducers, bidirectional overrides and invalid UTF-8, and cuts the result at MaxText (a line of a log or a command line fits; columns cut further).
 func Text(s string) string {
 	if clean(s) {
 		return s

@@ -21,7 +21,7 @@ func TestText(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, Text(c.in), "%q", c.in)
 	}
-	long := Text(strings.Repeat("é", 400))
+	long := Text(strings.Repeat("é", 3000))
 	assert.LessOrEqual(t, len(long), MaxText+len("…"))
 	assert.True(t, strings.HasSuffix(long, "…"))
 }
