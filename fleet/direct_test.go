@@ -344,6 +344,9 @@ func TestDirectTapAndRun(t *testing.T) {
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
 	assert.Equal(t, fleet.StateUp, d.Fleet(diagnose.Facts{}).Rows[0].State)
+	assert.Equal(t, base, string(d.LastBody("a")), "the whole body, for a drill-down")
+	assert.Nil(t, d.LastBody("nobody"))
+	assert.Equal(t, []string{"a"}, d.Endpoints())
 }
 
 func TestNewDirectErrors(t *testing.T) {
@@ -353,4 +356,11 @@ func TestNewDirectErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "endpoint 1: bad URL")
 	_, err = fleet.NewDirect(fleet.DirectConfig{Endpoints: []fleet.Endpoint{{Name: "a", URL: "h:1"}, {Name: "a", URL: "h:2"}}})
 	assert.EqualError(t, err, `endpoint "a" is named twice`)
+}
+
+func TestIntervalFor(t *testing.T) {
+	assert.Equal(t, time.Second, fleet.IntervalFor(1))
+	assert.Equal(t, time.Second, fleet.IntervalFor(12))
+	assert.Equal(t, 4*time.Second, fleet.IntervalFor(50))
+	assert.Equal(t, 15*time.Second, fleet.IntervalFor(200))
 }

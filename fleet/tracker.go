@@ -26,6 +26,13 @@ type tracker struct {
 	lastErrAt   time.Time
 	restartedAt time.Time
 	restartWhy  string
+	body        []byte // the last exposition, whole
+}
+
+func (t *tracker) keepBody(b []byte) {
+	t.mu.Lock()
+	t.body = b
+	t.mu.Unlock()
 }
 
 // baselineSlots is how many baselines cover one window: the window's start is known to
