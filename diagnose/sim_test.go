@@ -2,7 +2,6 @@ package diagnose_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,27 +10,8 @@ import (
 
 	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/internal/simtest"
-	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 )
-
-// drive runs a closed loop of conc requests against url until the test ends.
-func drive(t *testing.T, url string, conc, in, out int) {
-	t.Helper()
-	c, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url})
-	require.NoError(t, err)
-	w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: in, OutputLen: out, IgnoreEOS: true, Seed: 7}, loadgen.EstimatedVocab())
-	require.NoError(t, err)
-	r := loadgen.NewRunner(c, loadgen.RunnerConfig{Workload: w, Concurrency: conc})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = r.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-}
 
 // verdictOn scrapes url until rule is among the verdicts over the window between two
 // scrapes, and returns that verdict.
@@ -68,7 +48,7 @@ func verdictOn(t *testing.T, url, rule string, facts diagnose.Facts) diagnose.Ve
 // preempts). The simulator runs on a virtual clock, its steps back to back.
 func TestKVBoundOnL4(t *testing.T) {
 	url := simtest.StartVirtual(t, "meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--max-model-len", "4096")
-	drive(t, url, 64, 1024, 1024)
+	simtest.Load(t, url, 64, 1024, 1024)
 	v := verdictOn(t, url, diagnose.RuleKVBound, diagnose.Facts{})
 	assert.Contains(t, v.Text, "--gpu-memory-utilization")
 	assert.Contains(t, v.Text, "--kv-cache-dtype fp8")
@@ -81,7 +61,7 @@ func TestKVBoundOnL4(t *testing.T) {
 // cache is nearly empty.
 func TestAdmissionBoundMaxNumSeqs(t *testing.T) {
 	url := simtest.StartVirtual(t, "Qwen/Qwen3-0.6B", "--max-num-seqs", "4", "--max-model-len", "4096")
-	drive(t, url, 16, 128, 64)
+	simtest.Load(t, url, 16, 128, 64)
 	v := verdictOn(t, url, diagnose.RuleAdmissionBound, diagnose.Facts{MaxNumSeqs: 4})
 	assert.Contains(t, v.Text, "running 4 = --max-num-seqs 4")
 	assert.Contains(t, v.Text, "raise --max-num-seqs")

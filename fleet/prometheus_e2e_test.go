@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,29 +11,7 @@ import (
 	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/internal/simtest"
-	"github.com/vllmtop/vllmtop/loadgen"
 )
-
-// load drives a closed loop of conc requests at url until the test ends.
-func load(t *testing.T, url string, conc, inputLen, outputLen int) {
-	t.Helper()
-	c, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url, RequestTimeout: 30 * time.Second})
-	require.NoError(t, err)
-	w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: inputLen, OutputLen: outputLen, IgnoreEOS: true, Seed: 1}, loadgen.EstimatedVocab())
-	require.NoError(t, err)
-	r := loadgen.NewRunner(c, loadgen.RunnerConfig{Workload: w, Concurrency: conc})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = r.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-}
 
 // TestPrometheusFleet runs Debian's prometheus scraping three simulated servers under load,
 // reads the fleet through the Prometheus source, kills one server and restarts another,
@@ -51,7 +28,7 @@ func TestPrometheusFleet(t *testing.T) {
 	c := simtest.Start(t, sim...)
 	promURL, stopProm := simtest.Prometheus(t, scrapeEvery, a.Addr, b.Addr, c.Addr)
 	for _, s := range []*simtest.Instance{a, b, c} {
-		load(t, s.URL, 8, 64, 32)
+		simtest.Load(t, s.URL, 8, 64, 32)
 	}
 
 	p, err := fleet.NewPrometheus(fleet.PrometheusConfig{URL: promURL, Interval: 100 * time.Millisecond, Window: 2 * time.Second,

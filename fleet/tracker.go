@@ -205,43 +205,15 @@ func engineRows(endpoint, url string, s *scrape.Snapshot, w *scrape.Window) []Ro
 	return out
 }
 
-// restartReason says why cur looks like a restarted server compared with prev, or "".
+// restartReason says why cur looks like a restarted server compared with prev, or "": the
+// process start time moved (even if every counter has grown past its old value since), or a
+// counter or histogram went down.
 func restartReason(prev, cur *scrape.Snapshot) string {
 	if p, c := prev.ProcessStartSeconds, cur.ProcessStartSeconds; p.OK && c.OK && p.V != c.V {
 		return "process start time moved"
 	}
-	for _, cm := range cur.Models {
-		pm, ok := prev.Model(cm.Name)
-		if !ok {
-			continue
-		}
-		for i := range cm.Engines {
-			ce := &cm.Engines[i]
-			pe, ok := pm.Engine(ce.Engine)
-			if !ok {
-				continue
-			}
-			if wentBack(&pe.Stats, &ce.Stats) {
-				return "counters went back"
-			}
-		}
+	if w := scrape.Compare(prev, cur); w.Restarted {
+		return "counters went back"
 	}
 	return ""
-}
-
-func wentBack(p, c *scrape.Stats) bool {
-	for _, pair := range [][2]scrape.Value{
-		{p.PromptTokens, c.PromptTokens}, {p.GenerationTokens, c.GenerationTokens},
-		{p.RequestsFinished, c.RequestsFinished}, {p.Preemptions, c.Preemptions},
-	} {
-		if pair[0].OK && pair[1].OK && pair[1].V < pair[0].V {
-			return true
-		}
-	}
-	for k, v := range p.FinishedByReason {
-		if cv, ok := c.FinishedByReason[k]; ok && cv < v {
-			return true
-		}
-	}
-	return p.TTFTSeconds != nil && c.TTFTSeconds != nil && c.TTFTSeconds.Count < p.TTFTSeconds.Count
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -169,4 +170,25 @@ func Prometheus(t testing.TB, interval time.Duration, targets ...string) (string
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 50*time.Millisecond, "prometheus ready")
 	return url, stop
+}
+
+// Load drives a closed loop of conc requests of in prompt and out output tokens at url
+// (the server's own output lengths: ignore_eos) until the test ends.
+func Load(t testing.TB, url string, conc, in, out int) {
+	t.Helper()
+	c, err := loadgen.NewClient(loadgen.ClientConfig{BaseURL: url, RequestTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: in, OutputLen: out, IgnoreEOS: true, Seed: 7}, loadgen.EstimatedVocab())
+	require.NoError(t, err)
+	r := loadgen.NewRunner(c, loadgen.RunnerConfig{Workload: w, Concurrency: conc})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
