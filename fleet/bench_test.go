@@ -7,12 +7,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/fleet"
+	"github.com/vllmtop/vllmtop/scrape"
 )
 
 // processCPU is the CPU time (user and system) this process has used.
@@ -91,4 +93,44 @@ func BenchmarkFleetRows(b *testing.B) {
 			b.Fatal(len(f.Rows))
 		}
 	}
+}
+
+// BenchmarkFleetFetchOnly is the floor under BenchmarkFleetRefresh: the same 200 bodies
+// fetched over HTTP (client and in-process server) and nothing else.
+func BenchmarkFleetFetchOnly(b *testing.B) {
+	eps := benchFleet(b, 200)
+	clients := make([]*scrape.Client, len(eps))
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	for i, ep := range eps {
+		c, err := scrape.NewClient(ep.URL, scrape.WithHTTPClient(hc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients[i] = c
+	}
+	ctx := context.Background()
+	fetchAll := func() {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, fleet.DefaultMaxConcurrent)
+		for _, c := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if _, _, err := c.Fetch(ctx); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	fetchAll()
+	cpu0 := processCPU()
+	for b.Loop() {
+		fetchAll()
+	}
+	cpu := processCPU() - cpu0
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(cpu.Seconds()/float64(b.N)*60, "cpu-s/min")
 }
