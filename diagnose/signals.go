@@ -125,8 +125,6 @@ type Facts struct {
 	// the same window.
 	TargetRate   float64
 	AchievedRate float64
-	// ClientCPU is the client process's CPU use over the window, in cores (0 unknown).
-	ClientCPU float64
 	// MaxNumSeqs is the server's --max-num-seqs when known (supervised, or configured).
 	MaxNumSeqs int
 }

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 
 	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/fleet"
+	"github.com/vllmtop/vllmtop/internal/exposition"
 	"github.com/vllmtop/vllmtop/internal/simtest"
+	"github.com/vllmtop/vllmtop/scrape"
 )
 
 // TestPrometheusFleet runs Debian's prometheus scraping three simulated servers under load,
@@ -26,7 +29,14 @@ func TestPrometheusFleet(t *testing.T) {
 	a := simtest.Start(t, append(sim, "--max-num-seqs", "2")...)
 	b := simtest.Start(t, sim...)
 	c := simtest.Start(t, sim...)
-	promURL, stopProm := simtest.Prometheus(t, scrapeEvery, a.Addr, b.Addr, c.Addr)
+	// Real captures behind plain servers: two data-parallel engines, SGLang, TGI, and a V0
+	// server that names KV use by its old name.
+	addr := func(f *fakeServer) string { return strings.TrimPrefix(f.URL, "http://") }
+	dp := serve(t, exposition.Set(capture(t, "vllm-metrics-synthetic-multiprocess-dp2.txt"), "vllm:num_requests_waiting", 9, `engine="1"`))
+	sgl := serve(t, capture(t, "sglang-v0.4-metrics-llama-3.1-8b-loaded-docs.prom"))
+	tgi := serve(t, capture(t, "tgi-metrics-payload.prom"))
+	v0 := serve(t, exposition.Set(capture(t, "vllm-v0-0.5-metrics-opt-125m.prom"), "vllm:gpu_cache_usage_perc", 0.37))
+	promURL, stopProm := simtest.Prometheus(t, scrapeEvery, a.Addr, b.Addr, c.Addr, addr(dp), addr(sgl), addr(tgi), addr(v0))
 	for _, s := range []*simtest.Instance{a, b, c} {
 		simtest.Load(t, s.URL, 8, 64, 32)
 	}
@@ -51,6 +61,9 @@ func TestPrometheusFleet(t *testing.T) {
 			return false // prometheus has not scraped the targets yet
 		}
 		f = p.Fleet(diagnose.Facts{})
+		if f.Up != 7 || len(f.Rows) != 8 {
+			return false
+		}
 		for _, s := range []*simtest.Instance{a, b, c} {
 			r := byName(s.Addr)
 			if r.State != fleet.StateUp || !r.GenerationTokensPerSec.OK || r.GenerationTokensPerSec.V == 0 || !r.TTFTP99.V.OK || !r.ITLP99.V.OK {
@@ -58,8 +71,8 @@ func TestPrometheusFleet(t *testing.T) {
 			}
 		}
 		return true
-	}, 60*time.Second, 100*time.Millisecond, "three servers up with rates: %v", p.Err())
-	assert.Equal(t, 3, f.Up)
+	}, 60*time.Second, 100*time.Millisecond, "seven servers up, the simulators with rates: %v", p.Err())
+	assert.Equal(t, 7, f.Up)
 	ra := byName(a.Addr)
 	assert.Equal(t, "Qwen/Qwen3-0.6B", ra.Model)
 	assert.Equal(t, "0", ra.Engine)
@@ -70,6 +83,24 @@ func TestPrometheusFleet(t *testing.T) {
 	assert.True(t, ra.ErrorsPerSec.OK)
 	assert.True(t, ra.QueueMean.OK && ra.PrefillMean.OK && ra.TTFTMean.OK)
 	assert.Equal(t, "~2s est", ra.EstimateLabel())
+
+	// The captures: one row per engine, each backend's own metrics, the old V0 name.
+	e1 := byName(addr(dp) + " e1")
+	assert.Equal(t, 2, e1.Engines)
+	assert.Equal(t, scrape.Some(9), e1.Waiting)
+	assert.Equal(t, scrape.BackendVLLM, e1.Backend)
+	assert.Equal(t, "0", byName(addr(dp)+" e0").Engine)
+	rs := byName(addr(sgl))
+	assert.Equal(t, scrape.BackendSGLang, rs.Backend)
+	assert.Equal(t, scrape.Some(0.28), rs.KVCacheUsage, "sglang:token_usage")
+	assert.Equal(t, scrape.Some(2826), rs.Waiting, "sglang:num_queue_reqs")
+	assert.Contains(t, rs.NotExported, fleet.FieldPreemptions)
+	rt := byName(addr(tgi))
+	assert.Equal(t, scrape.BackendTGI, rt.Backend)
+	assert.True(t, rt.Waiting.OK, "tgi_queue_size")
+	assert.False(t, rt.KVCacheUsage.OK)
+	assert.Contains(t, rt.NotExported, fleet.FieldKVCacheUsage)
+	assert.Equal(t, scrape.Some(0.37), byName(addr(v0)).KVCacheUsage, "vllm:gpu_cache_usage_perc, the old name")
 
 	// a is admission-bound: two running, the rest waiting, the KV cache nearly empty.
 	require.Eventually(t, func() bool {
@@ -122,7 +153,7 @@ func TestPrometheusFleet(t *testing.T) {
 	o, line := f.Summary()
 	assert.Equal(t, diagnose.Failing, o)
 	assert.Contains(t, line, b.Addr+" is DOWN")
-	assert.Equal(t, 2, f.Up)
+	assert.Equal(t, 6, f.Up)
 
 	// Prometheus itself goes away: the rows stay, frozen, and turn STALE.
 	stopProm()
@@ -134,7 +165,7 @@ func TestPrometheusFleet(t *testing.T) {
 				return false
 			}
 		}
-		return len(f.Rows) == 3
+		return len(f.Rows) == 8
 	}, 30*time.Second, 50*time.Millisecond)
 	assert.Contains(t, f.Rows[0].StateDetail, "no answer from Prometheus")
 	assert.Error(t, p.Err())
