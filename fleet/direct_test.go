@@ -364,3 +364,34 @@ func TestIntervalFor(t *testing.T) {
 	assert.Equal(t, 4*time.Second, fleet.IntervalFor(50))
 	assert.Equal(t, 15*time.Second, fleet.IntervalFor(200))
 }
+
+func TestDirectSendsTheKeyAndNeverShowsIt(t *testing.T) {
+	base := capture(t, "vllm-0.24-single-engine-rust-vllmtop.prom")
+	var got atomic.Value
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("token") != "" { // endpoint a
+			got.Store(r.Header.Get("Authorization"))
+		}
+		if r.Header.Get("Authorization") != "Bearer sk-fleet-1" {
+			http.Error(w, `{"error":"Unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(base))
+	}))
+	defer s.Close()
+	u := strings.Replace(s.URL, "http://", "http://user:pw@", 1) + "/metrics?token=sk-fleet-1"
+	d := newDirect(t, newClock(), fleet.Endpoint{Name: "a", URL: u, APIKey: "sk-fleet-1"}, fleet.Endpoint{Name: "b", URL: s.URL})
+	d.Refresh(context.Background())
+	f := d.Fleet(diagnose.Facts{})
+	assert.Equal(t, "Bearer sk-fleet-1", got.Load())
+	assert.Equal(t, fleet.StateUp, rowNamed(t, f, "a").State)
+	rb := rowNamed(t, f, "b")
+	assert.Equal(t, fleet.StateDown, rb.State)
+	assert.Contains(t, rb.StateDetail, "401")
+	for _, r := range f.Rows {
+		for _, text := range []string{r.URL, r.StateDetail, r.LastError, r.Name} {
+			assert.NotContains(t, text, "sk-fleet-1")
+			assert.NotContains(t, text, "pw")
+		}
+	}
+}

@@ -98,3 +98,15 @@ func TestKeepLine(t *testing.T) {
 		assert.Equal(t, c.keep, keepLine([]byte(c.line)), c.line)
 	}
 }
+
+func FuzzKeepRowFamilies(f *testing.F) {
+	raw, _ := os.ReadFile("../testdata/vllm-0.24-single-engine-rust-vllmtop.prom")
+	f.Add(raw[:4000])
+	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{a=\"\\n\"} 1\n# EOF"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		kept := keepRowFamilies(body)
+		assert.Equal(t, kept, keepRowFamilies(kept), "keeping twice keeps the same")
+		assert.LessOrEqual(t, len(kept), len(body))
+		_, _ = scrape.Parse(bytes.NewReader(kept)) // never panics
+	})
+}
