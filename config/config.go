@@ -18,6 +18,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/themes"
 )
 
@@ -278,6 +279,13 @@ func APIKey(env string, getenv func(string) string) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("environment variable %s (api_key_env) is not set", env)
+}
+
+// Thresholds are the verdicts' thresholds with the file's SLOs.
+func (c *Config) Thresholds() diagnose.Thresholds {
+	th := diagnose.DefaultThresholds()
+	th.TTFTP99, th.ITLP99 = c.SLO.TTFTP99.Duration, c.SLO.ITLP99.Duration
+	return th
 }
 
 // Endpoint finds an endpoint by name.

@@ -29,6 +29,9 @@ func TestParseTheExample(t *testing.T) {
 	lab, ok := c.Fleet("lab")
 	require.True(t, ok)
 	assert.Equal(t, []string{"a100-1", "a100-2"}, []string{c.FleetEndpoints(lab)[0].Name, c.FleetEndpoints(lab)[1].Name})
+	th := c.Thresholds()
+	assert.Equal(t, 500*time.Millisecond, th.TTFTP99)
+	assert.Equal(t, 0.9, th.KVBound, "the rest are the defaults")
 	prod, _ := c.Fleet("prod")
 	assert.Equal(t, `{job="vllm", env="prod"}`, prod.Selector)
 

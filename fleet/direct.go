@@ -197,8 +197,9 @@ func (d *Direct) poll(ctx context.Context, t *tracker, phase time.Duration) {
 }
 
 // Refresh scrapes every endpoint once now, concurrently within the bound, and returns when
-// all are done (a "refresh now" key, tests, benchmarks).
-func (d *Direct) Refresh(ctx context.Context) {
+// all are done (a "refresh now" key, tests, benchmarks). A failed endpoint is a row's state,
+// not an error; the error is ctx's.
+func (d *Direct) Refresh(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, t := range d.trackers {
 		wg.Add(1)
@@ -208,6 +209,7 @@ func (d *Direct) Refresh(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	return ctx.Err()
 }
 
 func (d *Direct) scrape(ctx context.Context, t *tracker) {

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"time"
@@ -146,6 +147,25 @@ var notExported = map[scrape.Backend][]Field{
 
 // NotExported lists the fields a backend has no metric for.
 func NotExported(b scrape.Backend) []Field { return notExported[b] }
+
+// Source is what a fleet view reads: Direct and Prometheus both are one.
+type Source interface {
+	// Run polls until ctx ends.
+	Run(ctx context.Context) error
+	// Refresh reads every row once now.
+	Refresh(ctx context.Context) error
+	// Fleet is the rows now, judged with the client's facts.
+	Fleet(facts diagnose.Facts) Fleet
+	// History is the rows' series for charts.
+	History() *History
+	// Updated receives a value (coalesced) when new data arrived.
+	Updated() <-chan struct{}
+}
+
+var (
+	_ Source = (*Direct)(nil)
+	_ Source = (*Prometheus)(nil)
+)
 
 // Fleet is every row at one moment, with the verdicts over all of them.
 type Fleet struct {
