@@ -98,7 +98,9 @@ func TestDirectRowsAndWindow(t *testing.T) {
 	assert.False(t, ra.GenerationTokensPerSec.OK, "one scrape: no rate yet, never a made-up 0")
 	assert.False(t, ra.TTFTP99.V.OK)
 	assert.Empty(t, ra.EstimateLabel())
+	assert.Equal(t, scrape.Some(1.78702152187e+09), ra.ProcessStart)
 	assert.Equal(t, 2, rowNamed(t, f, "b e1").Engines)
+	assert.False(t, rowNamed(t, f, "b e1").ProcessStart.OK, "multiprocess mode has no process_* families")
 	assert.Equal(t, 2, f.Up)
 	assert.Equal(t, 2, f.Endpoints)
 

@@ -295,6 +295,7 @@ type instanceInfo struct {
 	lastScrape time.Time
 	interval   time.Duration
 	restarted  string
+	start      float64 // process start, Unix seconds (0: unknown)
 	target     promv1.ActiveTarget
 }
 
@@ -332,6 +333,13 @@ func (p *Prometheus) instances(a *answers) map[string]*instanceInfo {
 		if info := get(s); info != nil {
 			if n, ok := value(s, 1e7); ok && n >= 2 {
 				info.interval = time.Duration(float64(p.cfg.Window) / n)
+			}
+		}
+	}
+	for _, s := range *a.instance["start"] {
+		if info := get(s); info != nil {
+			if v, ok := value(s, maxUnix); ok {
+				info.start = v
 			}
 		}
 	}
@@ -413,6 +421,9 @@ func (p *Prometheus) judgeState(now time.Time, r *Row, info *instanceInfo) {
 	r.URL = untrusted.URL(info.target.ScrapeURL)
 	r.LastError = untrusted.Text(info.target.LastError)
 	r.LastGood = info.lastScrape
+	if info.start > 0 {
+		r.ProcessStart = scrape.Some(info.start)
+	}
 	if !info.lastScrape.IsZero() {
 		r.Age = max(0, now.Sub(info.lastScrape))
 	}

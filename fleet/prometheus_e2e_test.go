@@ -83,6 +83,7 @@ func TestPrometheusFleet(t *testing.T) {
 	assert.True(t, ra.ErrorsPerSec.OK)
 	assert.True(t, ra.QueueMean.OK && ra.PrefillMean.OK && ra.TTFTMean.OK)
 	assert.Equal(t, "~2s est", ra.EstimateLabel())
+	assert.True(t, ra.ProcessStart.OK && ra.ProcessStart.V > 1e9, "process_start_time_seconds")
 
 	// The captures: one row per engine, each backend's own metrics, the old V0 name.
 	e1 := byName(addr(dp) + " e1")

@@ -40,6 +40,9 @@ type Row struct {
 	// Signals are the row's numbers and state; Signals.Subject equals Name.
 	diagnose.Signals
 
+	// ProcessStart is the server's process_start_time_seconds (Unix seconds), for its
+	// uptime; absent in vLLM's multiprocess mode (data parallel).
+	ProcessStart scrape.Value `json:"process_start"`
 	// LastGood is when the numbers were read (zero: never).
 	LastGood time.Time `json:"last_good,omitzero"`
 	// Frozen marks numbers kept from the last good read of a DOWN or STALE endpoint: shown,

@@ -192,6 +192,7 @@ func engineRows(endpoint, url string, s *scrape.Snapshot, w *scrape.Window) []Ro
 			row.Name = rowName(endpoint, engine, len(m.Engines))
 			row.Model, row.Engine, row.Backend = model, engine, s.Backend
 			row.NotExported = NotExported(s.Backend)
+			row.ProcessStart = within(s.ProcessStartSeconds, 0, maxUnix)
 			out = append(out, row)
 		}
 	}
