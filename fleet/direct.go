@@ -227,7 +227,11 @@ func (d *Direct) scrape(ctx context.Context, t *tracker) {
 		}
 		t.keepBody(body)
 		var snap scrape.Snapshot
-		snap, err = scrape.Parse(bytes.NewReader(keepRowFamilies(body)))
+		kept := keepRowFamilies(body)
+		if len(kept) == 0 {
+			kept = body // nothing a row reads (another exporter): up, with its families unmapped
+		}
+		snap, err = scrape.Parse(bytes.NewReader(kept))
 		if err == nil {
 			snap.Time = now
 			rows := t.observe(now, &snap)

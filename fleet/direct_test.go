@@ -278,8 +278,8 @@ func TestDirectHostileServer(t *testing.T) {
 	d := newDirect(t, newClock(), fleet.Endpoint{Name: "x\x1b[2Jy", URL: s.URL})
 	d.Refresh(context.Background())
 	r := d.Fleet(diagnose.Facts{}).Rows[0]
-	assert.Equal(t, "x[2Jy", r.Name)
-	assert.Equal(t, "evil]0;pwnedmodel", r.Model)
+	assert.Equal(t, "xy", r.Name, "escape sequences go whole")
+	assert.Equal(t, "evilmodel", r.Model)
 	assert.False(t, r.KVCacheUsage.OK, "a KV use of 700% is not believed")
 	assert.False(t, r.Waiting.OK, "nor a negative queue")
 }
@@ -396,4 +396,15 @@ func TestDirectSendsTheKeyAndNeverShowsIt(t *testing.T) {
 			assert.NotContains(t, text, "pw")
 		}
 	}
+}
+
+func TestDirectOtherExporterIsUp(t *testing.T) {
+	s := serve(t, capture(t, "triton-23.11-trtllm-metrics-nv_trt_llm-docs.prom"))
+	d := newDirect(t, newClock(), fleet.Endpoint{Name: "triton", URL: s.URL})
+	d.Refresh(context.Background())
+	r := d.Fleet(diagnose.Facts{}).Rows[0]
+	assert.Equal(t, fleet.StateUp, r.State, "answers with metrics, none of them a row's")
+	assert.Equal(t, scrape.BackendUnknown, r.Backend)
+	assert.Equal(t, fleet.Fields, r.NotExported)
+	assert.False(t, r.Running.OK)
 }

@@ -8,54 +8,35 @@ import (
 )
 
 func TestText(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B"},
-		{"a\x1b]0;pwned\x07b", "a]0;pwnedb"},
-		{"x\x1b[2Jy", "x[2Jy"},
-		{"evil\u202egnp.exe", "evilgnp.exe"},
-		{"c1\u009bcsi", "c1csi"},
-		{"bs\bbel\a", "bsbel"},
-		{"line\nbreak", "line break"},
-		{"bad\xffutf8", "bad\uFFFDutf8"},
-		{"", ""},
-	} {
-		assert.Equal(t, c.want, Text(c.in), "%q", c.in)
-	}
+	assert.Equal(t, "Qwen/Qwen3-0.6B", Text("Qwen/Qwen3-0.6B"))
+	assert.Equal(t, "ab", Text("a\x1b]0;pwned\x07b"), "a whole escape sequence goes")
+	assert.Equal(t, "evilgnp.exe", Text("evil\u202egnp.exe"))
 	long := Text(strings.Repeat("é", 3000))
 	assert.LessOrEqual(t, len(long), MaxText+len("…"))
-	assert.True(t, strings.HasSuffix(long, "…"))
+	assert.True(t, strings.HasSuffix(long, "…"), "cut at MaxText")
 }
 
-func TestFileName(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"10.0.0.5:8000", "10.0.0.5_8000"},
-		{"../../etc/passwd", "___etc_passwd"},
-		{"-rf", "rf"},
-		{".hidden", "hidden"},
-		{"a/b\\c", "a_b_c"},
-		{"", "_"},
-		{"\x1b[31m", "_31m"},
-	} {
-		assert.Equal(t, c.want, FileName(c.in), "%q", c.in)
+func TestFileNameAndURL(t *testing.T) {
+	for _, in := range []string{"../../etc/passwd", "-rf", ".hidden", "a/b\\c", "", "\x1b[31m"} {
+		name := FileName(in)
+		assert.NotEmpty(t, name, "%q", in)
+		assert.NotContains(t, name, "/", "%q", in)
+		assert.NotContains(t, name, "..", "%q", in)
+		assert.False(t, strings.HasPrefix(name, ".") || strings.HasPrefix(name, "-"), "%q gives %q", in, name)
 	}
-	assert.LessOrEqual(t, len(FileName(strings.Repeat("a", 500))), MaxFileName)
-}
-
-func TestURL(t *testing.T) {
-	assert.Equal(t, "http://host:8000/metrics", URL("http://user:pw@host:8000/metrics"))
-	assert.Equal(t, "http://h/m?token=%2A%2A%2A", URL("http://h/m?token=s3cret#frag"))
+	u := URL("http://user:pw@host:8000/metrics?token=s3cret#frag")
+	assert.NotContains(t, u, "pw")
+	assert.NotContains(t, u, "s3cret")
+	assert.Contains(t, u, "host:8000/metrics")
 }
 
 func FuzzText(f *testing.F) {
 	f.Add("Qwen\x1b[2J\u202e")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Text(s)
-		assert.Equal(t, out, Text(out), "idempotent")
 		for _, r := range out {
-			assert.False(t, r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0), "control %U in %q", r, out)
+			assert.False(t, r < 0x20 && r != '\t' || r == 0x7f || (r >= 0x80 && r < 0xa0), "control %U in %q", r, out)
 		}
-		name := FileName(s)
-		assert.NotContains(t, name, "/")
-		assert.NotContains(t, name, "..")
+		assert.LessOrEqual(t, len(out), MaxText+len("…"))
 	})
 }
