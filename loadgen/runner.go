@@ -27,6 +27,8 @@ type RunnerConfig struct {
 	Duration       time.Duration // stop starting requests after this long (0 = no limit)
 	Warmup         int           // requests sent first and marked Warmup (not counted)
 	Seed           int64
+	// Backoff says how the runner slows down and pauses when requests fail before any output.
+	Backoff BackoffConfig
 	// Sinks receive every result, from the request goroutines.
 	Sinks []func(Result)
 }
@@ -47,6 +49,13 @@ type Runner struct {
 	epoch       int
 	watch       *Watched
 	kick        chan struct{}
+	breaker     *breaker
+	hold        string // PauseFor's reason; "" when not held
+	holdGen     int    // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+
+	// now and after are the back-off's clock (tests replace them).
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
 
 	inFlight atomic.Int64
 	started  atomic.Int64
@@ -61,7 +70,8 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 		cfg.Burstiness = 1
 	}
 	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
-		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1)}
+		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1), breaker: newBreaker(cfg.Backoff, cfg.Seed),
+		now: time.Now, after: time.After}
 }
 
 func (r *Runner) poke() {
@@ -110,16 +120,57 @@ func (r *Runner) change(apply func()) int {
 }
 
 // Pause stops starting requests; those in flight finish.
-func (r *Runner) Pause() { r.setPaused(true) }
-
-// Resume starts requests again.
-func (r *Runner) Resume() { r.setPaused(false) }
-
-func (r *Runner) setPaused(p bool) {
+func (r *Runner) Pause() {
 	r.mu.Lock()
-	r.paused = p
+	r.paused = true
 	r.mu.Unlock()
 	r.poke()
+}
+
+// Resume starts requests again: it ends a pause of any kind (Pause, PauseFor, the back-off's)
+// and forgets the failures the back-off counted.
+func (r *Runner) Resume() {
+	r.mu.Lock()
+	r.paused, r.hold = false, ""
+	r.breaker.reset()
+	r.mu.Unlock()
+	r.poke()
+}
+
+// PauseFor stops starting requests for a reason outside the load (the server exited, say),
+// which Stats reports as PausedBy, until Resume, or ResumeAfter's ready returns.
+func (r *Runner) PauseFor(reason string) {
+	if reason == "" {
+		reason = "paused"
+	}
+	r.mu.Lock()
+	r.hold = reason
+	r.holdGen++
+	r.mu.Unlock()
+	r.poke()
+}
+
+// ResumeAfter waits in the background until ready returns nil (the server is up again) and
+// then resumes as Resume does, unless Pause or PauseFor was called in the meantime; it returns
+// at once. ready gets ctx, and nothing is resumed when it fails.
+func (r *Runner) ResumeAfter(ctx context.Context, ready func(context.Context) error) {
+	r.mu.Lock()
+	gen := r.holdGen
+	r.mu.Unlock()
+	go func() {
+		if ready(ctx) != nil {
+			return
+		}
+		r.mu.Lock()
+		if r.holdGen != gen || r.paused {
+			r.mu.Unlock()
+			return
+		}
+		r.hold = ""
+		r.breaker.reset()
+		r.mu.Unlock()
+		r.poke()
+	}()
 }
 
 // Watch attaches a new Watched to the next request that starts and returns it.
@@ -145,6 +196,32 @@ type LoaderStats struct {
 	Elapsed time.Duration
 	// TokensReceived counts output chunks as they arrive (for a live token rate).
 	TokensReceived int64
+	// PausedBy says why the load is paused when the user did not pause it: the back-off's
+	// streak ("50 requests in a row failed with HTTP 401 Unauthorized") or PauseFor's reason;
+	// "" otherwise. ProbeEvery is, while the back-off holds the load, how often one request
+	// goes out to see whether the server has recovered (0: none).
+	PausedBy   string
+	ProbeEvery time.Duration
+	// FailStreak counts the requests in a row that failed before any output, and Failing
+	// words them while there are any; Backoff is how long the next request waits for them.
+	FailStreak int
+	Failing    string
+	Backoff    time.Duration
+}
+
+// Status is a line for a status bar when the load is held back ("load paused: 50 requests in
+// a row failed with HTTP 401 Unauthorized; one request every 10s to see if it recovers", or
+// "backing off: ..."), "" when it runs freely or the user paused it.
+func (s LoaderStats) Status() string {
+	switch {
+	case s.PausedBy != "" && s.ProbeEvery > 0:
+		return "load paused: " + s.PausedBy + "; one request every " + s.ProbeEvery.String() + " to see if it recovers"
+	case s.PausedBy != "":
+		return "load paused: " + s.PausedBy
+	case s.Backoff > 0:
+		return "backing off: " + s.Failing + "; next request in " + s.Backoff.Round(time.Millisecond).String()
+	}
+	return ""
 }
 
 // Settings names the load: "C=4" in the closed loop, "rate 2.5/s" in the open one.
@@ -159,6 +236,21 @@ func (s LoaderStats) Settings() string {
 func (r *Runner) Stats() LoaderStats {
 	r.mu.Lock()
 	s := LoaderStats{Concurrency: r.concurrency, Rate: r.rate, Paused: r.paused, Epoch: r.epoch}
+	b := r.breaker
+	if s.FailStreak = b.streak.N; s.FailStreak > 0 {
+		s.Failing = b.streak.String()
+	}
+	switch {
+	case r.hold != "":
+		s.PausedBy = r.hold
+	case b.open:
+		s.PausedBy = s.Failing
+		if b.probes() {
+			s.ProbeEvery = b.cfg.ProbeEvery
+		}
+	default:
+		s.Backoff = max(b.until.Sub(r.now()), 0)
+	}
 	r.mu.Unlock()
 	s.InFlight = int(r.inFlight.Load())
 	s.Started = r.started.Load()
@@ -190,8 +282,51 @@ func (r *Runner) settings(takeWatch bool) settings {
 	return s
 }
 
+// gate is what the back-off and PauseFor allow the dispatcher now.
+type gate struct {
+	held  bool          // nothing starts until something changes (PauseFor, no probes)
+	wait  time.Duration // nothing starts for this long
+	probe bool          // the load is paused but one request may go out
+	stop  error         // Run ends (BackoffConfig.Stop)
+}
+
+func (r *Runner) gate(now time.Time) gate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.breaker
+	switch {
+	case b.open && b.cfg.Stop:
+		return gate{stop: &FailingError{Streak: b.streak}}
+	case r.hold != "":
+		return gate{held: true}
+	case now.Before(b.until):
+		return gate{wait: b.until.Sub(now)}
+	case b.open && b.probes():
+		return gate{probe: true}
+	case b.open:
+		return gate{held: true}
+	}
+	return gate{}
+}
+
+// starting notes a request that starts at now under g: a probe sets the next probe's time,
+// and while failures last each start waits the back-off's delay after the one before, so a
+// streak slows the closed loop to one request per delay rather than a burst per slot.
+func (r *Runner) starting(g gate, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.breaker
+	switch {
+	case g.probe:
+		b.probed(now)
+	case b.streak.N > 0 && !b.open:
+		b.until = now.Add(b.delay)
+	}
+}
+
 // Run drives the load until the request count or duration is reached, or ctx ends; it then
-// waits for the requests in flight (cancelled with ctx) and returns ctx's error, if any.
+// waits for the requests in flight (cancelled with ctx) and returns ctx's error, if any, or a
+// *FailingError when the back-off stopped it (BackoffConfig.Stop).
 func (r *Runner) Run(ctx context.Context) error {
 	start := time.Now()
 	r.runStart.Store(start.UnixNano())
@@ -216,12 +351,23 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		s := r.settings(false)
 		inFlight := int(r.inFlight.Load())
+		g := r.gate(r.now())
 		var wait <-chan time.Time
 		canStart := false
 		intended := time.Time{}
 		switch {
-		case s.paused:
+		case g.stop != nil:
+			return g.stop
+		case s.paused || g.held:
 			nextArrival = time.Time{}
+		case g.wait > 0:
+			// The open loop's schedule restarts after the back-off, as after a pause: no
+			// burst of the arrivals it held back.
+			nextArrival = time.Time{}
+			wait = r.after(g.wait)
+		case g.probe:
+			nextArrival = time.Time{}
+			canStart = inFlight == 0
 		case s.rate > 0:
 			if rng == nil {
 				rng = newRNG(r.cfg.Seed)
@@ -248,6 +394,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			canStart = inFlight < s.concurrency
 		}
 		if canStart {
+			r.starting(g, r.now())
 			s = r.settings(true)
 			warm := index < r.cfg.Warmup
 			r.inFlight.Add(1)
@@ -255,7 +402,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			wg.Add(1)
 			go r.send(ctx, index, warm, intended, s, &wg, done)
 			index++
-			if s.rate > 0 {
+			if s.rate > 0 && !g.probe {
 				nextArrival = nextArrival.Add(interArrival(rng, s.rate, s.burstiness))
 			}
 			continue
@@ -289,13 +436,9 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	if s.watch != nil {
 		s.watch.end(res)
 	}
-	if res.Error == ErrConnect {
-		// Nothing is listening: hold the slot a moment rather than spin on refused connections.
-		select {
-		case <-time.After(connectBackoff):
-		case <-ctx.Done():
-		}
-	}
+	r.mu.Lock()
+	r.breaker.note(&res, r.now())
+	r.mu.Unlock()
 	r.inFlight.Add(-1)
 	r.finished.Add(1)
 	for _, sink := range r.cfg.Sinks {
@@ -306,9 +449,6 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	default:
 	}
 }
-
-// connectBackoff is how long a slot waits after a request could not connect at all.
-const connectBackoff = 250 * time.Millisecond
 
 // interArrival draws the gap to the next request: gamma(shape=b, scale=1/(rate b)), as vLLM's
 // benchmark does; b=+Inf gives a constant 1/rate.

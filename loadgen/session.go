@@ -162,13 +162,26 @@ func (s *Session) workload() Workload {
 // Pause stops starting requests; those in flight finish.
 func (s *Session) Pause() { s.runner.Pause() }
 
-// Resume starts requests again.
+// Resume starts requests again, whatever paused them (Pause, PauseFor, the back-off), and
+// forgets the failures the back-off counted.
 func (s *Session) Resume() { s.runner.Resume() }
+
+// PauseFor pauses the load for a reason outside it, e.g. PauseFor("the server exited: exit
+// status 1"): Stats().PausedBy and Stats().Status() say it until Resume, or until the ready of
+// a ResumeAfter returns.
+func (s *Session) PauseFor(reason string) { s.runner.PauseFor(reason) }
+
+// ResumeAfter resumes the load once ready returns nil (the supervisor's WaitReady after a
+// restart, say), unless the load was paused again meanwhile; it returns at once.
+func (s *Session) ResumeAfter(ctx context.Context, ready func(context.Context) error) {
+	s.runner.ResumeAfter(ctx, ready)
+}
 
 // Watch follows the next request that starts, token by token.
 func (s *Session) Watch() *Watched { return s.runner.Watch() }
 
-// Stats is the runner's state now.
+// Stats is the runner's state now; its Status() is the line to show when the load is held
+// back (paused by the back-off or PauseFor, or backing off).
 func (s *Session) Stats() LoaderStats { return s.runner.Stats() }
 
 // Tick closes the live window's current point at now and returns it (see Live.Tick).
