@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -154,6 +155,7 @@ func (o *benchOptions) finish(fs *pflag.FlagSet, args []string, getenv func(stri
 	}
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
 	r.FreshPrompts, o.save = d.Name == loadgen.DatasetRandom, o.save || r.Detailed
+	r.DetailDir = cmp.Or(o.saveTo.Dir, ".") // --save-detailed's arrays wait beside the result
 	if c.APIKey == "" {
 		c.APIKey = loadgen.APIKeyFromEnv(getenv)
 	}

@@ -25,16 +25,29 @@ type BenchConfig struct {
 	// prefix cache for them.
 	Warmups int
 	Seed    int64
+	// Goodput are the objectives the run's Tally counts good requests by.
+	Goodput Goodput
+	// Detailed spills the per-request arrays of --save-detailed to a file in DetailDir ("":
+	// the system's temporary directory) as requests finish (see Tally.EnableDetail).
+	Detailed  bool
+	DetailDir string
+	// Backoff is the runners' back-off; Bench always stops (Backoff.Stop) where a live load
+	// would pause.
+	Backoff BackoffConfig
 	// Sinks receive each measured result as it finishes, from the request goroutines.
 	Sinks []func(Result)
 }
 
 // BenchRun is what one run measured.
 type BenchRun struct {
-	Results []Result
+	// Tally holds the run's statistics and, when Detailed, its per-request arrays; the
+	// caller closes it.
+	Tally *Tally
 	// Duration runs from the first measured dispatch until the last request ended, as vLLM's
 	// benchmark_duration does.
 	Duration time.Duration
+	// Stopped is set when the run ended early because requests kept failing before any output.
+	Stopped *FailingError
 }
 
 // ErrNoLimit is returned by Bench when neither a request count nor a duration bounds a run.
@@ -66,24 +79,37 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	if cfg.closedLoop() && cfg.slots() <= 0 {
 		return BenchRun{}, ErrUnboundedConcurrency
 	}
+	tally := NewTally(cfg.Goodput)
+	if cfg.Detailed {
+		if err := tally.EnableDetail(cfg.DetailDir); err != nil {
+			return BenchRun{}, err
+		}
+	}
+	backoff := cfg.Backoff
+	backoff.Stop = true
+	run := BenchRun{Tally: tally}
 	if cfg.Warmups > 0 {
-		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed}
+		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff}
 		if cfg.MaxConcurrency > 0 {
 			warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
 		} else {
 			warm.Concurrency = cfg.Warmups
 		}
 		if err := NewRunner(c, warm).Run(ctx); err != nil {
+			if errors.As(err, &run.Stopped) {
+				return run, nil
+			}
+			_ = tally.Close()
 			return BenchRun{}, err
 		}
 	}
-	rec := &Recorder{}
 	rc := RunnerConfig{
 		Workload:    cfg.Workload,
 		NumRequests: max(cfg.NumPrompts, 0),
 		Duration:    cfg.Duration,
 		Seed:        cfg.Seed,
-		Sinks:       append([]func(Result){rec.Add}, cfg.Sinks...),
+		Backoff:     backoff,
+		Sinks:       append([]func(Result){tally.Add}, cfg.Sinks...),
 	}
 	if cfg.closedLoop() {
 		rc.Concurrency = cfg.slots()
@@ -92,7 +118,11 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	}
 	start := time.Now()
 	err := NewRunner(c, rc).Run(ctx)
-	return BenchRun{Results: rec.Results(), Duration: time.Since(start)}, err
+	run.Duration = time.Since(start)
+	if errors.As(err, &run.Stopped) {
+		err = nil
+	}
+	return run, err
 }
 
 // Offset shifts a workload by n prompts: its i-th prompt is w's (n+i)-th. A sweep uses it to

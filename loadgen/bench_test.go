@@ -65,7 +65,7 @@ func TestBenchMeasuresOnlyAfterWarmups(t *testing.T) {
 		RequestRate: math.Inf(1), MaxConcurrency: 2, Sinks: []func(Result){func(Result) { sunk.Add(1) }}})
 	require.NoError(t, err)
 	assert.Equal(t, int64(13), f.requests.Load())
-	assert.Len(t, run.Results, 10)
+	assert.Equal(t, 10, run.Tally.Count())
 	assert.Equal(t, int64(10), sunk.Load(), "sinks see measured requests only")
 	assert.Positive(t, run.Duration)
 	close(f.prompts)
@@ -75,7 +75,7 @@ func TestBenchMeasuresOnlyAfterWarmups(t *testing.T) {
 	}
 	// Warm-ups use the prompts after the measured ones (10, 11, 12), and come first.
 	assert.ElementsMatch(t, []string{"10", "11", "12"}, seen[:3])
-	s := Summarize(run.Results, run.Duration, []float64{99}, Goodput{})
+	s := run.Tally.Summary(run.Duration, []float64{99})
 	assert.Equal(t, 10, s.Completed)
 	assert.Equal(t, 20, s.TotalOutputTokens)
 }
@@ -85,7 +85,7 @@ func TestBenchOpenLoopAndLimits(t *testing.T) {
 	c := newBenchClient(t, f.URL)
 	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 5, RequestRate: 1000, Burstiness: 1})
 	require.NoError(t, err)
-	assert.Len(t, run.Results, 5)
+	assert.Equal(t, 5, run.Tally.Count())
 
 	// Sad paths: no end, or everything at once with no count.
 	_, err = Bench(context.Background(), c, BenchConfig{Workload: numbered{}, RequestRate: math.Inf(1)})
@@ -192,4 +192,47 @@ func TestProgressStartAndStop(t *testing.T) {
 	var term strings.Builder
 	p.Start(&term, true)()
 	assert.Equal(t, "\r\x1b[K", term.String(), "a terminal's bar is erased at stop")
+}
+
+// TestBenchStopsEarlyOnA401Storm: a server that refuses every request ends the run after the
+// back-off's threshold, not after its hundred thousand prompts.
+func TestBenchStopsEarlyOnA401Storm(t *testing.T) {
+	srv := newStorm(t)
+	c := newBenchClient(t, srv.URL)
+	fast := BackoffConfig{Base: time.Microsecond, Max: 10 * time.Microsecond}
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 100000, MaxConcurrency: 4, Backoff: fast})
+	require.NoError(t, err)
+	defer run.Tally.Close()
+	require.NotNil(t, run.Stopped)
+	seen := srv.seen.Load()
+	assert.LessOrEqual(t, seen, int64(DefaultPauseAfter+4))
+	assert.Equal(t, int(seen), run.Tally.Count(), "every request sent is counted")
+	assert.Regexp(t, `^stopped early: 5\d requests in a row failed before any output \(http_401 5\d; last: HTTP 401 Unauthorized: Invalid API key\)$`, run.Stopped.Error())
+
+	// Warm-ups stop the same way, and the measured run is not made.
+	srv.seen.Store(0)
+	run, err = Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 10, Warmups: 1000, MaxConcurrency: 4, Backoff: fast})
+	require.NoError(t, err)
+	defer run.Tally.Close()
+	require.NotNil(t, run.Stopped)
+	assert.LessOrEqual(t, srv.seen.Load(), int64(DefaultPauseAfter+4))
+	assert.Zero(t, run.Tally.Count())
+}
+
+func TestReportWordsAnEarlyStopInOneLine(t *testing.T) {
+	srv := newStorm(t)
+	cfg := sweepConfig()
+	cfg.Concurrency, cfg.NumPrompts = []int{4, 8}, 100000
+	cfg.Backoff = BackoffConfig{Base: time.Microsecond, Max: 10 * time.Microsecond}
+	var warnings []string
+	var out strings.Builder
+	rep := &Report{Out: &out, Warn: func(m string) { warnings = append(warnings, m) }}
+	var runs int
+	require.NoError(t, Sweep(context.Background(), newBenchClient(t, srv.URL), cfg, func(r SweepRun) { runs++; rep.Add(r) }))
+	require.NoError(t, rep.Close())
+	assert.Equal(t, 1, runs, "the sweep stops at the run that stopped")
+	assert.True(t, rep.Failed())
+	require.Len(t, warnings, 1, "%q", warnings)
+	assert.Regexp(t, `^stopped early: \d+ requests in a row failed before any output \(http_401 \d+; last: HTTP 401 Unauthorized: Invalid API key\); the sweep stops here$`, warnings[0])
+	assert.Contains(t, out.String(), "Failed requests:", "the table still says what was sent")
 }

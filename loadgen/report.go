@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Backends as vllm bench serve names them; the endpoint decides which one a run uses.
@@ -414,6 +416,82 @@ func (d ResultDoc) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// jsonWriter is a value that writes its own JSON, so that a large one (a --save-detailed
+// array) goes to the file without being held in memory.
+type jsonWriter interface{ WriteJSON(w io.Writer) error }
+
+// WriteIndented writes the document as json.MarshalIndent(d, prefix, indent) would, except
+// that values that write their own JSON (jsonWriter) are written as they come, compact.
+func (d ResultDoc) WriteIndented(w io.Writer, prefix, indent string) error {
+	last := map[string]int{}
+	for i, f := range d {
+		last[f.Key] = i
+	}
+	bw, ok := w.(*bufio.Writer)
+	if !ok {
+		bw = bufio.NewWriter(w)
+	}
+	bw.WriteByte('{')
+	seen := map[string]bool{}
+	for _, f := range d {
+		if seen[f.Key] {
+			continue
+		}
+		if len(seen) > 0 {
+			bw.WriteByte(',')
+		}
+		seen[f.Key] = true
+		k, _ := json.Marshal(f.Key)
+		bw.WriteString("\n" + prefix + indent)
+		bw.Write(k)
+		bw.WriteString(": ")
+		v := d[last[f.Key]].Value
+		if jw, ok := v.(jsonWriter); ok {
+			if err := jw.WriteJSON(bw); err != nil {
+				return fmt.Errorf("result field %s: %w", f.Key, err)
+			}
+			continue
+		}
+		b, err := json.MarshalIndent(v, prefix+indent, indent)
+		if err != nil {
+			return fmt.Errorf("result field %s: %w", f.Key, err)
+		}
+		bw.Write(b)
+	}
+	if len(seen) > 0 {
+		bw.WriteString("\n" + prefix)
+	}
+	bw.WriteByte('}')
+	return bw.Flush()
+}
+
+// writeDocs writes one document, or a list of them, indented by two spaces, and a newline.
+func writeDocs(w io.Writer, docs []ResultDoc, list bool) error {
+	bw := bufio.NewWriter(w)
+	if !list {
+		if err := docs[0].WriteIndented(bw, "", "  "); err != nil {
+			return err
+		}
+		bw.WriteByte('\n')
+		return bw.Flush()
+	}
+	bw.WriteByte('[')
+	for i, d := range docs {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n  ")
+		if err := d.WriteIndented(bw, "  ", "  "); err != nil {
+			return err
+		}
+	}
+	if len(docs) > 0 {
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
+}
+
 // PyFloat is a float that JSON-encodes as Python writes one (1.0, not 1), so saved results
 // read back with the same types vLLM's do. NaN and infinities encode as null.
 type PyFloat float64
@@ -433,10 +511,10 @@ const ResultDateFormat = "20060102-150405"
 
 // ResultJSON builds the document vllm bench serve saves with --save-result (vllm.md 6.6):
 // the run's setup, then the statistics, then mean/median/std/percentiles of each selected
-// metric in milliseconds. detailed, when not nil, adds the per-request arrays of
-// --save-detailed (input_lens, output_lens, ttfts, itls, start_times, generated_texts,
-// errors; times in seconds). Keys vLLM does not write: failures_by_class.
-func ResultJSON(s Summary, info RunInfo, detailed []Result) ResultDoc {
+// metric in milliseconds. detailed (a Tally's DetailFields) adds the per-request arrays of
+// --save-detailed. Keys vLLM does not write: failures_by_class, and percentiles_estimated
+// (true) when the run passed the bound of exact statistics (Summary.Estimated).
+func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 	var label any
 	if info.Label != "" {
 		label = info.Label
@@ -503,49 +581,10 @@ func ResultJSON(s Summary, info RunInfo, detailed []Result) ResultDoc {
 		}
 	}
 	d = append(d, Field{"failures_by_class", failures})
-	if detailed != nil {
-		d = append(d, detailedFields(detailed)...)
+	if s.Estimated {
+		d = append(d, Field{"percentiles_estimated", true})
 	}
-	return d
-}
-
-func detailedFields(results []Result) []Field {
-	rs := make([]Result, 0, len(results))
-	for _, r := range results {
-		if !r.Warmup {
-			rs = append(rs, r)
-		}
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Index < rs[j].Index })
-	var first time.Time
-	for _, r := range rs {
-		if !r.Start.IsZero() && (first.IsZero() || r.Start.Before(first)) {
-			first = r.Start
-		}
-	}
-	inLens, outLens := make([]int, len(rs)), make([]int, len(rs))
-	ttfts, starts := make([]PyFloat, len(rs)), make([]PyFloat, len(rs))
-	itls := make([][]PyFloat, len(rs))
-	texts, errs := make([]string, len(rs)), make([]string, len(rs))
-	for i, r := range rs {
-		inLens[i] = r.PromptTokens
-		itls[i] = []PyFloat{}
-		if r.OK() {
-			outLens[i] = r.OutputTokens
-			ttfts[i] = PyFloat(r.TTFT.Seconds())
-			for _, d := range r.ITLs {
-				itls[i] = append(itls[i], PyFloat(d.Seconds()))
-			}
-		}
-		if !r.Start.IsZero() {
-			starts[i] = PyFloat(r.Start.Sub(first).Seconds())
-		}
-		if !r.OK() {
-			errs[i] = string(r.Error) + ": " + r.ErrorMessage
-		}
-	}
-	return []Field{{"input_lens", inLens}, {"output_lens", outLens}, {"ttfts", ttfts}, {"itls", itls},
-		{"start_times", starts}, {"generated_texts", texts}, {"errors", errs}}
+	return append(d, detailed...)
 }
 
 // ResultFilename is vllm bench serve's default file name for a saved result:
@@ -563,8 +602,9 @@ func ResultFilename(info RunInfo) string {
 	return fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyRepr(info.RequestRate), conc, modelBase(info.ModelID), info.Date.Format(ResultDateFormat))
 }
 
-// modelBase is the part of a model id after its last slash, as vLLM names result files.
-func modelBase(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+// modelBase is the part of a model id after its last slash, as vLLM names result files, made
+// a safe file name (the id came from the server).
+func modelBase(id string) string { return sanitize.FileName(id[strings.LastIndex(id, "/")+1:]) }
 
 // Report prints and saves a headless benchmark's runs as vllm bench serve does: each run's
 // result table (or, with JSON, the result documents at Close), its result file, one line for
@@ -576,15 +616,21 @@ type Report struct {
 	JSON bool
 	Save *SaveOptions // where each run's result is saved; nil: not saved
 
-	docs   []ResultDoc
-	rows   []SweepRow
-	param  string
-	failed bool
+	docs     []ResultDoc
+	rows     []SweepRow
+	param    string
+	failed   bool
+	releases []func()
 }
 
 // Add reports one finished run.
 func (r *Report) Add(run SweepRun) {
 	r.docs, r.rows = append(r.docs, run.Doc), append(r.rows, SweepRow{Value: run.Value, Summary: run.Summary})
+	if r.JSON {
+		r.releases = append(r.releases, run.Release) // the document is written at Close
+	} else {
+		defer run.Release()
+	}
 	if run.Of > 1 {
 		r.param = run.Param
 	}
@@ -602,8 +648,19 @@ func (r *Report) Add(run SweepRun) {
 		}
 	}
 	s := run.Summary
-	if run.Interrupted {
+	if s.Estimated {
+		r.Warn(fmt.Sprintf("the percentiles are HDR estimates (3 significant digits): the run's timings passed the %d MiB kept for exact ones", DefaultExactBytes>>20))
+	}
+	switch {
+	case run.Interrupted:
 		r.problem("interrupted; the last result covers the requests that finished")
+		return
+	case run.Stopped != "":
+		msg := run.Stopped
+		if run.Index < run.Of-1 {
+			msg += "; the sweep stops here"
+		}
+		r.problem(msg)
 		return
 	}
 	if s.Failed > 0 {
@@ -625,24 +682,20 @@ func (r *Report) problem(msg string) {
 
 // Close prints what follows the runs: the JSON (a list for a sweep), or a sweep's summary.
 func (r *Report) Close() error {
-	var v any
+	defer func() {
+		for _, release := range r.releases {
+			release()
+		}
+		r.releases = nil
+	}()
 	switch {
-	case r.JSON && r.param != "":
-		v = r.docs
 	case r.JSON && len(r.docs) > 0:
-		v = r.docs[0]
-	case r.param != "":
+		return writeDocs(r.Out, r.docs, r.param != "")
+	case !r.JSON && r.param != "":
 		fmt.Fprintln(r.Out)
 		return PrintSweep(r.Out, r.param, r.rows)
-	default:
-		return nil
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = r.Out.Write(append(b, '\n'))
-	return err
+	return nil
 }
 
 // Failed reports whether a run could not be saved, was interrupted or had no success.
@@ -679,9 +732,13 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 		}
 		name = filepath.Join(opts.Dir, name)
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
+	f, err := os.Create(name)
 	if err != nil {
 		return "", err
 	}
-	return name, os.WriteFile(name, append(b, '\n'), 0o644)
+	err = writeDocs(f, []ResultDoc{doc}, false)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return name, err
 }

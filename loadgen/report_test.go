@@ -178,7 +178,13 @@ func TestResultJSONDefaultsAndDetail(t *testing.T) {
 		{Index: 0, Start: t0, TTFT: 100 * time.Millisecond, ITLs: []time.Duration{10 * time.Millisecond}, PromptTokens: 4, OutputTokens: 2},
 		{Index: 2, Warmup: true},
 	}
-	raw, err := json.Marshal(ResultJSON(s, info, results))
+	tally := NewTally(Goodput{})
+	require.NoError(t, tally.EnableDetail(t.TempDir()))
+	defer tally.Close()
+	for _, r := range results {
+		tally.Add(r)
+	}
+	raw, err := json.Marshal(ResultJSON(s, info, tally.DetailFields()))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(raw, &m))
@@ -204,6 +210,11 @@ func TestResultFilenameIsVLLMsPattern(t *testing.T) {
 	assert.Equal(t, "mine-infqps-Qwen2.5-0.5B-Instruct-20250102-030405.json", ResultFilename(info))
 	info.ModelID, info.RequestRate = "opt-125m", 0.5
 	assert.Equal(t, "mine-0.5qps-opt-125m-20250102-030405.json", ResultFilename(info))
+	// A model id from a hostile server: no escape, no path, no hidden file.
+	info.ModelID = "org/\x1b]0;pwned\x07../../..\x1b[2Jevil"
+	assert.Equal(t, "mine-0.5qps-evil-20250102-030405.json", ResultFilename(info))
+	info.ModelID = "org/..\u202e\x1b[31mred:x"
+	assert.Equal(t, "mine-0.5qps-red_x-20250102-030405.json", ResultFilename(info))
 }
 
 func TestPythonNumberFormats(t *testing.T) {

@@ -100,58 +100,22 @@ type Summary struct {
 	E2EL                 Dist
 	// Client-side queueing: intended start to actual send (open loop with a cap).
 	Queue Dist
+	// Estimated is true when the run's timings passed the Tally's bound of exact ones: the
+	// medians and percentiles are then HDR estimates (3 significant digits), the means and
+	// deviations streaming ones, and the peaks counted in seconds from the first start seen
+	// when the bound was passed.
+	Estimated bool
 }
 
 // Summarize computes the run's statistics over the successful requests, with percentiles ps
-// (e.g. 50, 90, 99) and the goodput objectives g.
+// (e.g. 50, 90, 99) and the goodput objectives g, through a Tally (so exact up to
+// DefaultExactBytes of timings, estimated past it).
 func Summarize(results []Result, duration time.Duration, ps []float64, g Goodput) Summary {
-	s := Summary{Duration: duration, FailuresByClass: map[ErrorClass]int{}, OutputFromUsage: true, RequestGoodput: math.NaN()}
-	var ttft, tpot, itl, e2el, queue []float64
-	good := 0
-	var first time.Time
+	t := NewTally(g)
 	for i := range results {
-		r := &results[i]
-		if r.Warmup {
-			continue
-		}
-		if !r.OK() {
-			if r.Error != ErrCanceled {
-				s.Failed++
-				s.FailuresByClass[r.Error]++
-			}
-			continue
-		}
-		s.Completed++
-		s.TotalInputTokens += r.PromptTokens
-		s.TotalOutputTokens += r.OutputTokens
-		s.OutputFromUsage = s.OutputFromUsage && r.OutputFromUsage
-		ttft = append(ttft, ms(r.TTFT))
-		if t, ok := r.TPOT(); ok {
-			tpot = append(tpot, ms(t))
-		}
-		for _, d := range r.ITLs {
-			itl = append(itl, ms(d))
-		}
-		e2el = append(e2el, ms(r.E2EL))
-		queue = append(queue, ms(r.QueueDelay()))
-		if g.good(r) {
-			good++
-		}
-		if first.IsZero() || r.Start.Before(first) {
-			first = r.Start
-		}
+		t.Add(results[i])
 	}
-	if sec := duration.Seconds(); sec > 0 {
-		s.RequestThroughput = float64(s.Completed) / sec
-		s.OutputThroughput = float64(s.TotalOutputTokens) / sec
-		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / sec
-		if g.Set() {
-			s.RequestGoodput = float64(good) / sec
-		}
-	}
-	s.TTFT, s.TPOT, s.ITL, s.E2EL, s.Queue = dist(ttft, ps), dist(tpot, ps), dist(itl, ps), dist(e2el, ps), dist(queue, ps)
-	s.MaxOutputTokensPerS, s.MaxConcurrent = peaks(results, first)
-	return s
+	return t.Summary(duration, ps)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -191,36 +155,6 @@ func Percentile(sorted []float64, p float64) float64 {
 	lo := int(math.Floor(rank))
 	hi := min(lo+1, len(sorted)-1)
 	return sorted[lo] + (rank-float64(lo))*(sorted[hi]-sorted[lo])
-}
-
-// peaks finds the busiest second for output tokens and for requests in flight, bucketing each
-// chunk's arrival (start + TTFT + ITLs) into one-second bins from the first start.
-func peaks(results []Result, first time.Time) (float64, int) {
-	tokens := map[int]int{}
-	active := map[int]int{}
-	for i := range results {
-		r := &results[i]
-		if !r.OK() || r.Warmup {
-			continue
-		}
-		t := r.Start.Add(r.TTFT)
-		tokens[int(t.Sub(first)/time.Second)]++
-		for _, d := range r.ITLs {
-			t = t.Add(d)
-			tokens[int(t.Sub(first)/time.Second)]++
-		}
-		for sec := int(r.Start.Sub(first) / time.Second); sec <= int(r.Start.Add(r.E2EL).Sub(first)/time.Second); sec++ {
-			active[sec]++
-		}
-	}
-	maxTok, maxAct := 0, 0
-	for _, n := range tokens {
-		maxTok = max(maxTok, n)
-	}
-	for _, n := range active {
-		maxAct = max(maxAct, n)
-	}
-	return float64(maxTok), maxAct
 }
 
 // JSONL writes results to a file as they finish, one JSON object a line, each line written

@@ -36,8 +36,13 @@ type SweepConfig struct {
 	// FreshPrompts gives each run of a sweep new prompts of the same shape, so the server's
 	// prefix cache does not carry over from one run to the next (random prompts).
 	FreshPrompts bool
-	// Detailed keeps the per-request arrays in each run's document (--save-detailed).
-	Detailed bool
+	// Detailed adds the per-request arrays to each run's document (--save-detailed), spilled
+	// to a file in DetailDir ("" for the system's temporary one) while the run lasts.
+	Detailed  bool
+	DetailDir string
+	// Backoff is each run's back-off from failing requests (zero: the defaults); a run that
+	// reaches its threshold stops early (SweepRun.Stopped) and the sweep with it.
+	Backoff BackoffConfig
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -96,9 +101,23 @@ type SweepRun struct {
 	Param       string  // the swept parameter (Param)
 	Value       float64 // its value in this run
 	Interrupted bool    // the context ended during the run: it covers what finished
-	Info        RunInfo
-	Summary     Summary // with the 99th percentile among its percentiles, for the summary table
-	Doc         ResultDoc
+	// Stopped is why the run ended early, in one line, when its requests kept failing before
+	// any output (see FailingError); "" otherwise.
+	Stopped string
+	Info    RunInfo
+	Summary Summary // with the 99th percentile among its percentiles, for the summary table
+	// Doc is the run's result document; with Detailed its arrays are read from a file that
+	// lives until Release.
+	Doc     ResultDoc
+	release func()
+}
+
+// Release frees what the run's document needs until it is written (the spill file of
+// --save-detailed); the document cannot be written after it.
+func (r SweepRun) Release() {
+	if r.release != nil {
+		r.release()
+	}
 }
 
 // Sweep makes the runs in order and calls done after each. It stops after a run in which no
@@ -123,7 +142,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
-			Warmups: cfg.Warmups, Seed: cfg.Seed}
+			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {
@@ -140,22 +159,25 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			finish()
 		}
 		if err != nil && ctx.Err() == nil {
+			if run.Tally != nil {
+				_ = run.Tally.Close()
+			}
 			return err
 		}
 		if info.NumPrompts == 0 {
-			info.NumPrompts = len(run.Results) // a run bound by time: what it sent
+			info.NumPrompts = run.Tally.Count() // a run bound by time: what it sent
 		}
-		s := Summarize(run.Results, run.Duration, ps, cfg.Info.Goodput)
-		var detailed []Result
-		if cfg.Detailed {
-			detailed = run.Results
+		s := run.Tally.Summary(run.Duration, ps)
+		sr := SweepRun{Index: k, Of: len(values), Param: cfg.Param(), Value: v, Interrupted: ctx.Err() != nil,
+			Info: info, Summary: s, Doc: ResultJSON(s, info, run.Tally.DetailFields()), release: func() { _ = run.Tally.Close() }}
+		if run.Stopped != nil {
+			sr.Stopped = run.Stopped.Error()
 		}
-		done(SweepRun{Index: k, Of: len(values), Param: cfg.Param(), Value: v, Interrupted: ctx.Err() != nil,
-			Info: info, Summary: s, Doc: ResultJSON(s, info, detailed)})
+		done(sr)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if s.Completed == 0 {
+		if s.Completed == 0 || run.Stopped != nil {
 			break
 		}
 	}
