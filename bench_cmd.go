@@ -114,6 +114,7 @@ func benchFlags(fs *pflag.FlagSet) *benchOptions {
 	fs.BoolVar(&o.quiet, "disable-tqdm", false, "No progress line on stderr")
 	fs.Var(cliflag.Seconds(&o.readyTimeout), "ready-check-timeout-sec", "Keep asking a server that is not up yet for this many seconds (default: ask once)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
+	addClientFlags(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": benchSimGPU, "sim-startup-seconds": "0"})
 	return o

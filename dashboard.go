@@ -84,6 +84,7 @@ func dashboardFlags(fs *pflag.FlagSet) *dashboard {
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
+	addClientFlags(fs, c)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
 	return o
@@ -126,7 +127,12 @@ func (d *dashboard) build(e *env) error {
 	if d.load, err = loadgen.NewSession(d.loadCfg); err != nil {
 		return err
 	}
-	scr, err := scrape.NewClient(d.loadCfg.Client.BaseURL, scrape.WithAPIKey(d.loadCfg.Client.APIKey))
+	c := d.loadCfg.Client
+	opts := []scrape.Option{scrape.WithAPIKey(c.APIKey), scrape.WithCAFile(c.CAFile)}
+	if c.Insecure {
+		opts = append(opts, scrape.WithInsecureSkipVerify())
+	}
+	scr, err := scrape.NewClient(c.BaseURL, opts...)
 	d.deps.Supervisor, d.deps.Load, d.deps.Scraper = d.sup, d.load, scr
 	return err
 }

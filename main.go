@@ -23,6 +23,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -187,6 +188,16 @@ func splitDash(fs *pflag.FlagSet, args []string) (before, after []string) {
 		return args[:n], args[n:]
 	}
 	return args, nil
+}
+
+// addClientFlags defines the flags of how the load's client talks to a server, shared by the
+// commands that send load: https trust, and the cap on one server-sent event.
+func addClientFlags(fs *pflag.FlagSet, c *loadgen.ClientConfig) {
+	fs.BoolVar(&c.Insecure, "insecure", false, "https: do not verify the server's certificate")
+	fs.StringVar(&c.CAFile, "ca-file", "", "https: trust the PEM certificates in this file")
+	c.MaxEventBytes = loadgen.DefaultMaxEventBytes
+	fs.Var(cliflag.Bytes(&c.MaxEventBytes), "max-event-size",
+		"Largest server-sent event (or line of one) a stream may send, e.g. 4MiB; a larger one fails that request as oversized")
 }
 
 // isTerminal reports whether f is a terminal: the dashboard needs one, and bench draws its

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,13 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/vllmtop/vllmtop/internal/tlsconfig"
 	"github.com/vllmtop/vllmtop/sanitize"
 )
 
@@ -107,17 +105,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q: want http://host:port or https://host:port", sanitize.URL(cfg.BaseURL))
 	}
-	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.Insecure} //nolint:gosec // the user asked for --insecure
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s: no certificate found", cfg.CAFile)
-		}
-		tlsCfg.RootCAs = pool
+	tlsCfg, err := tlsconfig.New(cfg.Insecure, cfg.CAFile)
+	if err != nil {
+		return nil, err
 	}
 	tr := &http.Transport{
 		Proxy:               nil, // loopback and cluster-internal servers: never through a proxy

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/internal/tlsconfig"
 	"github.com/vllmtop/vllmtop/sanitize"
 )
 
@@ -44,7 +43,9 @@ type Client struct {
 	timeout time.Duration
 	maxBody int64
 	hc      *http.Client
-	tlsConf *tls.Config
+	// insecure and caFile are the TLS options, applied by NewClient (see tlsconfig.New).
+	insecure bool
+	caFile   string
 }
 
 // Option configures a Client.
@@ -69,23 +70,12 @@ func WithAPIKey(key string) Option {
 
 // WithInsecureSkipVerify accepts any TLS certificate (https only).
 func WithInsecureSkipVerify() Option {
-	return func(c *Client) error { c.tlsConfig().InsecureSkipVerify = true; return nil }
+	return func(c *Client) error { c.insecure = true; return nil }
 }
 
 // WithCAFile trusts the PEM certificates in path (in place of the system roots) for https.
 func WithCAFile(path string) Option {
-	return func(c *Client) error {
-		pem, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("CA file %s: no PEM certificate in it", path)
-		}
-		c.tlsConfig().RootCAs = pool
-		return nil
-	}
+	return func(c *Client) error { c.caFile = path; return nil }
 }
 
 // WithMaxBodyBytes caps the body (default DefaultMaxBodyBytes).
@@ -105,13 +95,6 @@ func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) error { c.hc = hc; return nil }
 }
 
-func (c *Client) tlsConfig() *tls.Config {
-	if c.tlsConf == nil {
-		c.tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return c.tlsConf
-}
-
 // NewClient returns a Client for target, a /metrics URL or a server's base URL (see
 // MetricsURL).
 func NewClient(target string, opts ...Option) (*Client, error) {
@@ -126,10 +109,12 @@ func NewClient(target string, opts ...Option) (*Client, error) {
 		}
 	}
 	if c.hc == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		if c.tlsConf != nil {
-			tr.TLSClientConfig = c.tlsConf
+		conf, err := tlsconfig.New(c.insecure, c.caFile)
+		if err != nil {
+			return nil, err
 		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = conf
 		c.hc = &http.Client{Transport: tr}
 	}
 	return c, nil

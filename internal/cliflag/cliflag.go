@@ -106,6 +106,42 @@ func Seconds(p *time.Duration) pflag.Value {
 	}, func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }}
 }
 
+// Byte sizes a Bytes flag accepts.
+const (
+	minBytes = 1 << 10
+	maxBytes = 1 << 30
+)
+
+// Bytes is a size in bytes, with an optional binary unit: 1048576, 512KiB, 4MiB, 1GiB (K, M,
+// G and KB, MB, GB mean the same), from 1KiB to 1GiB.
+func Bytes(p *int) pflag.Value {
+	return value[int]{p, "size", parseBytes, FormatBytes}
+}
+
+func parseBytes(s string) (int, error) {
+	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToUpper(strings.TrimSpace(s[len(num):]))
+	n, err := strconv.Atoi(num)
+	shift, known := map[string]uint{"": 0, "B": 0, "K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20, "G": 30, "GB": 30, "GIB": 30}[unit]
+	if err != nil || !known || n <= 0 || n > maxBytes>>shift || n<<shift < minBytes {
+		return 0, errors.New("want a size from 1KiB to 1GiB, e.g. 4MiB or 1048576")
+	}
+	return n << shift, nil
+}
+
+// FormatBytes writes a size as Bytes reads it, in the largest unit that divides it: "1MiB".
+func FormatBytes(n int) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n > 0 && n%(1<<u.shift) == 0 {
+			return strconv.Itoa(n>>u.shift) + u.name
+		}
+	}
+	return strconv.Itoa(n)
+}
+
 func parseList[T any](s, why string, parse func(string) (T, bool)) ([]T, error) {
 	var out []T
 	for _, f := range strings.Split(s, ",") {

@@ -146,3 +146,20 @@ func FuzzGather(f *testing.F) {
 		}
 	})
 }
+
+func TestBytes(t *testing.T) {
+	n := 1 << 20
+	assert.Equal(t, "1MiB", Bytes(&n).String(), "the default the help shows")
+	for in, want := range map[string]int{"4MiB": 4 << 20, "512k": 512 << 10, "1048577": 1048577, "2 GB": 0, "1G": 1 << 30, "64KiB": 64 << 10} {
+		if want == 0 {
+			assert.Error(t, parse(t, Bytes(&n), in), in)
+			continue
+		}
+		require.NoError(t, parse(t, Bytes(&n), in), in)
+		assert.Equal(t, want, n, in)
+	}
+	for _, bad := range []string{"0", "-1", "1.5MiB", "MiB", "512", "2GiB", "4TB", "lots"} {
+		assert.ErrorContains(t, parse(t, Bytes(&n), bad), "want a size from 1KiB to 1GiB", bad)
+	}
+	assert.Equal(t, "1048577", FormatBytes(1048577))
+}
