@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/server"
 )
 
@@ -193,7 +194,7 @@ func runBench(ctx context.Context, o *benchOptions, e *env) error {
 		return err
 	}
 	if o.client.Model == "" {
-		fmt.Fprintf(e.stderr, "Model: %s (the first model of %s/v1/models; --model chooses)\n", card.ID, probe.BaseURL())
+		e.note("Model: %s (the first model of %s/v1/models; --model chooses)", card.ID, probe.RedactedURL())
 	}
 	o.client.Model, o.runs.Info.ModelID = card.ID, card.ID
 	client, err := loadgen.NewClient(o.client)
@@ -205,7 +206,7 @@ func runBench(ctx context.Context, o *benchOptions, e *env) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "Prompts: %s\n", how)
+	e.note("Prompts: %s", how)
 	if n := dataset.MaxTokens(); card.MaxModelLen > 0 && n > card.MaxModelLen {
 		e.say("warning: prompt plus output reach %d tokens, over the model's max_model_len %d: such requests fail with HTTP 400", n, card.MaxModelLen)
 	}
@@ -258,7 +259,7 @@ func benchSim(ctx context.Context, o *benchOptions, e *env) (stop func(), err er
 	if plan.Speed() != 1 {
 		note = fmt.Sprintf(", --sim-speed %s (the simulated GPU runs that much faster; times are as measured)", cliflag.FormatRate(plan.Speed()))
 	}
-	fmt.Fprintf(e.stderr, "Simulated server: %s on %s at %s%s\n", plan.Model(), plan.GPU(), o.client.BaseURL, note)
+	e.note("Simulated server: %s on %s at %s%s", plan.Model(), plan.GPU(), sanitize.URL(o.client.BaseURL), note)
 	wait, cancel := context.WithTimeout(ctx, plan.StartupTime()+benchSimReady)
 	defer cancel()
 	if err := sup.WaitReady(wait); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/themes"
@@ -144,7 +145,7 @@ func (d *dashboard) server(e *env) error {
 	switch {
 	case d.attach != "":
 		url := strings.TrimRight(d.attach, "/")
-		d.deps.Mode, d.deps.Target, d.deps.StartPaused, d.deps.RestartDisabled = tui.ModeAttach, url, true, true
+		d.deps.Mode, d.deps.Target, d.deps.StartPaused, d.deps.RestartDisabled = tui.ModeAttach, sanitize.URL(url), true, true
 		d.loadCfg.Client.BaseURL = url
 		d.sup, err = server.Attach(url)
 		return err
@@ -167,7 +168,7 @@ func (d *dashboard) server(e *env) error {
 		d.sup, d.deps.Capacity = sup, plan.CapacityAt
 	}
 	args := d.sup.Args()
-	d.deps.Target = strings.Join(server.RedactKeys(args), " ")
+	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
 	d.deps.InitialUtil = server.GPUMemoryUtilization(args)
 	d.loadCfg.Client.BaseURL = server.BaseURL(args)
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/internal/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -66,8 +67,15 @@ type env struct {
 	prog           string
 }
 
-// say writes one message line with the command's prefix.
-func (e *env) say(format string, a ...any) { fmt.Fprintf(e.stderr, e.prog+": "+format+"\n", a...) }
+// say writes one message line with the command's prefix. Like note's, the line passes
+// sanitize.Message: no control character from a server reaches the terminal, and no password
+// or query value of a URL, whoever built the message.
+func (e *env) say(format string, a ...any) { e.note("%s: %s", e.prog, fmt.Sprintf(format, a...)) }
+
+// note writes one line of information (bench's "Model: ..."), made safe as say's are.
+func (e *env) note(format string, a ...any) {
+	fmt.Fprintln(e.stderr, sanitize.Message(fmt.Sprintf(format, a...)))
+}
 
 // usageError is a bad command line: exit status 2.
 type usageError struct{ msg string }

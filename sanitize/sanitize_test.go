@@ -242,6 +242,12 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("FileName not idempotent: %q -> %q -> %q", in, name, FileName(name))
 		}
 
+		if m := Message(in); Message(m) != m {
+			t.Fatalf("Message not idempotent: %q -> %q -> %q", in, m, Message(m))
+		} else {
+			assertTerminalSafe(t, m)
+		}
+
 		u := URL(in)
 		assertTerminalSafe(t, u)
 		if URL(u) != u {
@@ -263,4 +269,22 @@ func FuzzSanitize(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestMessage(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"no URL here", "no URL here"},
+		{`cannot reach http://u:pw@h:8000/x?token=abc: connection refused`, `cannot reach http://u:***@h:8000/x?token=***: connection refused`},
+		{`base URL "https://a:b@h?k=v" and https://c:d@i/`, `base URL "https://a:***@h?k=***" and https://c:***@i/`},
+		{"Model: m (the first model of http://h:1/v1/models)", "Model: m (the first model of http://h:1/v1/models)"},
+		{"://odd?x=1 text", "://odd?x=*** text"},
+		{"see http://h/m?token=abc.", "see http://h/m?token=***."},
+		{"\x1b[2Jhttp://u:p@h\x07", "http://u:***@h"},
+	}
+	for _, tc := range cases {
+		got := Message(tc.in)
+		assert.Equal(t, tc.want, got, "Message(%q)", tc.in)
+		assert.Equal(t, got, Message(got), "idempotent on %q", tc.in)
+		assertTerminalSafe(t, got)
+	}
 }

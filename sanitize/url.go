@@ -111,3 +111,41 @@ func writeQuery(b *strings.Builder, query string) {
 		}
 	}
 }
+
+// Message returns a message fit to print: Text first, then every URL in it (a scheme,
+// "://", and what follows up to a blank or a quote, less the punctuation that ends it) made safe as URL makes it, wherever the
+// message came from: "cannot reach http://u:pw@h/x?t=1: refused" becomes
+// "cannot reach http://u:***@h/x?t=***: refused".
+func Message(s string) string {
+	s = Text(s)
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start := i
+		for start > 0 && isSchemeByte(s[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(s) && !strings.ContainsRune(" \t\"'`<>", rune(s[end])) {
+			end++
+		}
+		for end > i+3 && strings.ContainsRune(":,;.)]", rune(s[end-1])) {
+			end-- // the sentence's punctuation, not the URL's
+		}
+		b.WriteString(s[:start])
+		b.WriteString(URL(s[start:end]))
+		s = s[end:]
+	}
+}
+
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
