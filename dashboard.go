@@ -171,6 +171,18 @@ func (d *dashboard) server(e *env) error {
 	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
 	d.deps.InitialUtil = server.GPUMemoryUtilization(args)
 	d.loadCfg.Client.BaseURL = server.BaseURL(args)
+	if !server.KnownCommand(args) {
+		// Its flags are its own: vllmtop adds none and looks where its command line says.
+		where := "the --port it was given"
+		if _, ok := server.ArgValue(args, "--port"); !ok {
+			where = "vLLM's default port"
+		}
+		e.say("%s is not vllm serve, python -m vllm.entrypoints.openai.api_server or vllmtop sim: vllmtop adds no --port or --host to it and expects the server at %s (%s)",
+			args[0], d.loadCfg.Client.BaseURL, where)
+		d.deps.Target += " [expected at " + sanitize.URL(d.loadCfg.Client.BaseURL) + "]"
+		// A restart edits --gpu-memory-utilization, which such a command may not take.
+		d.deps.InitialUtil, d.deps.RestartDisabled = 0, true
+	}
 	return nil
 }
 
@@ -207,10 +219,24 @@ func (d *dashboard) run(ctx context.Context, e *env) (err error) {
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
 		return err
 	}
-	if st := d.sup.Status(); st.Exit.Failed() && d.attach == "" {
-		e.say("the server exited: %s", st.Exit)
+	if d.attach == "" {
+		return serverEnd(d.sup.Status())
 	}
 	return nil
+}
+
+// serverEnd is how the dashboard's end reports the server it started: a server still running
+// (vllmtop now stops it) or stopped because vllmtop asked is no news, whatever it printed on
+// its way out; one that exited or died by itself makes the dashboard fail, with one line.
+func serverEnd(st server.Status) error {
+	if st.State != server.Exited || st.Exit.Requested {
+		return nil
+	}
+	how := "exited"
+	if st.Exit.Signal != 0 {
+		how = "died"
+	}
+	return fmt.Errorf("the server %s: %s", how, st.Exit)
 }
 
 func (d *dashboard) shutdown() {

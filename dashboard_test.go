@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server"
 )
 
 // parseDashboard reads a dashboard command line as vllmtop does, without running it.
@@ -45,4 +48,58 @@ func TestDashboardHelp(t *testing.T) {
 	assert.Equal(t, 0, run([]string{"help"}, &out, &errOut))
 	assert.Contains(t, out.String(), "vllmtop sim ")
 	assert.Contains(t, out.String(), "vllmtop help CMD")
+}
+
+// TestDashboardLeavesUnknownCommandsAlone: a command that is not vLLM's gets no --port or
+// --host, no model guessed from its arguments, no restart that edits vLLM's flags, and the
+// dashboard says where it expects the server.
+func TestDashboardLeavesUnknownCommandsAlone(t *testing.T) {
+	d, err := parseDashboard("--", "sleep", "1000")
+	require.NoError(t, err)
+	var errOut bytes.Buffer
+	e := &env{stderr: &errOut, getenv: os.Getenv, prog: "vllmtop"}
+	require.NoError(t, d.server(e))
+	defer d.sup.Close()
+	assert.Equal(t, []string{"sleep", "1000"}, d.sup.Args())
+	assert.Equal(t, "http://127.0.0.1:8000", d.loadCfg.Client.BaseURL)
+	assert.Equal(t, "sleep 1000 [expected at http://127.0.0.1:8000]", d.deps.Target)
+	assert.Zero(t, d.deps.InitialUtil)
+	assert.True(t, d.deps.RestartDisabled)
+	assert.Equal(t, "vllmtop: sleep is not vllm serve, python -m vllm.entrypoints.openai.api_server or vllmtop sim: "+
+		"vllmtop adds no --port or --host to it and expects the server at http://127.0.0.1:8000 (vLLM's default port)\n", errOut.String())
+	assert.Empty(t, server.ModelArg(d.sup.Args()), "no model is guessed from 1000")
+
+	// Its own --port is where it is looked for.
+	d, err = parseDashboard("--", "python", "my_server.py", "--port", "9001")
+	require.NoError(t, err)
+	errOut.Reset()
+	require.NoError(t, d.server(e))
+	defer d.sup.Close()
+	assert.Equal(t, "http://127.0.0.1:9001", d.loadCfg.Client.BaseURL)
+	assert.Contains(t, errOut.String(), "(the --port it was given)")
+
+	// vllm serve gets a free loopback port.
+	d, err = parseDashboard("--", "vllm", "serve", "m")
+	require.NoError(t, err)
+	errOut.Reset()
+	require.NoError(t, d.server(e))
+	defer d.sup.Close()
+	args := d.sup.Args()
+	require.Len(t, args, 7)
+	assert.Equal(t, []string{"--host", "127.0.0.1"}, args[5:])
+	assert.Empty(t, errOut.String())
+	assert.False(t, d.deps.RestartDisabled)
+}
+
+func TestDashboardEndsWithTheServersFate(t *testing.T) {
+	assert.NoError(t, serverEnd(server.Status{State: server.Ready}), "still running: vllmtop stops it now")
+	assert.NoError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Requested: true, Code: 0}}))
+	assert.NoError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Requested: true, Code: 1, Reason: server.ReasonUnknown + 1}}),
+		"a stop vllmtop asked for is a stop, whatever the server printed on its way out")
+	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: 3, Cause: "RuntimeError: boom"}}),
+		"the server exited: exit status 3: RuntimeError: boom")
+	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: -1, Signal: syscall.SIGSEGV}}),
+		"the server died: terminated by signal: segmentation fault")
+	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: 0}}),
+		"the server exited: exit status 0", "a server that ends by itself is the end of the dashboard's job")
 }

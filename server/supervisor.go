@@ -40,7 +40,8 @@ type Status struct {
 	Args  []string // the command line of this run (nil when attached)
 	URL   string   // the base URL /health is probed on, redacted (no password, no query values)
 	// GPUMemoryUtilization is the run's --gpu-memory-utilization (vLLM's default when its
-	// command line does not say; 0 when attached).
+	// command line does not say; 0 when attached or running a command that is not vLLM's, see
+	// KnownCommand).
 	GPUMemoryUtilization float64
 	// Unreachable is why the last /health probe got no answer at all ("connection refused",
 	// "no answer within 2s", "no such host x"), empty once a probe gets any answer. It is set
@@ -193,7 +194,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		r.client = s.httpClient("", false)
 	} else {
 		s.status.Args = append([]string(nil), s.args...)
-		s.status.GPUMemoryUtilization = GPUMemoryUtilization(s.args)
+		if KnownCommand(s.args) {
+			s.status.GPUMemoryUtilization = GPUMemoryUtilization(s.args)
+		}
 		ep := endpointFromArgs(s.args)
 		r.base = ep.base
 		r.baseFromLog = !ep.explicitly || !ep.portKnown

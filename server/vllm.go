@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -54,22 +55,78 @@ func RedactKeys(args []string) []string {
 	return out
 }
 
-// ModelArg is the model a command line serves: its --model, else the first argument after the
-// program that is neither "serve", "sim", a flag nor a flag's value (vllm serve MODEL); "" when
-// there is none.
+// The servers whose command lines vllmtop knows.
+type commandKind int
+
+const (
+	unknownCommand commandKind = iota
+	vllmServe                  // vllm serve [MODEL] [flags]
+	apiServer                  // python -m vllm.entrypoints.openai.api_server [flags]
+	simServe                   // vllmtop sim [MODEL] [flags] (or this executable's sim)
+)
+
+// apiServerModule is the module of vLLM's OpenAI-compatible server, as python -m runs it.
+const apiServerModule = "vllm.entrypoints.openai.api_server"
+
+func kindOf(args []string) commandKind {
+	if len(args) < 2 {
+		return unknownCommand
+	}
+	base := filepath.Base(args[0])
+	switch {
+	case base == "vllm" && args[1] == "serve":
+		return vllmServe
+	case isPython(base):
+		for i := 1; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+			if args[i] == "-m" && i+1 < len(args) && args[i+1] == apiServerModule || args[i] == "-m"+apiServerModule {
+				return apiServer
+			}
+		}
+	case args[1] == "sim" && (base == "vllmtop" || isThisExecutable(args[0])):
+		return simServe
+	}
+	return unknownCommand
+}
+
+func isThisExecutable(path string) bool {
+	exe, err := os.Executable()
+	return err == nil && path == exe
+}
+
+// isPython reports whether name is a Python interpreter: python, python3, python3.12.
+func isPython(name string) bool {
+	rest, ok := strings.CutPrefix(name, "python")
+	return ok && strings.Trim(rest, "0123456789.") == ""
+}
+
+// KnownCommand reports whether args runs a server whose flags vllmtop knows (--host, --port,
+// --model and the rest of vLLM's): vllm serve, python -m vllm.entrypoints.openai.api_server,
+// or vllmtop sim (this executable's too). vllmtop edits only such command lines.
+func KnownCommand(args []string) bool { return kindOf(args) != unknownCommand }
+
+// ModelArg is the model a known command line serves (see KnownCommand): its --model, else for
+// vllm serve and vllmtop sim the first argument after the subcommand that is neither a flag
+// nor a flag's value (vllm serve MODEL); "" when there is none or the command is not known.
 func ModelArg(args []string) string {
+	kind := kindOf(args)
+	if kind == unknownCommand {
+		return ""
+	}
 	if v, ok := ArgValue(args, "--model"); ok {
 		return v
 	}
-	if len(args) <= 2 {
+	if kind == apiServer {
 		return ""
 	}
-	for i := 1; i < len(args); i++ {
+	for i := 2; i < len(args); i++ {
 		a := args[i]
-		if a == "serve" || a == "sim" || strings.HasPrefix(a, "-") {
+		if a == "--" {
+			return ""
+		}
+		if strings.HasPrefix(a, "-") {
 			continue
 		}
-		if strings.HasPrefix(args[i-1], "--") && !strings.Contains(args[i-1], "=") {
+		if prev := args[i-1]; i > 2 && strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
 			continue
 		}
 		return a
@@ -130,11 +187,16 @@ func (o *options) environ() []string {
 	return out
 }
 
-// OnLoopback returns a copy of a server's command line that listens on 127.0.0.1 and on a free
-// port unless it says otherwise (--host, --port): vLLM's own default is every interface, and
-// a server vllmtop starts binds loopback unless told.
+// OnLoopback returns a copy of a known server's command line (see KnownCommand) that listens
+// on 127.0.0.1 and on a free port unless it says otherwise (--host, --port): vLLM's own
+// default is every interface, and a server vllmtop starts binds loopback unless told. Any
+// other command is returned as it is: it may not take those flags (and is then probed where
+// BaseURL says: its own --port, else vLLM's 8000).
 func OnLoopback(args []string) ([]string, error) {
 	out := append([]string(nil), args...)
+	if !KnownCommand(out) {
+		return out, nil
+	}
 	if _, ok := ArgValue(out, "--port"); !ok {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,8 +46,37 @@ func TestBaseURLRedactKeysModelArg(t *testing.T) {
 		{[]string{"vllm", "serve"}, ""},
 		{[]string{"python", "server.py"}, ""},
 		{[]string{"vllm", "serve", "--port", "8000"}, ""},
+		{[]string{"/opt/venv/bin/vllm", "serve", "--dtype", "half", "Qwen/Qwen3-0.6B"}, "Qwen/Qwen3-0.6B"},
+		{[]string{"python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m3", "--port", "1"}, "m3"},
+		{[]string{"python3.12", "-u", "-m", "vllm.entrypoints.openai.api_server", "--port", "1"}, "" /* vLLM's default */},
+		// Not a server vllmtop knows: no guess at its model.
+		{[]string{"sleep", "1000"}, ""},
+		{[]string{"python", "-m", "http.server", "9000"}, ""},
+		{[]string{"./serve.sh", "serve", "m"}, ""},
 	} {
 		assert.Equal(t, c.want, ModelArg(c.args), "%v", c.args)
+	}
+}
+
+func TestKnownCommand(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"vllm", "serve", "m"},
+		{"/usr/local/bin/vllm", "serve"},
+		{"python", "-m", "vllm.entrypoints.openai.api_server"},
+		{"/usr/bin/python3.11", "-O", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"},
+		{"python3", "-mvllm.entrypoints.openai.api_server"},
+		{"vllmtop", "sim", "m"},
+		{exe, "sim"},
+	} {
+		assert.True(t, KnownCommand(args), "%v", args)
+	}
+	for _, args := range [][]string{
+		{"sleep", "1000"}, {"vllm"}, {"vllm", "bench", "serve"}, {"python", "server.py", "-m", "vllm.entrypoints.openai.api_server"},
+		{"pythonista", "-m", "vllm.entrypoints.openai.api_server"}, {"python", "-m", "vllm.entrypoints.api_server"}, {"other", "sim"}, {},
+	} {
+		assert.False(t, KnownCommand(args), "%v", args)
 	}
 }
 
@@ -78,6 +108,11 @@ func TestOnLoopbackAndAPIKey(t *testing.T) {
 	got, err = OnLoopback(mine)
 	require.NoError(t, err)
 	assert.Equal(t, mine, got, "what the command says stands")
+	other := []string{"sleep", "1000"}
+	got, err = OnLoopback(other)
+	require.NoError(t, err)
+	assert.Equal(t, other, got, "a command vllmtop does not know gets no flags it may refuse")
+	assert.Equal(t, "http://127.0.0.1:8000", BaseURL(got), "and is looked for on vLLM's port")
 
 	o := defaultOptions()
 	assert.Nil(t, o.environ(), "by default the child inherits our environment")
