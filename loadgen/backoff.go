@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sort"
@@ -139,6 +140,12 @@ type FailingError struct{ Streak FailureStreak }
 func (e *FailingError) Error() string {
 	return fmt.Sprintf("stopped early: %d requests in a row failed before any output (%s; last: %s)",
 		e.Streak.N, e.Streak.Classes(), e.Streak.Cause())
+}
+
+// snapshot is a copy of the streak that later failures do not change.
+func (f FailureStreak) snapshot() FailureStreak {
+	f.ByClass = maps.Clone(f.ByClass)
+	return f
 }
 
 // breaker is a Runner's back-off state; the Runner's mutex guards it.

@@ -296,7 +296,7 @@ func (r *Runner) gate(now time.Time) gate {
 	b := r.breaker
 	switch {
 	case b.open && b.cfg.Stop:
-		return gate{stop: &FailingError{Streak: b.streak}}
+		return gate{stop: &FailingError{Streak: b.streak.snapshot()}}
 	case r.hold != "":
 		return gate{held: true}
 	case now.Before(b.until):
