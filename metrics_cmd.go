@@ -42,7 +42,7 @@ func defineMetrics(fs *pflag.FlagSet, e *env) runFunc {
 	fs.DurationVar(&o.window, "window", 0, "scrape twice this far apart (e.g. 5s) and show rates and latency quantiles over the window")
 	fs.BoolVar(&o.json, "json", false, "print the parsed snapshot (and window) as JSON")
 	fs.BoolVar(&o.raw, "raw", false, "print every metric family as prom2json's JSON, unmapped")
-	fs.DurationVar(&o.timeout, "timeout", scrape.DefaultTimeout, "limit for each scrape")
+	fs.DurationVar(&o.timeout, "timeout", scrape.DefaultTimeout, "limit for each scrape, its parse included (with --window the whole ends within the window and two)")
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer key (default: $OPENAI_API_KEY, else $VLLM_API_KEY)")
 	fs.BoolVar(&o.insecure, "insecure", false, "https: do not verify the server's certificate")
 	fs.StringVar(&o.caFile, "ca-file", "", "https: trust the PEM certificates in this file")
@@ -96,16 +96,7 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 		}
 		return writeJSON(e.stdout, fams)
 	}
-	var win *scrape.Window
-	var cur scrape.Snapshot
-	var err error
-	if o.window > 0 {
-		var w scrape.Window
-		cur, w, err = client.ScrapeWindow(ctx, o.window, waitWindow)
-		win = &w
-	} else {
-		cur, err = client.Scrape(ctx)
-	}
+	cur, win, err := o.scrape(ctx, client)
 	if err != nil {
 		return err
 	}
@@ -120,6 +111,50 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 	}
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
 	return nil
+}
+
+// scrape makes the scrape (or the two of --window) and the comparison within the time
+// --timeout gives: each scrape, its parse included, may take that long, so the whole ends
+// within the window and one timeout per scrape, however slow the parse of a huge body.
+func (o *metricsOptions) scrape(ctx context.Context, client *scrape.Client) (scrape.Snapshot, *scrape.Window, error) {
+	limit := o.timeout
+	if o.window > 0 {
+		limit = o.window + 2*o.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	type result struct {
+		cur scrape.Snapshot
+		win *scrape.Window
+		err error
+	}
+	done := make(chan result, 1) // the work may outlive a deadline; its result is dropped then
+	go func() {
+		var r result
+		if o.window > 0 {
+			var w scrape.Window
+			r.cur, w, r.err = client.ScrapeWindow(ctx, o.window, waitWindow)
+			r.win = &w
+		} else {
+			r.cur, r.err = client.Scrape(ctx)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.cur, r.win, r.err
+	case <-ctx.Done():
+	}
+	// A fetch under way ends with the context, and says better what it was waiting for.
+	select {
+	case r := <-done:
+		return r.cur, r.win, r.err
+	case <-time.After(100 * time.Millisecond):
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return scrape.Snapshot{}, nil, fmt.Errorf("%s: no result within %v (--timeout %v for each scrape and its parse)", client.URL(), limit, o.timeout)
+		}
+		return scrape.Snapshot{}, nil, ctx.Err()
+	}
 }
 
 // writeJSON prints v indented.

@@ -195,9 +195,16 @@ func TestHostileNumbers(t *testing.T) {
 	assert.False(t, s.Cache[0].BlockSizeTokens.OK)
 	assert.False(t, s.ProcessStartSeconds.OK)
 	assert.NotEmpty(t, s.Warnings)
+	left := 0
 	for _, w := range s.Warnings {
 		assert.NotContains(t, w, "\n")
+		if strings.Contains(w, "values left out") {
+			left++
+			assert.Regexp(t, `^\d+ values left out: NaN, infinite, negative or absurd \(\d+ famil(y|ies): `, w)
+		}
 	}
+	assert.Equal(t, 1, left, "one counted warning for every value left out: %q", s.Warnings)
+	assert.GreaterOrEqual(t, s.IgnoredValues, 7)
 	finiteNumbers(t, s)
 
 	prev := s
@@ -241,7 +248,7 @@ func TestHostileDuplicates(t *testing.T) {
 	assert.Len(t, s.Unmapped[0].Series, 1)
 	is(t, 2, s.Unmapped[0].Series[0].Value, "unmapped families too")
 	assert.Equal(t, 1+2+1+1, s.DuplicateSeries)
-	assert.Contains(t, strings.Join(s.Warnings, "\n"), "vllm:num_requests_running: series with the same labels more than once")
+	assert.Equal(t, "5 duplicate series, the last of each kept (4 families: other, vllm:e2e_request_latency_seconds, vllm:num_requests_running, …)", s.Warnings[0])
 
 	clean, err := Parse(bytes.NewReader(seriesExposition(3, 2, 1)))
 	require.NoError(t, err)

@@ -121,6 +121,10 @@ type mapper struct {
 	sglTok Value
 	warned map[string]bool
 	key    []byte // scratch for label keys
+	// The families with repeated label sets, and with values left out: counted and named in
+	// one warning each (a hostile exposition may have thousands).
+	dupFamilies, badFamilies []string
+	badFamily                string // the last family added to badFamilies
 }
 
 // FromFamilies maps parsed metric families (as expfmt's parsers return them) to a Snapshot.
@@ -236,7 +240,56 @@ func (m *mapper) unique(mf *dto.MetricFamily) []*dto.Metric {
 
 func (m *mapper) duplicates(family string, n int) {
 	m.snap.DuplicateSeries += n
-	m.warn(fmt.Sprintf("%s: series with the same labels more than once; the last of each kept", sanitize.Text(family)))
+	m.dupFamilies = append(m.dupFamilies, sanitize.Text(family))
+}
+
+// ignored counts one value of family left out as out of range.
+func (m *mapper) ignored(family string) {
+	m.snap.IgnoredValues++
+	if family != m.badFamily {
+		m.badFamily = family
+		m.badFamilies = append(m.badFamilies, sanitize.Text(family))
+	}
+}
+
+// countedWarnings are the warnings of duplicates and of values left out, one of each, with
+// their counts and the first families they were in.
+func (m *mapper) countedWarnings() []string {
+	var out []string
+	if n := m.snap.DuplicateSeries; n > 0 {
+		out = append(out, fmt.Sprintf("%d duplicate series, the last of each kept (%s)", n, familyList(m.dupFamilies)))
+	}
+	if n := m.snap.IgnoredValues; n > 0 {
+		out = append(out, fmt.Sprintf("%d values left out: NaN, infinite, negative or absurd (%s)", n, familyList(m.badFamilies)))
+	}
+	return out
+}
+
+// familyList names the families, the first three of them: "2 families: a, b".
+func familyList(fams []string) string {
+	fams = compactStrings(fams)
+	word := "families"
+	if len(fams) == 1 {
+		word = "family"
+	}
+	names := strings.Join(fams[:min(len(fams), 3)], ", ")
+	if len(fams) > 3 {
+		names += ", …"
+	}
+	return fmt.Sprintf("%d %s: %s", len(fams), word, names)
+}
+
+// compactStrings drops repeats, keeping the first of each in order.
+func compactStrings(xs []string) []string {
+	seen := make(map[string]bool, len(xs))
+	out := xs[:0:0]
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // labelKey appends a canonical form of a label set to b: the pairs sorted by name, each part
@@ -299,7 +352,7 @@ func (m *mapper) sane(family string, metric *dto.Metric, ok func(float64) bool) 
 		return 0, false
 	}
 	if !ok(v) {
-		m.warn(fmt.Sprintf("%s: ignored values out of range (NaN, infinite, negative or absurd)", sanitize.Text(family)))
+		m.ignored(family)
 		return 0, false
 	}
 	return v, true
@@ -358,7 +411,7 @@ func (m *mapper) apply(r *rule, family string, metrics []*dto.Metric) {
 				continue
 			}
 			if !histogramOK(h) {
-				m.warn(fmt.Sprintf("%s: ignored a histogram with counts out of range (NaN, infinite, negative or absurd)", sanitize.Text(family)))
+				m.ignored(family)
 				continue
 			}
 			p := r.hist(s)
@@ -575,6 +628,9 @@ func (m *mapper) finish() {
 		}
 		md.Total.KVCacheUsage, md.KVCacheUsageBasis = combineKV(engines, capacity)
 		m.snap.Models = append(m.snap.Models, md)
+	}
+	if counted := m.countedWarnings(); counted != nil {
+		m.snap.Warnings = append(counted, m.snap.Warnings...)
 	}
 }
 

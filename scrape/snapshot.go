@@ -74,6 +74,10 @@ type Snapshot struct {
 	// family: a broken exporter, or two processes writing one exposition. Only the last of
 	// each was used; a non-zero count deserves a warning where the numbers are shown.
 	DuplicateSeries int `json:"duplicate_series,omitempty"`
+	// IgnoredValues counts the values of mapped families left out because no field can hold
+	// them (NaN, infinite, negative, above 2^53, a fraction outside 0..1). Each of the two
+	// counts has one warning, naming the first families it was found in.
+	IgnoredValues int `json:"ignored_values,omitempty"`
 }
 
 // Model returns the model with that name.
