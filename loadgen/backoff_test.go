@@ -121,6 +121,18 @@ func (c *stepClock) AdvanceTo(t time.Time) {
 	c.waiters = kept
 }
 
+// runInBackground runs r until the test ends, and returns the context it runs under.
+func runInBackground(t *testing.T, r *Runner) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-runDone
+	})
+	return ctx
+}
+
 // storm answers every request with 401 until ok is set, then streams one token.
 type storm struct {
 	*httptest.Server
@@ -155,13 +167,7 @@ func TestRunnerBacksOffA401StormAndPauses(t *testing.T) {
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 8,
 		Backoff: BackoffConfig{Base: time.Millisecond, Max: time.Hour, PauseAfter: pauseAfter, PauseAfterTime: 100 * time.Hour, ProbeEvery: time.Minute}})
 	r.now, r.after = clk.Now, clk.After
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-runDone
-	}()
+	runInBackground(t, r)
 
 	// settled waits until nothing is in flight and the dispatcher waits for the gate (or is
 	// held), and returns when the gate opens.
@@ -236,13 +242,7 @@ func TestPauseForHoldsUntilResumeAfter(t *testing.T) {
 	g := newGateServer(t)
 	c := newTestClient(t, g.URL, EndpointCompletions)
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 1})
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-runDone
-	}()
+	ctx := runInBackground(t, r)
 	g.waitArrivals(t, 1)
 	r.PauseFor("the server exited: exit status 1")
 	assert.Equal(t, "load paused: the server exited: exit status 1", r.Stats().Status())
