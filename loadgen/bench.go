@@ -69,9 +69,10 @@ func (cfg BenchConfig) slots() int {
 	return cfg.NumPrompts
 }
 
-// Bench runs the warm-ups, then the measured requests, and returns the measured results. It blocks until the run ends; when ctx ends first it returns what
+// Bench runs the warm-ups, then the measured requests, and returns the measured results in a
+// Tally the caller closes. It blocks until the run ends; when ctx ends first it returns what
 // finished and ctx's error. Requests fail into their Result's error class; Bench itself fails
-// only for a config it cannot run.
+// only for a config it cannot run (and then returns no Tally).
 func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
 		return BenchRun{}, ErrNoLimit
@@ -97,10 +98,9 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		}
 		if err := NewRunner(c, warm).Run(ctx); err != nil {
 			if errors.As(err, &run.Stopped) {
-				return run, nil
+				err = nil
 			}
-			_ = tally.Close()
-			return BenchRun{}, err
+			return run, err // nothing measured: an empty run
 		}
 	}
 	rc := RunnerConfig{

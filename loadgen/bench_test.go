@@ -236,3 +236,21 @@ func TestReportWordsAnEarlyStopInOneLine(t *testing.T) {
 	assert.Regexp(t, `^stopped early: \d+ requests in a row failed before any output \(http_401 \d+; last: HTTP 401 Unauthorized: Invalid API key\); the sweep stops here$`, warnings[0])
 	assert.Contains(t, out.String(), "Failed requests:", "the table still says what was sent")
 }
+
+func TestBenchInterruptedDuringWarmupsReportsAnEmptyRun(t *testing.T) {
+	g := newGateServer(t)
+	c := newTestClient(t, g.URL, EndpointCompletions)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-g.arrived // the first warm-up is under way
+		cancel()
+	}()
+	var runs []SweepRun
+	cfg := sweepConfig()
+	cfg.Warmups, cfg.Concurrency = 5, []int{1} // one warm-up at a time: the cancel finds them under way
+	err := Sweep(ctx, c, cfg, func(r SweepRun) { runs = append(runs, r) })
+	assert.ErrorIs(t, err, context.Canceled)
+	require.Len(t, runs, 1)
+	assert.True(t, runs[0].Interrupted)
+	assert.Zero(t, runs[0].Summary.Completed+runs[0].Summary.Failed)
+}

@@ -151,8 +151,9 @@ func (r *Runner) PauseFor(reason string) {
 }
 
 // ResumeAfter waits in the background until ready returns nil (the server is up again) and
-// then resumes as Resume does, unless Pause or PauseFor was called in the meantime; it returns
-// at once. ready gets ctx, and nothing is resumed when it fails.
+// then lifts PauseFor's pause and the back-off's, unless PauseFor was called again in the
+// meantime or the user paused (Pause); it returns at once. ready gets ctx, and nothing is
+// lifted when it fails.
 func (r *Runner) ResumeAfter(ctx context.Context, ready func(context.Context) error) {
 	r.mu.Lock()
 	gen := r.holdGen

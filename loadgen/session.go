@@ -171,7 +171,7 @@ func (s *Session) Resume() { s.runner.Resume() }
 // a ResumeAfter returns.
 func (s *Session) PauseFor(reason string) { s.runner.PauseFor(reason) }
 
-// ResumeAfter resumes the load once ready returns nil (the supervisor's WaitReady after a
+// ResumeAfter lifts PauseFor's pause once ready returns nil (the supervisor's WaitReady after a
 // restart, say), unless the load was paused again meanwhile; it returns at once.
 func (s *Session) ResumeAfter(ctx context.Context, ready func(context.Context) error) {
 	s.runner.ResumeAfter(ctx, ready)

@@ -158,7 +158,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		if finish != nil {
 			finish()
 		}
-		if err != nil && ctx.Err() == nil {
+		if run.Tally == nil || err != nil && ctx.Err() == nil {
 			if run.Tally != nil {
 				_ = run.Tally.Close()
 			}
