@@ -350,6 +350,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		if total > 0 && index >= total+r.cfg.Warmup {
 			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			return err // a select below may pick a finished request over the cancel: start none
+		}
 		s := r.settings(false)
 		inFlight := int(r.inFlight.Load())
 		g := r.gate(r.now())
