@@ -38,6 +38,9 @@ type SweepConfig struct {
 	FreshPrompts bool
 	// Detailed keeps the per-request arrays in each run's document (--save-detailed).
 	Detailed bool
+	// Bench, when set, makes each run instead of Bench against the client (which may then be
+	// nil): the simulator on its virtual clock makes runs this way (package predict).
+	Bench func(ctx context.Context, cfg BenchConfig) (BenchRun, error)
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -135,7 +138,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		if cfg.OnStart != nil {
 			bc.Sinks, finish = cfg.OnStart(info)
 		}
-		run, err := Bench(ctx, c, bc)
+		run, err := cfg.bench(ctx, c, bc)
 		if finish != nil {
 			finish()
 		}
@@ -160,6 +163,13 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 	}
 	return nil
+}
+
+func (cfg SweepConfig) bench(ctx context.Context, c *Client, bc BenchConfig) (BenchRun, error) {
+	if cfg.Bench != nil {
+		return cfg.Bench(ctx, bc)
+	}
+	return Bench(ctx, c, bc)
 }
 
 // withPercentile returns ps with p added if missing.
