@@ -69,11 +69,9 @@ type env struct {
 func (e *env) say(format string, a ...any) { fmt.Fprintf(e.stderr, e.prog+": "+format+"\n", a...) }
 
 // usageError is a bad command line: exit status 2.
-type usageError struct{ msg string }
+type usageError = cliflag.UsageError
 
-func (u *usageError) Error() string { return u.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return cliflag.Usagef(format, a...) }
 
 // exitCode ends a command with that status (0 too); what needed saying was said.
 type exitCode int
@@ -108,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &code):
 		return int(code)
 	case errors.As(err, &bad):
-		e.say("%s (see vllmtop help%s)", bad.msg, strings.TrimPrefix(e.prog, "vllmtop"))
+		e.say("%s (see vllmtop help%s)", bad.Msg, strings.TrimPrefix(e.prog, "vllmtop"))
 		return 2
 	}
 	e.say("%s", textfmt.OneLine(err.Error(), 0))
@@ -143,7 +141,7 @@ func newRoot(e *env) *cobra.Command {
 			}
 			fmt.Fprint(e.stdout, help(c, entry))
 		})
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cliflag.Message(err)} })
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Msg: cliflag.Message(err)} })
 	}
 	return root
 }

@@ -255,3 +255,11 @@ func Gather(args, multi []string) []string {
 	}
 	return out
 }
+
+// UsageError is a bad command line: its command exits with status 2 after saying Msg.
+type UsageError struct{ Msg string }
+
+func (u *UsageError) Error() string { return u.Msg }
+
+// Usagef is a UsageError with a formatted message.
+func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
