@@ -13,6 +13,9 @@ import (
 	"strings"
 )
 
+// String writes the float as Python's repr does (1.0, 0.9, 1e-05).
+func (f PyFloat) String() string { return pyRepr(float64(f)) }
+
 // Set returns d with key set to value: in place where d has the key (as a Python dict update
 // keeps the key's place), appended otherwise.
 func (d ResultDoc) Set(key string, value any) ResultDoc {

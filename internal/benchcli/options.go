@@ -44,6 +44,8 @@ type Options struct {
 	Search Search
 	// Plot is --plot: a PNG or SVG of the SLO search's curve.
 	Plot string
+	// TargetGiven is true when --base-url, --host or --port named the server.
+	TargetGiven bool
 
 	simFlags             []string
 	simArgsFlag          string
@@ -51,6 +53,7 @@ type Options struct {
 	port, outLen         int
 	backend              string
 	slaInline, slaParams string
+	simless              bool // defined without the simulator's flags
 }
 
 // Search is an SLO search's settings.
@@ -68,15 +71,21 @@ type Search struct {
 func (s Search) On() bool { return len(s.SLOs) > 0 }
 
 // Define gives fs vllm bench serve's flags with its defaults, the SLO search's, and the
-// simulator's (defaults replaces the defaults their help shows).
+// simulator's (simDefaults replaces the defaults their help shows); with simModel "", no
+// simulator flags and none for saving or printing results (a benchmark run by vllmtop sweep,
+// which starts the server and saves every run itself).
 func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU string) *Options {
-	o := &Options{}
+	o := &Options{simless: simModel == ""}
 	r, d, c := &o.Runs, &o.Dataset, &o.Client
 	r.Rates, r.Info.Metrics, r.Info.Percentiles = []float64{math.Inf(1)}, []string{"ttft", "tpot", "itl"}, []float64{99}
-	fs.BoolVar(&o.Sim, "sim", false, "Benchmark the built-in simulated vLLM server on a loopback port (default model "+simModel+" on "+simGPU+")")
+	if simModel != "" {
+		fs.BoolVar(&o.Sim, "sim", false, "Benchmark the built-in simulated vLLM server on a loopback port (default model "+simModel+" on "+simGPU+")")
+	}
 	fs.StringVar(&o.SimClock, "sim-clock", ClockWall, "The simulator's clock: wall (a server on loopback, real time) or virtual (in-process simulated time, no waiting: a prediction in seconds)")
-	fs.StringVar(&o.simArgsFlag, "sim-args", "", "The simulator's flags in one quoted string (also accepted directly, and after --)")
-	fs.IntVar(&o.SimPort, "sim-port", 0, "The simulator's port (default: a free one)")
+	if simModel != "" {
+		fs.StringVar(&o.simArgsFlag, "sim-args", "", "The simulator's flags in one quoted string (also accepted directly, and after --)")
+		fs.IntVar(&o.SimPort, "sim-port", 0, "The simulator's port (default: a free one)")
+	}
 	fs.StringVar(&c.BaseURL, "base-url", "", "Server base URL, e.g. http://127.0.0.1:8000 (default http://HOST:PORT)")
 	fs.StringVar(&o.host, "host", "127.0.0.1", "Server host, when no --base-url is given")
 	fs.IntVar(&o.port, "port", server.DefaultPort, "Server port, when no --base-url is given")
@@ -111,18 +120,24 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.StringVar(&o.Search.Variable, "sla-variable", loadgen.SLORate, "What the SLO search tunes: request_rate or max_concurrency")
 	fs.IntVar(&o.Search.MinRequests, "sla-min-requests", DefaultSLOMinRequests, "Fewest measured requests of one SLO probe (a concurrency probe also sends 4 per slot)")
 	fs.StringVar(&o.Plot, "plot", "", "Draw the SLO search's curve (latency against throughput, the SLO line, the knee) to FILE.png or FILE.svg")
-	fs.BoolVar(&o.Save, "save-result", false, "Save each run's result as JSON with vllm bench serve's keys")
-	fs.BoolVar(&r.Detailed, "save-detailed", false, "Also save per-request arrays (implies --save-result)")
-	fs.StringVar(&o.SaveTo.Dir, "result-dir", "", "Directory for saved results (default: the current one); an SLO search saves its probes and summary.csv there")
-	fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern)")
+	if simModel != "" { // a sweep saves every run itself
+		fs.BoolVar(&o.Save, "save-result", false, "Save each run's result as JSON with vllm bench serve's keys")
+		fs.BoolVar(&r.Detailed, "save-detailed", false, "Also save per-request arrays (implies --save-result)")
+		fs.StringVar(&o.SaveTo.Dir, "result-dir", "", "Directory for saved results (default: the current one); an SLO search saves its probes and summary.csv there")
+		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern)")
+	}
 	fs.StringVar(&r.Info.Label, "label", "", "Label of the run, in saved results and their file names")
 	fs.Var(cliflag.Fields(&r.Info.Metadata), "metadata", `key=value pairs added to saved results, e.g. "version=0.9 tp=1"`)
-	fs.BoolVar(&o.JSON, "json", false, "Print the result JSON on stdout instead of the table (a list for a sweep)")
+	if simModel != "" {
+		fs.BoolVar(&o.JSON, "json", false, "Print the result JSON on stdout instead of the table (a list for a sweep)")
+	}
 	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "No progress line on stderr")
 	fs.Var(cliflag.Seconds(&o.ReadyTimeout), "ready-check-timeout-sec", "Keep asking a server that is not up yet for this many seconds (default: ask once)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
-	cliflag.AddSim(fs, &o.simFlags, simDefaults)
+	if simModel != "" {
+		cliflag.AddSim(fs, &o.simFlags, simDefaults)
+	}
 	return o
 }
 
@@ -134,11 +149,12 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		before, after = args[:n], args[n:]
 	}
 	o.SimArgs = append(append(strings.Fields(o.simArgsFlag), o.simFlags...), after...)
+	o.TargetGiven = o.Client.BaseURL != "" || fs.Changed("host") || fs.Changed("port")
 	r, d, c := &o.Runs, &o.Dataset, &o.Client
 	switch {
 	case len(before) > 0:
 		return cliflag.Usagef("unexpected argument %q (flags only; simulator flags go after --sim --)", before[0])
-	case !o.Sim && (len(o.SimArgs) > 0 || fs.Changed("sim-port") || fs.Changed("sim-clock")):
+	case !o.Sim && !o.simless && (len(o.SimArgs) > 0 || fs.Changed("sim-port") || fs.Changed("sim-clock")):
 		return cliflag.Usagef("--sim-args, --sim-port, --sim-clock, the simulator's flags and arguments after -- are the simulator's: they need --sim")
 	case o.Sim && (c.BaseURL != "" || fs.Changed("host") || fs.Changed("port")):
 		return cliflag.Usagef("--sim and --base-url/--host/--port exclude each other: benchmark the simulator or a server")
@@ -199,10 +215,10 @@ func (o *Options) finishSearch(fs *pflag.FlagSet) error {
 		s.SLOs = slos
 	case fs.Changed("sla-variable") || fs.Changed("sla-min-requests"):
 		return cliflag.Usagef("--sla-variable and --sla-min-requests go with an SLO search: give --sla or --sla-params")
-	case o.Plot != "":
+	case o.Plot != "" && !o.simless:
 		return cliflag.Usagef("--plot draws an SLO search: give --sla or --sla-params (vllmtop sweep plots sweeps)")
 	default:
-		return nil
+		return checkPlotName(o.Plot)
 	}
 	r := &o.Runs
 	switch {

@@ -246,6 +246,10 @@ func (p *Plan) ServedModel() string {
 	return p.setup.Model
 }
 
+// Capacity is the memory plan vLLM would log at start-up: weights, activation peak, KV cache
+// bytes, blocks, tokens and the maximum concurrency of max-model-len requests.
+func (p *Plan) Capacity() sim.Capacity { return p.setup.Capacity }
+
 // MaxModelLen is the context length the server accepts (prompt plus output).
 func (p *Plan) MaxModelLen() int { return p.setup.MaxModelLen }
 
