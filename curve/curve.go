@@ -95,6 +95,9 @@ func Save(path string, c Chart) error {
 				return err
 			}
 			labels.Offset = vg.Point{X: vg.Points(8), Y: vg.Points(4)}
+			if i%2 == 1 { // neighbouring series' knees often sit close: one label above, one below
+				labels.Offset.Y = vg.Points(-14)
+			}
 			p.Add(ring, labels)
 		}
 	}
@@ -105,9 +108,26 @@ func Save(path string, c Chart) error {
 		p.Legend.Add("SLO "+c.SLOLabel, slo)
 		p.Y.Max = math.Max(p.Y.Max, c.SLO*1.1)
 	}
-	p.Y.Min = math.Min(p.Y.Min, 0)
 	p.X.Min = math.Min(p.X.Min, 0)
+	if lo, hi := yRange(c); lo > 0 && hi/lo > 20 {
+		// Latency past the knee grows by orders of magnitude: a log axis keeps the knee readable.
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Label.Text = lo/1.2, c.YLabel+" (log scale)"
+	} else {
+		p.Y.Min = math.Min(p.Y.Min, 0)
+	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// yRange is the least and greatest Y of the points.
+func yRange(c Chart) (lo, hi float64) {
+	lo = math.Inf(1)
+	for _, s := range c.Series {
+		for _, p := range s.Points {
+			lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+		}
+	}
+	return lo, hi
 }
 
 // Markers are the text plot's symbols, one per series; a knee is drawn as K.
@@ -127,8 +147,12 @@ func Text(c Chart, width, height int) string {
 			xmax, ymax = math.Max(xmax, p.X), math.Max(ymax, p.Y)
 		}
 	}
+	clipped := false
 	if c.SLOLabel != "" {
 		ymax = math.Max(ymax, c.SLO)
+		if ymax > 4*c.SLO && c.SLO > 0 { // the knee is the point: keep the SLO in view
+			ymax, clipped = 4*c.SLO, true
+		}
 	}
 	xmax, ymax = niceCeil(xmax), niceCeil(ymax)
 	ylab := axisNumber(ymax)
@@ -149,7 +173,11 @@ func Text(c Chart, width, height int) string {
 	for i, s := range c.Series {
 		m := Markers[i%len(Markers)]
 		for j, p := range s.Points {
-			r, k := row(p.Y), col(p.X)
+			r, k := row(math.Min(p.Y, ymax)), col(p.X)
+			if p.Y > ymax {
+				grid[r][k] = '^' // above the plot
+				continue
+			}
 			if j == s.Knee {
 				grid[r][k] = 'K'
 			} else if grid[r][k] != 'K' {
@@ -176,9 +204,17 @@ func Text(c Chart, width, height int) string {
 	for i, s := range c.Series {
 		legend = append(legend, string(Markers[i%len(Markers)])+" "+s.Name)
 	}
-	legend = append(legend, "K knee")
+	for _, s := range c.Series {
+		if s.Knee >= 0 {
+			legend = append(legend, "K knee")
+			break
+		}
+	}
 	if c.SLOLabel != "" {
 		legend = append(legend, "--- SLO "+c.SLOLabel)
+	}
+	if clipped {
+		legend = append(legend, "^ above "+axisNumber(ymax))
 	}
 	for _, l := range wrap(strings.Join(legend, "   "), width) {
 		b.WriteString(l + "\n")

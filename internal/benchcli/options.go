@@ -238,7 +238,16 @@ func (o *Options) finishSearch(fs *pflag.FlagSet) error {
 	if err := checkPlotName(o.Plot); err != nil {
 		return err
 	}
-	// vllm bench sweep asks every probe for every metric; the criteria's percentiles are added.
+	o.SetSearch(*s)
+	return nil
+}
+
+// SetSearch makes the runs an SLO search's probes: vllm bench sweep asks each for every
+// metric (the Little's-law guess needs the mean E2E latency), and the criteria's percentiles
+// are added to those reported.
+func (o *Options) SetSearch(s Search) {
+	r := &o.Runs
+	o.Search = s
 	r.Info.Metrics = append([]string(nil), loadgen.PercentileMetrics...)
 	for _, slo := range s.SLOs {
 		for _, p := range slo.Percentiles() {
@@ -247,7 +256,6 @@ func (o *Options) finishSearch(fs *pflag.FlagSet) error {
 			}
 		}
 	}
-	return nil
 }
 
 // checkPlotName refuses a plot file whose format the name does not say.

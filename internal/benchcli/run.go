@@ -123,11 +123,23 @@ func (b *Bench) Run(ctx context.Context) error {
 func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepRun)) error {
 	cfg := b.o.Runs
 	cfg.OnStart = b.progress(cfg, traffic)
+	if b.offset > 0 {
+		cfg.Workload = loadgen.Offset(cfg.Workload, b.offset)
+	}
+	b.offset += len(cfg.Values()) * (cfg.NumPrompts + cfg.Warmups)
 	if err := loadgen.Sweep(ctx, b.client, cfg, done); err != nil && ctx.Err() == nil {
 		return cliflag.Usagef("%v", err)
 	}
 	return nil
 }
+
+// PromptOffset is how many prompts the benchmark's runs have used; SetPromptOffset makes the
+// next run start after n, so that runs on one server never send a prompt twice (its prefix
+// cache would answer them from an earlier run, as vllm bench sweep avoids by resetting it).
+func (b *Bench) PromptOffset() int { return b.offset }
+
+// SetPromptOffset: see PromptOffset.
+func (b *Bench) SetPromptOffset(n int) { b.offset = n }
 
 // progress is a run's start: its traffic line, and a progress line on stderr.
 func (b *Bench) progress(cfg loadgen.SweepConfig, traffic bool) func(loadgen.RunInfo) ([]func(loadgen.Result), func()) {

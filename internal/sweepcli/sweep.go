@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -285,7 +286,11 @@ type started struct {
 	virtual  *predict.Target
 	endpoint string
 	capacity []loadgen.Field
+	// prompts counts the prompts the server has been sent: each run gets fresh ones.
+	prompts *promptCount
 }
+
+type promptCount struct{ n int }
 
 // startServer starts one setting's server and waits until it is ready.
 func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.Env) (started, func(), error) {
@@ -299,9 +304,10 @@ func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.E
 			return started{}, nil, fmt.Errorf("the simulated server would not start: %s", textfmt.OneLine(err.Error(), 0))
 		}
 		c := plan.Capacity()
-		st := started{endpoint: loadgen.EndpointCompletions, capacity: capacityFields(c.KVCacheTokens, c.MaxConcurrency, plan.MaxModelLen(),
-			float64(c.AvailableKVBytes)/(1<<30), float64(c.WeightsBytes)/(1<<30))}
-		st.virtual = predict.New(plan, st.endpoint)
+		// Rounded as vLLM logs them, so a virtual sweep's summary reads as a real one's.
+		st := started{endpoint: loadgen.EndpointCompletions, capacity: capacityFields(c.KVCacheTokens, round2(c.MaxConcurrency), plan.MaxModelLen(),
+			round2(float64(c.AvailableKVBytes)/(1<<30)), round2(float64(c.WeightsBytes)/(1<<30)))}
+		st.virtual, st.prompts = predict.New(plan, st.endpoint), &promptCount{}
 		fmt.Fprintf(env.Stdout, "Simulated server: %s on %s, in-process on the virtual clock\n", plan.Model(), plan.GPU())
 		return st, func() {}, nil
 	}
@@ -338,7 +344,8 @@ func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.E
 	}
 	st := sup.Status()
 	st = awaitCapacity(ctx, sup, st)
-	return started{url: st.URL, capacity: capacityFields(st.KVCacheTokens, st.MaxConcurrency, st.MaxModelLen, st.KVCacheGiB, st.ModelGiB)}, stop, nil
+	return started{url: st.URL, capacity: capacityFields(st.KVCacheTokens, st.MaxConcurrency, st.MaxModelLen, st.KVCacheGiB, st.ModelGiB),
+		prompts: &promptCount{}}, stop, nil
 }
 
 // awaitCapacity gives the log reader a moment to fold in the capacity lines a server logged
@@ -358,6 +365,8 @@ func awaitCapacity(ctx context.Context, sup *server.Supervisor, st server.Status
 	}
 	return st
 }
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 func capacityFields(tokens int, maxConc float64, maxLen int, kvGiB, weightsGiB float64) []loadgen.Field {
 	return []loadgen.Field{{Key: FieldKVTokens, Value: tokens}, {Key: FieldMaxConcurrency, Value: loadgen.PyFloat(maxConc)},
@@ -403,12 +412,18 @@ func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir st
 	if t.virtual != nil && o.Client.Endpoint != t.endpoint {
 		t.virtual = predict.New(t.virtual.Plan(), o.Client.Endpoint)
 	}
-	o.Search = cfg.Search
+	if cfg.Search.On() {
+		o.SetSearch(cfg.Search)
+	} else {
+		o.Runs.Info.Metrics = append([]string(nil), loadgen.PercentileMetrics...) // as vllm bench sweep asks
+	}
 	b, err := benchcli.Prepare(ctx, o, t.virtual, env)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer b.Close()
+	b.SetPromptOffset(t.prompts.n)
+	defer func() { t.prompts.n = b.PromptOffset() }()
 	extra := append(append(sc.Fields(), bc.Fields()...), capacity...)
 	base := cfg.combDir(dir, sc, bc)
 	fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
@@ -557,9 +572,9 @@ func (cfg *Config) chart(settings []Setting) curve.Chart {
 		for _, s := range settings {
 			curves = append(curves, s.Searches...)
 		}
-		return benchcli.Chart(cfg.Search.Variable, cfg.Search.SLOs[0], "vllmtop sweep", curves)
+		return benchcli.Chart(cfg.Search.Variable, cfg.Search.SLOs[0], cfg.title(), curves)
 	}
-	c := curve.Chart{Title: "vllmtop sweep", XLabel: cfg.VarX, YLabel: cfg.VarY}
+	c := curve.Chart{Title: cfg.title(), XLabel: cfg.VarX, YLabel: cfg.VarY}
 	for _, s := range settings {
 		series := curve.Series{Name: orNone(s.Combo.Label()), Knee: -1}
 		for _, r := range s.Records {
@@ -573,6 +588,18 @@ func (cfg *Config) chart(settings []Setting) curve.Chart {
 		c.Series = append(c.Series, series)
 	}
 	return c
+}
+
+// title names what was swept: the model and, for the simulator, its GPU.
+func (cfg *Config) title() string {
+	t := server.ModelArg(cfg.ServeCmd)
+	if gpu, ok := server.ArgValue(cfg.ServeCmd, "--sim-gpu"); ok {
+		t += " on " + gpu
+	}
+	if cfg.Clock == benchcli.ClockVirtual {
+		t += " (vllmtop sim, virtual clock)"
+	}
+	return textfmt.OneLine(t, 100)
 }
 
 func number(d loadgen.ResultDoc, key string) (float64, bool) {
