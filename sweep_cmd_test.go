@@ -171,3 +171,22 @@ func TestSweepDryRunAndBadInput(t *testing.T) {
 		assert.Contains(t, errOut, c.msg, "%v", c.args)
 	}
 }
+
+// Every run on one server gets fresh prompts: the same benchmark twice measures the same, not
+// the second from the prefix cache the first filled.
+func TestSweepRunsDoNotShareThePrefixCache(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "bench.json")
+	require.NoError(t, os.WriteFile(bench, []byte(`{"first": {"max_concurrency": 4}, "again": {"max_concurrency": 4}}`), 0o644))
+	code, stdout, errOut := runVllmtop("sweep", "--serve-cmd", "vllmtop sim Qwen/Qwen2.5-0.5B-Instruct --sim-gpu L4", "--sim-clock", "virtual",
+		"--bench-params", bench, "--num-runs", "2", "-o", dir, "-e", "x", "--num-prompts", "16", "--random-input-len", "1024", "--random-output-len", "4")
+	require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
+	rows := readCSV(t, filepath.Join(dir, "x", "summary.csv"))
+	require.Len(t, rows, 4)
+	first, _ := strconv.ParseFloat(rows[0]["mean_ttft_ms"], 64)
+	for _, r := range rows[1:] {
+		ttft, _ := strconv.ParseFloat(r["mean_ttft_ms"], 64)
+		assert.InEpsilon(t, first, ttft, 0.05, "a cached 1024-token prompt would start in a fraction of the time")
+	}
+}
