@@ -186,7 +186,7 @@ func Text(c Chart, width, height int) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (y) against %s (x)\n", c.YLabel, c.XLabel)
+	fmt.Fprintf(&b, "%s (y) against %s (x)\n", printable(c.YLabel), printable(c.XLabel))
 	for i, line := range grid {
 		label := ""
 		switch i {
@@ -202,7 +202,7 @@ func Text(c Chart, width, height int) string {
 	fmt.Fprintf(&b, "%*s0%*s\n", gutter-1, "", plotW, xlab)
 	var legend []string
 	for i, s := range c.Series {
-		legend = append(legend, string(Markers[i%len(Markers)])+" "+s.Name)
+		legend = append(legend, string(Markers[i%len(Markers)])+" "+printable(s.Name))
 	}
 	for _, s := range c.Series {
 		if s.Knee >= 0 {
@@ -228,6 +228,19 @@ func axisNumber(x float64) string {
 		return strconv.FormatFloat(x, 'g', 3, 64)
 	}
 	return strconv.FormatFloat(x, 'f', -1, 64)
+}
+
+// printable replaces what a terminal would act on (control characters, C1 codes, bidi
+// overrides) in a name that may come from a server (a model id), so the text plot cannot be
+// used to move the cursor or retitle the window.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // niceCeil rounds x up to 1, 2 or 5 times a power of ten, so the axis ends on a round number.

@@ -78,3 +78,13 @@ func TestNiceCeil(t *testing.T) {
 		assert.InDelta(t, want, niceCeil(in), 1e-9, "%v", in)
 	}
 }
+
+func TestTextPlotSanitisesNames(t *testing.T) {
+	c := sample()
+	c.Series[0].Name = "evil\x1b]0;pwned\x07\u202emodel"
+	out := Text(c, 60, 8)
+	assert.NotContains(t, out, "\x1b")
+	assert.NotContains(t, out, "\x07")
+	assert.NotContains(t, out, "\u202e")
+	assert.Contains(t, out, "evil?]0;pwned??model")
+}
