@@ -1,7 +1,7 @@
 // Package curve holds the shape of a tuning curve (latency against throughput, one series per
 // server setting, each series' knee and the SLO line) and draws it: to PNG or SVG with
 // gonum/plot, or as a small text plot for a terminal. It knows nothing of where the points
-// come from, so the CLI and the dashboard draw the same data.
+// come from (it imports only the sanitiser), so the CLI and the dashboard draw the same data.
 package curve
 
 import (
@@ -18,6 +18,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // Point is one run: its throughput (X), its latency (Y), and what was set (Label, e.g. "C=48").
@@ -230,18 +232,9 @@ func axisNumber(x float64) string {
 	return strconv.FormatFloat(x, 'f', -1, 64)
 }
 
-// printable replaces what a terminal would act on (control characters, C1 codes, bidi
-// overrides) in a name that may come from a server (a model id), so the text plot cannot be
-// used to move the cursor or retitle the window.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-			return '?'
-		}
-		return r
-	}, s)
-}
+// printable is a name that may come from a server (a model id) made safe for a terminal, so
+// the text plot cannot move the cursor or retitle the window.
+func printable(s string) string { return sanitize.Text(s) }
 
 // niceCeil rounds x up to 1, 2 or 5 times a power of ten, so the axis ends on a round number.
 func niceCeil(x float64) float64 {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 // String writes the float as Python's repr does (1.0, 0.9, 1e-05).
@@ -145,16 +147,15 @@ func SaveJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// SanitizeFilename makes a name safe as one path element, as vLLM's sweep does ("/" becomes
-// "_", ".." becomes "__"), and drops control characters.
+// SanitizeFilename makes a name safe as one path element as vLLM's sweep does ("/" becomes "_",
+// ".." becomes "__", so its layout's names stay vLLM's: "SLA--p99_ttft_ms<=500.00.json"), after
+// the sanitiser has taken out what a terminal would act on.
 func SanitizeFilename(name string) string {
-	name = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, name)
-	return strings.ReplaceAll(strings.ReplaceAll(name, "/", "_"), "..", "__")
+	name = strings.ReplaceAll(strings.ReplaceAll(sanitize.Text(name), "/", "_"), "..", "__")
+	if name == "" || name == "." {
+		return "_"
+	}
+	return name
 }
 
 // SLOIterDir is where one probe's runs go under base: "max_concurrency=48".
