@@ -132,7 +132,8 @@ func yRange(c Chart) (lo, hi float64) {
 	return lo, hi
 }
 
-// Markers are the text plot's symbols, one per series; a knee is drawn as K.
+// Markers are the text plot's symbols, one per series; a knee is drawn as K, and a cell where
+// several series meet as #.
 var Markers = []rune{'*', '+', 'o', 'x', '#', '@'}
 
 // Text draws the chart in a width x height character grid with its axes' ranges, each series
@@ -172,6 +173,7 @@ func Text(c Chart, width, height int) string {
 			grid[r][i] = '-'
 		}
 	}
+	shared := false
 	for i, s := range c.Series {
 		m := Markers[i%len(Markers)]
 		for j, p := range s.Points {
@@ -180,9 +182,13 @@ func Text(c Chart, width, height int) string {
 				grid[r][k] = '^' // above the plot
 				continue
 			}
-			if j == s.Knee {
+			switch prev := grid[r][k]; {
+			case j == s.Knee:
 				grid[r][k] = 'K'
-			} else if grid[r][k] != 'K' {
+			case prev == 'K':
+			case prev != ' ' && prev != '-' && prev != m:
+				grid[r][k], shared = '#', true // two settings' points in one cell
+			default:
 				grid[r][k] = m
 			}
 		}
@@ -217,6 +223,9 @@ func Text(c Chart, width, height int) string {
 	}
 	if clipped {
 		legend = append(legend, "^ above "+axisNumber(ymax))
+	}
+	if shared {
+		legend = append(legend, "# several")
 	}
 	for _, l := range wrap(strings.Join(legend, "   "), width) {
 		b.WriteString(l + "\n")

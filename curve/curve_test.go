@@ -88,3 +88,16 @@ func TestTextPlotSanitisesNames(t *testing.T) {
 	assert.NotContains(t, out, "\u202e")
 	assert.Contains(t, out, "evilmodel", "the sequences are removed whole")
 }
+
+func TestTextPlotMarksSharedCells(t *testing.T) {
+	c := Chart{XLabel: "x", YLabel: "y", Series: []Series{
+		{Name: "a", Knee: -1, Points: []Point{{X: 10, Y: 10}, {X: 50, Y: 50}}},
+		{Name: "b", Knee: -1, Points: []Point{{X: 10, Y: 10}, {X: 90, Y: 90}}},
+	}}
+	out := Text(c, 40, 8)
+	assert.Equal(t, 1, strings.Count(out, "#")-strings.Count(out, "# several"), "the shared point:\n%s", out)
+	assert.Contains(t, out, "# several")
+	assert.Contains(t, out, "*")
+	assert.Contains(t, out, "+")
+	assert.NotContains(t, out, "K knee", "no knee, none in the legend")
+}
