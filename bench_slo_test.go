@@ -102,6 +102,31 @@ func TestSLOKneeOnTheWallClockAgreesWithTheVirtualClock(t *testing.T) {
 	assert.InDelta(t, virtual, wall, 1, "virtual %d, wall %d:\n%s", virtual, wall, out)
 }
 
+// The default variable, request_rate: the first probe sends everything at once, the others at
+// their rate, and the knee is a rate the server sustains.
+func TestBenchSLOSearchOverTheRequestRate(t *testing.T) {
+	benchNoKeys(t)
+	code, out, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--sim-gpu", "L4", "--sla", "p99_ttft_ms<=100", "--num-prompts", "40",
+		"--random-input-len", "256", "--random-output-len", "16", "--", "Qwen/Qwen2.5-0.5B-Instruct")
+	require.Equal(t, 0, code, errOut)
+	m := regexp.MustCompile(`(?m)^Maximum request_rate for SLA: (\d+) req/s\.$`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	knee, _ := strconv.Atoi(m[1])
+	assert.Greater(t, knee, 1)
+	probes := regexp.MustCompile(`(?m)^request_rate=(\d+) +p99_ttft_ms=([0-9.]+) .* ([0-9.]+) req/s  (PASSED|FAILED)$`).FindAllStringSubmatch(out, -1)
+	require.GreaterOrEqual(t, len(probes), 3, out)
+	seen := map[string]bool{}
+	for _, p := range probes[1:] {
+		rate, _ := strconv.ParseFloat(p[1], 64)
+		served, _ := strconv.ParseFloat(p[3], 64)
+		// Offered at its rate: never more, and (the run's drain counts in its duration) not far below.
+		assert.Less(t, served, 1.25*rate, p[0])
+		assert.Greater(t, served, 0.3*rate, p[0])
+		seen[p[2]] = true
+	}
+	assert.Greater(t, len(seen), 2, "the probes differ: each is sent at its own rate")
+}
+
 func TestBenchSLOFlags(t *testing.T) {
 	benchNoKeys(t)
 	for _, c := range []struct {

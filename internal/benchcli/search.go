@@ -19,7 +19,7 @@ import (
 // fields (a sweep's server settings) are added to each probe's documents.
 func (b *Bench) Search(ctx context.Context, slo loadgen.SLO, base string, extra []loadgen.Field, onProbe func(loadgen.SLOProbe)) (loadgen.SLOResult, error) {
 	s := b.o.Search
-	search := loadgen.SLOSearch{Variable: s.Variable, SLO: slo}
+	search := loadgen.SLOSearch{Variable: s.Variable, SLO: slo, Max: loadgen.SLOMaxValue} // a rate of 65536 is sent as inf
 	if s.Variable == loadgen.SLOConcurrency {
 		search.Max = max(1, b.o.Runs.NumPrompts) // everything at once: as many slots as prompts
 	}
