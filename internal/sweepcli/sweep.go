@@ -81,6 +81,11 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 			}
 		}
 	}
+	if !cfg.DryRun {
+		if err := os.MkdirAll(dir, 0o755); err != nil { // at once, so that --resume finds it after any stop
+			return err
+		}
+	}
 	var settings []Setting
 	for _, sc := range cfg.ServeParams {
 		s := cfg.runSetting(ctx, sc, dir, env)
@@ -555,6 +560,9 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 		} else {
 			fmt.Fprintf(env.Stdout, "Plot: %s\n", cfg.Plot)
 		}
+	}
+	if ctxErr != nil {
+		env.Say("interrupted; the runs that finished are saved")
 	}
 	if failed {
 		fmt.Fprintf(env.Stdout, "The sweep ended early; --resume -e %s finishes it.\n", cfg.ExperimentName)
