@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/benchcli"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -334,52 +335,52 @@ func TestBenchServerDiesMidRun(t *testing.T) {
 }
 
 // parseBench reads a bench command line as vllmtop bench does, without running it.
-func parseBench(t *testing.T, args []string, env map[string]string) (*benchOptions, error) {
+func parseBench(t *testing.T, args []string, env map[string]string) (*benchcli.Options, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("vllmtop bench", pflag.ContinueOnError)
 	o := benchFlags(fs)
 	if err := fs.Parse(gatherValues(append([]string{"bench"}, args...))[1:]); err != nil {
 		return nil, err
 	}
-	return o, o.finish(fs, fs.Args(), func(k string) string { return env[k] })
+	return o, o.Finish(fs, fs.Args(), func(k string) string { return env[k] })
 }
 
 func TestBenchArgumentsFollowVLLM(t *testing.T) {
 	o, err := parseBench(t, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 1000, o.runs.NumPrompts)
-	assert.Equal(t, loadgen.DatasetRandom, o.dataset.Name)
-	assert.Equal(t, 1024, o.dataset.Random.InputLen)
-	assert.Equal(t, 128, o.dataset.Random.OutputLen)
-	assert.Equal(t, "http://127.0.0.1:8000", o.client.BaseURL)
-	assert.Equal(t, "/v1/completions", o.client.Endpoint)
-	assert.Equal(t, "openai", o.runs.Info.Backend)
-	assert.Equal(t, []string{"ttft", "tpot", "itl"}, o.runs.Info.Metrics)
-	assert.Equal(t, []float64{99}, o.runs.Info.Percentiles)
-	assert.Len(t, o.runs.Rates, 1)
-	assert.True(t, o.runs.Rates[0] > 1e308, "request rate inf")
-	assert.Empty(t, o.runs.Concurrency)
-	assert.Equal(t, 1.0, o.runs.Burstiness)
+	assert.Equal(t, 1000, o.Runs.NumPrompts)
+	assert.Equal(t, loadgen.DatasetRandom, o.Dataset.Name)
+	assert.Equal(t, 1024, o.Dataset.Random.InputLen)
+	assert.Equal(t, 128, o.Dataset.Random.OutputLen)
+	assert.Equal(t, "http://127.0.0.1:8000", o.Client.BaseURL)
+	assert.Equal(t, "/v1/completions", o.Client.Endpoint)
+	assert.Equal(t, "openai", o.Runs.Info.Backend)
+	assert.Equal(t, []string{"ttft", "tpot", "itl"}, o.Runs.Info.Metrics)
+	assert.Equal(t, []float64{99}, o.Runs.Info.Percentiles)
+	assert.Len(t, o.Runs.Rates, 1)
+	assert.True(t, o.Runs.Rates[0] > 1e308, "request rate inf")
+	assert.Empty(t, o.Runs.Concurrency)
+	assert.Equal(t, 1.0, o.Runs.Burstiness)
 
 	o, err = parseBench(t, []string{"--goodput", "ttft:200", "tpot:50", "--backend", "openai-chat", "--metadata", "a=1", "b=x",
 		"--max-concurrency", "1,8,32", "--sim", "--", "--sim-speed", "4"}, map[string]string{"VLLM_API_KEY": "from-env"})
 	require.NoError(t, err)
-	assert.Equal(t, int64(200e6), int64(o.runs.Info.Goodput.TTFT))
-	assert.Equal(t, int64(50e6), int64(o.runs.Info.Goodput.TPOT))
-	assert.Equal(t, "/v1/chat/completions", o.client.Endpoint)
-	assert.Equal(t, []int{1, 8, 32}, o.runs.Concurrency)
-	assert.Equal(t, []string{"--sim-speed", "4"}, o.simArgs)
-	assert.Equal(t, "from-env", o.client.APIKey)
-	require.Len(t, o.runs.Info.Metadata, 2)
-	assert.Equal(t, "b", o.runs.Info.Metadata[1].Key)
-	assert.Equal(t, "x", o.runs.Info.Metadata[1].Value)
+	assert.Equal(t, int64(200e6), int64(o.Runs.Info.Goodput.TTFT))
+	assert.Equal(t, int64(50e6), int64(o.Runs.Info.Goodput.TPOT))
+	assert.Equal(t, "/v1/chat/completions", o.Client.Endpoint)
+	assert.Equal(t, []int{1, 8, 32}, o.Runs.Concurrency)
+	assert.Equal(t, []string{"--sim-speed", "4"}, o.SimArgs)
+	assert.Equal(t, "from-env", o.Client.APIKey)
+	require.Len(t, o.Runs.Info.Metadata, 2)
+	assert.Equal(t, "b", o.Runs.Info.Metadata[1].Key)
+	assert.Equal(t, "x", o.Runs.Info.Metadata[1].Value)
 
 	// The simulator's flags are accepted directly, in order, before those after --.
 	o, err = parseBench(t, []string{"--sim", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.8", "--enforce-eager", "-tp", "1",
 		"--sim-args", "--sim-speed 2", "--", "Qwen/Qwen3-0.6B"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"--sim-speed", "2", "--sim-gpu=L4", "--gpu-memory-utilization=0.8", "--enforce-eager",
-		"--tensor-parallel-size=1", "Qwen/Qwen3-0.6B"}, o.simArgs)
+		"--tensor-parallel-size=1", "Qwen/Qwen3-0.6B"}, o.SimArgs)
 	_, err = parseBench(t, []string{"--gpu-memory-utilization", "lots"}, nil)
 	assert.EqualError(t, err, `invalid argument "lots" for "--gpu-memory-utilization" flag: strconv.ParseFloat: parsing "lots": invalid syntax`,
 		"the simulator's own type check, when the flag is read")

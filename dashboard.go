@@ -85,7 +85,7 @@ func dashboardFlags(fs *pflag.FlagSet) *dashboard {
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
-	addClientFlags(fs, c)
+	cliflag.AddClient(fs, c)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
 	return o
@@ -220,23 +220,9 @@ func (d *dashboard) run(ctx context.Context, e *env) (err error) {
 		return err
 	}
 	if d.attach == "" {
-		return serverEnd(d.sup.Status())
+		return d.sup.Status().Outcome()
 	}
 	return nil
-}
-
-// serverEnd is how the dashboard's end reports the server it started: a server still running
-// (vllmtop now stops it) or stopped because vllmtop asked is no news, whatever it printed on
-// its way out; one that exited or died by itself makes the dashboard fail, with one line.
-func serverEnd(st server.Status) error {
-	if st.State != server.Exited || st.Exit.Requested {
-		return nil
-	}
-	how := "exited"
-	if st.Exit.Signal != 0 {
-		how = "died"
-	}
-	return fmt.Errorf("the server %s: %s", how, st.Exit)
 }
 
 func (d *dashboard) shutdown() {

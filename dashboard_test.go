@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -89,17 +88,4 @@ func TestDashboardLeavesUnknownCommandsAlone(t *testing.T) {
 	assert.Equal(t, []string{"--host", "127.0.0.1"}, args[5:])
 	assert.Empty(t, errOut.String())
 	assert.False(t, d.deps.RestartDisabled)
-}
-
-func TestDashboardEndsWithTheServersFate(t *testing.T) {
-	assert.NoError(t, serverEnd(server.Status{State: server.Ready}), "still running: vllmtop stops it now")
-	assert.NoError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Requested: true, Code: 0}}))
-	assert.NoError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Requested: true, Code: 1, Reason: server.ReasonUnknown + 1}}),
-		"a stop vllmtop asked for is a stop, whatever the server printed on its way out")
-	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: 3, Cause: "RuntimeError: boom"}}),
-		"the server exited: exit status 3: RuntimeError: boom")
-	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: -1, Signal: syscall.SIGSEGV}}),
-		"the server died: terminated by signal: segmentation fault")
-	assert.EqualError(t, serverEnd(server.Status{State: server.Exited, Exit: server.ExitStatus{Code: 0}}),
-		"the server exited: exit status 0", "a server that ends by itself is the end of the dashboard's job")
 }

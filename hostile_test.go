@@ -262,16 +262,22 @@ func assertSavedNamesSafe(t *testing.T, dir string, n int, model string) {
 	}
 }
 
+// refuseAll is a server that lists a model but answers every completion with a 401 whose
+// message carries evil.
+func refuseAll(t *testing.T) *hostile {
+	return newHostile(t, "m", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":%s}}`, jsonString("Invalid API key "+evil))
+	})
+}
+
 // TestHostileBench401Storm: a server that lists a model but refuses every request. The run of
 // 100,000 prompts stops once the back-off's threshold is passed, with one line naming the class
 // and the count, and the server saw only about that many requests.
 func TestHostileBench401Storm(t *testing.T) {
 	benchNoKeys(t)
-	h := newHostile(t, "m", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		fmt.Fprintf(w, `{"error":{"message":%s}}`, jsonString("Invalid API key "+evil))
-	})
+	h := refuseAll(t)
 	dir := t.TempDir()
 	o := hostileRun(t, "bench", "--base-url", h.URL, "--num-prompts", "100000", "--max-concurrency", "64",
 		"--random-input-len", "8", "--random-output-len", "4", "--disable-tqdm", "--save-result", "--result-dir", dir)
@@ -284,6 +290,27 @@ func TestHostileBench401Storm(t *testing.T) {
 	assert.Regexp(t, `^vllmtop bench: stopped early: \d+ requests in a row failed before any output \(http_401 \d+; last: HTTP 401 Unauthorized: Invalid API key .*evil\)$`, last)
 	assert.NotContains(t, o.stderr, "no request succeeded", "the stop is the one line")
 	assertSavedNamesSafe(t, dir, 1, "m")
+}
+
+// TestHostileSLOSearch401Storm: an SLO search against the same server ends at its first probe
+// with the stop's one line, and no curve or knee: it does not go on probing.
+func TestHostileSLOSearch401Storm(t *testing.T) {
+	benchNoKeys(t)
+	h := refuseAll(t)
+	dir := t.TempDir()
+	o := hostileRun(t, "bench", "--base-url", h.URL, "--num-prompts", "64", "--sla-variable", "max_concurrency", "--sla", "p99_ttft_ms<=500",
+		"--random-input-len", "8", "--random-output-len", "4", "--disable-tqdm", "--result-dir", dir, "--plot", filepath.Join(dir, "c.svg"))
+	assert.Equal(t, 1, o.code, o.stderr)
+	assert.LessOrEqual(t, h.requests.Load(), int64(loadgen.DefaultPauseAfter+64), "requests the server saw: one probe's")
+	lines := strings.Split(strings.TrimSpace(o.stderr), "\n")
+	assert.Regexp(t, `^vllmtop bench: max_concurrency=64: stopped early: \d+ requests in a row failed before any output \(http_401 \d+; last: HTTP 401 Unauthorized: Invalid API key .*evil\)$`, lines[len(lines)-1])
+	assert.Equal(t, 1, strings.Count(o.stderr, "Testing max_concurrency"), "one probe")
+	assert.NotContains(t, o.stdout, "Maximum max_concurrency", "no knee to name")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotEqual(t, "c.svg", e.Name(), "no curve to draw")
+	}
 }
 
 // TestHostileBenchServerFailsFirst: servers that fail before a run can start (the model list)

@@ -21,9 +21,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/vllmtop/vllmtop/internal/benchcli"
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/internal/textfmt"
-	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
@@ -54,6 +54,9 @@ var commands = []command{
 		footer: benchFooter, define: defineBench, gather: []string{"--goodput", "--metadata"}},
 	{name: "metrics", usage: "URL [flags]", summary: "one /metrics scrape, parsed (two with --window: rates, quantiles)",
 		about: metricsAbout, define: defineMetrics},
+	{name: "sweep", usage: "--serve-cmd CMD [--serve-params FILE] [--bench-params FILE] [--sla-params JSON] [flags]",
+		summary: "serve sweeps and SLO searches as vllm bench sweep serve: a server per setting, summary.csv, curves",
+		about:   sweepAbout, footer: sweepFooter, define: defineSweep, gather: []string{"--goodput", "--metadata"}},
 	{name: "sim", usage: "[MODEL] [vllm serve flags]", summary: "the simulated vLLM server on its own, a drop-in for vllm serve",
 		define: defineSim, raw: true},
 	{name: "version", summary: "print the version", define: defineVersion},
@@ -67,22 +70,19 @@ type env struct {
 	prog           string
 }
 
-// say writes one message line with the command's prefix. Like note's, the line passes
-// sanitize.Message: no control character from a server reaches the terminal, and no password
-// or query value of a URL, whoever built the message.
+// say writes one message line with the command's prefix, note one line of information
+// ("Model: ..."); both pass sanitize.Message: no control character from a server reaches the
+// terminal, and no password or query value of a URL, whoever built the message.
 func (e *env) say(format string, a ...any) { e.note("%s: %s", e.prog, fmt.Sprintf(format, a...)) }
 
-// note writes one line of information (bench's "Model: ..."), made safe as say's are.
 func (e *env) note(format string, a ...any) {
 	fmt.Fprintln(e.stderr, sanitize.Message(fmt.Sprintf(format, a...)))
 }
 
 // usageError is a bad command line: exit status 2.
-type usageError struct{ msg string }
+type usageError = cliflag.UsageError
 
-func (u *usageError) Error() string { return u.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+func usagef(format string, a ...any) error { return cliflag.Usagef(format, a...) }
 
 // exitCode ends a command with that status (0 too); what needed saying was said.
 type exitCode int
@@ -116,8 +116,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.As(err, &code):
 		return int(code)
+	case errors.Is(err, benchcli.ErrFailed): // a benchmark that said what went wrong
+		return 1
 	case errors.As(err, &bad):
-		e.say("%s (see vllmtop help%s)", bad.msg, strings.TrimPrefix(e.prog, "vllmtop"))
+		e.say("%s (see vllmtop help%s)", bad.Msg, strings.TrimPrefix(e.prog, "vllmtop"))
 		return 2
 	}
 	e.say("%s", textfmt.OneLine(err.Error(), 0))
@@ -152,7 +154,7 @@ func newRoot(e *env) *cobra.Command {
 			}
 			fmt.Fprint(e.stdout, help(c, entry))
 		})
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{cliflag.Message(err)} })
+		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Msg: cliflag.Message(err)} })
 	}
 	return root
 }
@@ -196,16 +198,6 @@ func splitDash(fs *pflag.FlagSet, args []string) (before, after []string) {
 		return args[:n], args[n:]
 	}
 	return args, nil
-}
-
-// addClientFlags defines the flags of how the load's client talks to a server, shared by the
-// commands that send load: https trust, and the cap on one server-sent event.
-func addClientFlags(fs *pflag.FlagSet, c *loadgen.ClientConfig) {
-	fs.BoolVar(&c.Insecure, "insecure", false, "https: do not verify the server's certificate")
-	fs.StringVar(&c.CAFile, "ca-file", "", "https: trust the PEM certificates in this file")
-	c.MaxEventBytes = loadgen.DefaultMaxEventBytes
-	fs.Var(cliflag.Bytes(&c.MaxEventBytes), "max-event-size",
-		"Largest server-sent event (or line of one) a stream may send, e.g. 4MiB; a larger one fails that request as oversized")
 }
 
 // isTerminal reports whether f is a terminal: the dashboard needs one, and bench draws its

@@ -96,7 +96,7 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 		}
 		return writeJSON(e.stdout, fams)
 	}
-	cur, win, err := o.scrape(ctx, client)
+	cur, win, err := client.ScrapeWithin(ctx, o.window, o.timeout, waitWindow)
 	if err != nil {
 		return err
 	}
@@ -111,50 +111,6 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 	}
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
 	return nil
-}
-
-// scrape makes the scrape (or the two of --window) and the comparison within the time
-// --timeout gives: each scrape, its parse included, may take that long, so the whole ends
-// within the window and one timeout per scrape, however slow the parse of a huge body.
-func (o *metricsOptions) scrape(ctx context.Context, client *scrape.Client) (scrape.Snapshot, *scrape.Window, error) {
-	limit := o.timeout
-	if o.window > 0 {
-		limit = o.window + 2*o.timeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	type result struct {
-		cur scrape.Snapshot
-		win *scrape.Window
-		err error
-	}
-	done := make(chan result, 1) // the work may outlive a deadline; its result is dropped then
-	go func() {
-		var r result
-		if o.window > 0 {
-			var w scrape.Window
-			r.cur, w, r.err = client.ScrapeWindow(ctx, o.window, waitWindow)
-			r.win = &w
-		} else {
-			r.cur, r.err = client.Scrape(ctx)
-		}
-		done <- r
-	}()
-	select {
-	case r := <-done:
-		return r.cur, r.win, r.err
-	case <-ctx.Done():
-	}
-	// A fetch under way ends with the context, and says better what it was waiting for.
-	select {
-	case r := <-done:
-		return r.cur, r.win, r.err
-	case <-time.After(100 * time.Millisecond):
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return scrape.Snapshot{}, nil, fmt.Errorf("%s: no result within %v (--timeout %v for each scrape and its parse)", client.URL(), limit, o.timeout)
-		}
-		return scrape.Snapshot{}, nil, ctx.Err()
-	}
 }
 
 // writeJSON prints v indented.

@@ -31,16 +31,9 @@ func defineSim(_ *pflag.FlagSet, e *env) runFunc {
 // flags in the message). It returns the supervisor, not started, and the simulator's plan. It is
 // a variable so that a test can see who calls it.
 var startSim = func(args []string, model string, port int, key, what string, e *env, defaults ...string) (*server.Supervisor, *serve.Plan, error) {
-	if _, named := server.ArgValue(args, "--served-model-name"); model != "" && !named {
-		defaults = append(defaults, "--model", model) // after the default model: it wins
-	}
-	args, err := serve.WithDefaults(args, defaults...)
+	args, plan, err := prepareSim(args, model, what, e, defaults...)
 	if err != nil {
-		return nil, nil, simError(err, what, e)
-	}
-	plan, err := serve.Prepare(args, e.getenv)
-	if err != nil {
-		return nil, nil, simError(err, what, e)
+		return nil, nil, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -55,6 +48,23 @@ var startSim = func(args []string, model string, port int, key, what string, e *
 	}
 	sup, err := server.New(cmd, server.WithAPIKey(key))
 	return sup, plan, err
+}
+
+// prepareSim completes the simulator's command line with defaults and model as startSim does
+// and resolves it: the arguments and the plan, for the simulator run in-process.
+func prepareSim(args []string, model, what string, e *env, defaults ...string) ([]string, *serve.Plan, error) {
+	if _, named := server.ArgValue(args, "--served-model-name"); model != "" && !named {
+		defaults = append(defaults, "--model", model) // after the default model: it wins
+	}
+	args, err := serve.WithDefaults(args, defaults...)
+	if err != nil {
+		return nil, nil, simError(err, what, e)
+	}
+	plan, err := serve.Prepare(args, e.getenv)
+	if err != nil {
+		return nil, nil, simError(err, what, e)
+	}
+	return args, plan, nil
 }
 
 // simError words an error of the simulator's command line for a command that starts it: its

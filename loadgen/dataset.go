@@ -75,10 +75,11 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 	return d, nil
 }
 
-// Workload builds the prompts for c's server and says in a line what they are: random prompts
-// of exact lengths when the server's /tokenize allows (estimated otherwise, with the reason),
-// the fixed prompt, or the ShareGPT conversations. It fails only when ctx ends.
-func (d *Dataset) Workload(ctx context.Context, c *Client) (Workload, string, error) {
+// Workload builds the prompts for the server behind t (a *Client, or the simulator's own
+// tokenizer) and says in a line what they are: random prompts of exact lengths when the
+// server's /tokenize allows (estimated otherwise, with the reason), the fixed prompt, or the
+// ShareGPT conversations. It fails only when ctx ends.
+func (d *Dataset) Workload(ctx context.Context, t Tokenizer) (Workload, string, error) {
 	switch d.cfg.Name {
 	case DatasetShareGPT:
 		return d.sharegpt, d.sharegpt.Name() + " from " + d.cfg.Path + " (lengths estimated at 4 characters a token)", nil
@@ -86,7 +87,7 @@ func (d *Dataset) Workload(ctx context.Context, c *Client) (Workload, string, er
 		p := Prompt{Text: d.cfg.Prompt, OutputTokens: d.cfg.Random.OutputLen, IgnoreEOS: d.cfg.IgnoreEOS}
 		return &Fixed{P: p}, fmt.Sprintf("one fixed prompt, %d output tokens", p.OutputTokens), nil
 	}
-	vocab, err := CalibrateVocab(ctx, c)
+	vocab, err := CalibrateVocab(ctx, t)
 	how := "exact lengths from the server's /tokenize"
 	switch {
 	case err != nil:

@@ -24,6 +24,9 @@ func startSim(t *testing.T, args ...string) string {
 	return inst.URL()
 }
 
+// The HTTP side of a sweep against the simulator: exact prompt lengths from /tokenize, usage,
+// one chunk per token. How throughput grows with concurrency is checked on the virtual clock
+// (predict's TestVirtualSweepOnTheSimulator), where the machine's load cannot move it.
 func TestSweepAgainstTheSimulator(t *testing.T) {
 	url := startSim(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--sim-speed", "20")
 	for _, endpoint := range []string{loadgen.EndpointCompletions, loadgen.EndpointChat} {
@@ -35,8 +38,7 @@ func TestSweepAgainstTheSimulator(t *testing.T) {
 			assert.True(t, vocab.Checked, "the simulator has /tokenize")
 			w, err := loadgen.NewRandom(loadgen.RandomConfig{InputLen: 128, OutputLen: 32, RangeRatio: 0.25, IgnoreEOS: true, Seed: 1}, vocab)
 			require.NoError(t, err)
-			var prev float64
-			for _, conc := range []int{1, 8, 32} {
+			for _, conc := range []int{1, 8} {
 				var rec loadgen.Recorder
 				r := loadgen.NewRunner(c, loadgen.RunnerConfig{Workload: w, Concurrency: conc, NumRequests: 2*conc + 8, Sinks: []func(loadgen.Result){rec.Add}})
 				start := time.Now()
@@ -52,8 +54,6 @@ func TestSweepAgainstTheSimulator(t *testing.T) {
 					assert.Equal(t, p.InputTokens, res.PromptTokens, "prompts have the exact length the server counts")
 					assert.Equal(t, res.OutputTokens, res.Chunks, "one token per chunk")
 				}
-				assert.Greater(t, s.OutputThroughput, prev, "throughput rises with concurrency (C=%d)", conc)
-				prev = s.OutputThroughput
 			}
 		})
 	}

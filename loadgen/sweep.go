@@ -43,6 +43,10 @@ type SweepConfig struct {
 	// Backoff is each run's back-off from failing requests (zero: the defaults); a run that
 	// reaches its threshold stops early (SweepRun.Stopped) and the sweep with it.
 	Backoff BackoffConfig
+	// Bench, when set, makes each run instead of Bench against the client (which may then be
+	// nil), with Bench's contract (a Tally the sweep closes, Stopped for an early stop): the
+	// simulator on its virtual clock makes runs this way (package predict).
+	Bench func(ctx context.Context, cfg BenchConfig) (BenchRun, error)
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -154,7 +158,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		if cfg.OnStart != nil {
 			bc.Sinks, finish = cfg.OnStart(info)
 		}
-		run, err := Bench(ctx, c, bc)
+		run, err := cfg.bench(ctx, c, bc)
 		if finish != nil {
 			finish()
 		}
@@ -182,6 +186,13 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 	}
 	return nil
+}
+
+func (cfg SweepConfig) bench(ctx context.Context, c *Client, bc BenchConfig) (BenchRun, error) {
+	if cfg.Bench != nil {
+		return cfg.Bench(ctx, bc)
+	}
+	return Bench(ctx, c, bc)
 }
 
 // withPercentile returns ps with p added if missing.

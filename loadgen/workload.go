@@ -49,19 +49,55 @@ func EstimatedVocab() *Vocab {
 	return &Vocab{Words: vocabCandidates, Overhead: 1}
 }
 
-// CalibrateVocab asks the server's /tokenize which candidate words are single tokens and what a
-// prompt's overhead is for the endpoint's prompt form. A server without /tokenize (404) gives
-// the estimated vocabulary and no error; other failures are errors.
-func CalibrateVocab(ctx context.Context, c *Client) (*Vocab, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	text := " " + strings.Join(vocabCandidates, " ")
+// Tokenizer is what building prompts of exact lengths asks of a server's tokenizer: the token
+// strings of a text (no special tokens), and how many tokens a prompt counts in the endpoint's
+// form (chat template or BOS included). A *Client asks the server's /tokenize; the simulator on
+// its virtual clock answers from its own tokenizer.
+type Tokenizer interface {
+	// TokenStrings returns ErrNoTokenize when the server has no tokenizer endpoint.
+	TokenStrings(ctx context.Context, text string) ([]string, error)
+	PromptTokens(ctx context.Context, text string) (int, error)
+}
+
+// ErrNoTokenize is a server without /tokenize: prompt lengths are then estimated.
+var ErrNoTokenize = errors.New("the server has no /tokenize")
+
+// TokenStrings asks the server's /tokenize for the token strings of text.
+func (c *Client) TokenStrings(ctx context.Context, text string) ([]string, error) {
 	var tok struct {
 		Count     int      `json:"count"`
 		TokenStrs []string `json:"token_strs"`
 	}
 	status, err := c.postJSON(ctx, "/tokenize", map[string]any{"model": c.cfg.Model, "prompt": text, "add_special_tokens": false, "return_token_strs": true}, &tok)
 	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		return nil, ErrNoTokenize
+	}
+	return tok.TokenStrs, err
+}
+
+// PromptTokens asks the server's /tokenize how many tokens text counts as a prompt of the
+// client's endpoint (a user message for chat).
+func (c *Client) PromptTokens(ctx context.Context, text string) (int, error) {
+	var count struct {
+		Count int `json:"count"`
+	}
+	body := map[string]any{"model": c.cfg.Model, "prompt": text}
+	if c.chat {
+		body = map[string]any{"model": c.cfg.Model, "messages": []map[string]string{{"role": "user", "content": text}}}
+	}
+	_, err := c.postJSON(ctx, "/tokenize", body, &count)
+	return count.Count, err
+}
+
+// CalibrateVocab asks the tokenizer which candidate words are single tokens and what a prompt's
+// overhead is for the endpoint's prompt form. A server without /tokenize gives the estimated
+// vocabulary and no error; other failures are errors.
+func CalibrateVocab(ctx context.Context, t Tokenizer) (*Vocab, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	text := " " + strings.Join(vocabCandidates, " ")
+	strs, err := t.TokenStrings(ctx, text)
+	if errors.Is(err, ErrNoTokenize) {
 		return EstimatedVocab(), nil
 	}
 	if err != nil {
@@ -71,13 +107,13 @@ func CalibrateVocab(ctx context.Context, c *Client) (*Vocab, error) {
 	// A word is one token when some token spans exactly " word" in the text.
 	spans := map[[2]int]bool{}
 	pos := 0
-	for _, ts := range tok.TokenStrs {
+	for _, ts := range strs {
 		n := len(normalizeTokenStr(ts))
 		spans[[2]int{pos, pos + n}] = true
 		pos += n
 	}
 	if pos != len(text) {
-		return nil, fmt.Errorf("%s/tokenize: token strings do not spell the prompt (%d of %d bytes); cannot build exact prompts", c.RedactedURL(), pos, len(text))
+		return nil, fmt.Errorf("%s: token strings do not spell the prompt (%d of %d bytes); cannot build exact prompts", tokenizerName(t), pos, len(text))
 	}
 	pos = 0
 	for _, w := range vocabCandidates {
@@ -90,22 +126,23 @@ func CalibrateVocab(ctx context.Context, c *Client) (*Vocab, error) {
 		return nil, fmt.Errorf("the server's tokenizer splits too many common words (%d single-token words of %d): cannot build exact prompts", len(v.Words), len(vocabCandidates))
 	}
 	// The overhead: count a known prompt in the endpoint's own form.
-	probe := strings.Join(v.Words[:10], " ")
-	var count struct {
-		Count int `json:"count"`
-	}
-	body := map[string]any{"model": c.cfg.Model, "prompt": probe}
-	if c.chat {
-		body = map[string]any{"model": c.cfg.Model, "messages": []map[string]string{{"role": "user", "content": probe}}}
-	}
-	if _, err := c.postJSON(ctx, "/tokenize", body, &count); err != nil {
+	n, err := t.PromptTokens(ctx, strings.Join(v.Words[:10], " "))
+	if err != nil {
 		return nil, err
 	}
-	if count.Count < 0 || count.Count > MaxUsageTokens {
-		return nil, fmt.Errorf("%s/tokenize: a count of %d tokens for 10 words", c.RedactedURL(), count.Count)
+	if n < 0 || n > MaxUsageTokens {
+		return nil, fmt.Errorf("%s: a count of %d tokens for 10 words", tokenizerName(t), n)
 	}
-	v.Overhead = max(0, count.Count-10)
+	v.Overhead = max(0, n-10)
 	return v, nil
+}
+
+// tokenizerName names a tokenizer in a message: the server's /tokenize for a client.
+func tokenizerName(t Tokenizer) string {
+	if c, ok := t.(*Client); ok {
+		return c.RedactedURL() + "/tokenize" // never a key in the URL's userinfo
+	}
+	return "the tokenizer"
 }
 
 // normalizeTokenStr maps byte-level BPE (Ġ) and SentencePiece (▁) space markers to a space.

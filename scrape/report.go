@@ -64,6 +64,51 @@ func (c *Client) ScrapeWindow(ctx context.Context, d time.Duration, sleep func(c
 	return cur, Compare(&prev, &cur), nil
 }
 
+// ScrapeWithin makes one scrape, or with window > 0 the two of ScrapeWindow (sleep waits
+// between them), within the time timeout gives: each scrape, its parse included, may take that
+// long, so the whole ends within the window and one timeout per scrape, however slow the parse
+// of a huge body (vllmtop metrics' --timeout).
+func (c *Client) ScrapeWithin(ctx context.Context, window, timeout time.Duration, sleep func(context.Context, time.Duration) error) (Snapshot, *Window, error) {
+	limit := timeout
+	if window > 0 {
+		limit = window + 2*timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	type result struct {
+		cur Snapshot
+		win *Window
+		err error
+	}
+	done := make(chan result, 1) // the work may outlive a deadline; its result is dropped then
+	go func() {
+		var r result
+		if window > 0 {
+			var w Window
+			r.cur, w, r.err = c.ScrapeWindow(ctx, window, sleep)
+			r.win = &w
+		} else {
+			r.cur, r.err = c.Scrape(ctx)
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.cur, r.win, r.err
+	case <-ctx.Done():
+	}
+	// A fetch under way ends with the context, and says better what it was waiting for.
+	select {
+	case r := <-done:
+		return r.cur, r.win, r.err
+	case <-time.After(100 * time.Millisecond):
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Snapshot{}, nil, fmt.Errorf("%s: no result within %v (--timeout %v for each scrape and its parse)", c.URL(), limit, timeout)
+		}
+		return Snapshot{}, nil, ctx.Err()
+	}
+}
+
 func sleepFor(ctx context.Context, d time.Duration) error {
 	select {
 	case <-time.After(d): // collected once it fires or is dropped (Go 1.23 timers)

@@ -42,3 +42,16 @@ func TestExitStatusString(t *testing.T) {
 	assert.True(t, ExitStatus{Code: 0}.Failed(), "an exit nobody asked for is a failure")
 	assert.True(t, ExitStatus{Requested: true, Reason: CUDAOutOfMemory}.Failed())
 }
+
+func TestOutcomeIsTheServersFate(t *testing.T) {
+	assert.NoError(t, Status{State: Ready}.Outcome(), "still running: vllmtop stops it now")
+	assert.NoError(t, Status{State: Exited, Exit: ExitStatus{Requested: true, Code: 0}}.Outcome())
+	assert.NoError(t, Status{State: Exited, Exit: ExitStatus{Requested: true, Code: 1, Reason: ReasonUnknown + 1}}.Outcome(),
+		"a stop vllmtop asked for is a stop, whatever the server printed on its way out")
+	assert.EqualError(t, Status{State: Exited, Exit: ExitStatus{Code: 3, Cause: "RuntimeError: boom"}}.Outcome(),
+		"the server exited: exit status 3: RuntimeError: boom")
+	assert.EqualError(t, Status{State: Exited, Exit: ExitStatus{Code: -1, Signal: syscall.SIGSEGV}}.Outcome(),
+		"the server died: terminated by signal: segmentation fault")
+	assert.EqualError(t, Status{State: Exited, Exit: ExitStatus{Code: 0}}.Outcome(),
+		"the server exited: exit status 0", "a server that ends by itself is the end of the dashboard's job")
+}

@@ -73,6 +73,20 @@ type Status struct {
 
 const maxFatals = 16
 
+// Outcome is how a run that vllmtop started ended, for the command that started it: a server
+// still running (vllmtop now stops it) or stopped because vllmtop asked is no news, whatever it
+// printed on its way out (nil); one that exited or died by itself is an error in one line.
+func (st Status) Outcome() error {
+	if st.State != Exited || st.Exit.Requested {
+		return nil
+	}
+	how := "exited"
+	if st.Exit.Signal != 0 {
+		how = "died"
+	}
+	return fmt.Errorf("the server %s: %s", how, st.Exit)
+}
+
 // Supervisor runs one server process at a time (vllm serve, python -m
 // vllm.entrypoints.openai.api_server, vllmtop sim, ...) or watches one it did not start (Attach).
 // Its methods are safe for concurrent use.

@@ -77,7 +77,21 @@ func Goodput(p *loadgen.Goodput) pflag.Value {
 			err = errors.New("--goodput: want objectives such as ttft:200 tpot:50 (milliseconds)")
 		}
 		return g, err
-	}, func(loadgen.Goodput) string { return "" }}
+	}, formatGoodput}
+}
+
+// formatGoodput writes objectives as --goodput reads them, so a command line can be rebuilt.
+func formatGoodput(g loadgen.Goodput) string {
+	var parts []string
+	for _, o := range []struct {
+		key string
+		d   time.Duration
+	}{{"ttft", g.TTFT}, {"tpot", g.TPOT}, {"e2el", g.E2EL}} {
+		if o.d > 0 {
+			parts = append(parts, o.key+":"+strconv.FormatFloat(float64(o.d)/float64(time.Millisecond), 'f', -1, 64))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // Fields is --metadata "version=0.9 tp=1": key=value pairs, in order.
@@ -92,7 +106,13 @@ func Fields(p *[]loadgen.Field) pflag.Value {
 			out = append(out, loadgen.Field{Key: k, Value: v})
 		}
 		return out, nil
-	}, func([]loadgen.Field) string { return "" }}
+	}, func(fs []loadgen.Field) string {
+		parts := make([]string, len(fs))
+		for i, f := range fs {
+			parts[i] = fmt.Sprintf("%s=%v", f.Key, f.Value)
+		}
+		return strings.Join(parts, " ")
+	}}
 }
 
 // Seconds is a number of seconds >= 0, as vLLM's --ready-check-timeout-sec.
@@ -104,6 +124,16 @@ func Seconds(p *time.Duration) pflag.Value {
 		}
 		return time.Duration(x * float64(time.Second)), nil
 	}, func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }}
+}
+
+// AddClient defines the flags of how a load's client talks to a server, shared by the commands
+// that send load (bench, sweep, the dashboard): https trust, and the cap on one server-sent event.
+func AddClient(fs *pflag.FlagSet, c *loadgen.ClientConfig) {
+	fs.BoolVar(&c.Insecure, "insecure", false, "https: do not verify the server's certificate")
+	fs.StringVar(&c.CAFile, "ca-file", "", "https: trust the PEM certificates in this file")
+	c.MaxEventBytes = loadgen.DefaultMaxEventBytes
+	fs.Var(Bytes(&c.MaxEventBytes), "max-event-size",
+		"Largest server-sent event (or line of one) a stream may send, e.g. 4MiB; a larger one fails that request as oversized")
 }
 
 // Byte sizes a Bytes flag accepts.
@@ -179,7 +209,7 @@ const simGroup = "simulator"
 // picks its own.
 func AddSim(fs *pflag.FlagSet, to *[]string, defaults map[string]string) {
 	serve.Flags().VisitAll(func(f *pflag.Flag) {
-		if fs.Lookup(f.Name) != nil || f.Name == "help" {
+		if _, own := f.Annotations[serve.OwnFlag]; own || fs.Lookup(f.Name) != nil || f.Name == "help" {
 			return
 		}
 		g := *f
@@ -291,3 +321,11 @@ func Gather(args, multi []string) []string {
 	}
 	return out
 }
+
+// UsageError is a bad command line: its command exits with status 2 after saying Msg.
+type UsageError struct{ Msg string }
+
+func (u *UsageError) Error() string { return u.Msg }
+
+// Usagef is a UsageError with a formatted message.
+func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }

@@ -16,6 +16,9 @@ const ShutdownGrace = 2 * time.Second
 // 0 after a clean shutdown, 1 when the engine fails to start (vLLM's error text on stdout),
 // 2 for a bad command line (argparse's usage line and error on stderr).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if opts, err := ParseArgs(args, getenv); err == nil && opts.PrintCapacity {
+		return printCapacity(opts, args, getenv, stdout)
+	}
 	inst, err := Start(ctx, args, getenv, WithLogs(stdout, stderr))
 	if err != nil {
 		var help *HelpRequested

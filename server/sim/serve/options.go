@@ -31,7 +31,16 @@ type Options struct {
 	MaxLogprobs int
 	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
 	NonDefault []NamedValue
+	// PrintCapacity is --print-capacity: print the KV cache's capacity for a workload of
+	// CapacityPromptLen + CapacityOutputLen tokens a request (vllm bench's --random-input-len
+	// and --random-output-len) instead of serving.
+	PrintCapacity                        bool
+	CapacityPromptLen, CapacityOutputLen int
 }
+
+// OwnFlag marks the simulator's flags that are not vllm serve's and that a command passing
+// the simulator's flags on (bench --sim, the dashboard) does not take.
+const OwnFlag = "vllmtop-sim-only"
 
 // NamedValue is one user-set argument.
 type NamedValue struct {
@@ -111,6 +120,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	for _, name := range acceptedWithValue {
 		fs.String(name, "", "accepted for compatibility; no effect in the simulator")
 	}
+	fs.BoolVar(&o.PrintCapacity, "print-capacity", false, "Print the memory plan, the KV cache and how many requests of --random-input-len + --random-output-len tokens fit (with what-ifs), then exit")
+	fs.IntVar(&o.CapacityPromptLen, "random-input-len", 1024, "Prompt tokens of a request, for --print-capacity")
+	fs.IntVar(&o.CapacityOutputLen, "random-output-len", 128, "Output tokens of a request, for --print-capacity")
+	for _, name := range []string{"print-capacity", "random-input-len", "random-output-len"} {
+		_ = fs.SetAnnotation(name, OwnFlag, nil)
+	}
 	help := fs.BoolP("help", "h", false, "Show this help")
 
 	args = expandShortAliases(args)
@@ -139,7 +154,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "model", "help":
+		case "model", "help", "print-capacity", "random-input-len", "random-output-len":
 			return
 		}
 		key := strings.ReplaceAll(f.Name, "-", "_")
@@ -193,6 +208,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		o.Engine.ChunkedPrefill = sim.On
 	case *chunkedOff:
 		o.Engine.ChunkedPrefill = sim.Off
+	}
+	switch {
+	case !o.PrintCapacity && (fs.Changed("random-input-len") || fs.Changed("random-output-len")):
+		return nil, &UsageError{"argument --random-input-len/--random-output-len: only with --print-capacity"}
+	case o.CapacityPromptLen < 1 || o.CapacityOutputLen < 1:
+		return nil, &UsageError{"argument --random-input-len/--random-output-len: must be at least 1"}
 	}
 	if *maxModelLen != "" {
 		n, err := ParseMaxModelLen(*maxModelLen)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -236,3 +237,40 @@ func (i *Instance) Stop() error {
 	i.cancel()
 	return i.Wait()
 }
+
+// ServedModel is the model name clients ask for: the first --served-model-name, else --model.
+func (p *Plan) ServedModel() string {
+	if len(p.opts.ServedModelNames) > 0 {
+		return p.opts.ServedModelNames[0]
+	}
+	return p.setup.Model
+}
+
+// Capacity is the memory plan vLLM would log at start-up: weights, activation peak, KV cache
+// bytes, blocks, tokens and the maximum concurrency of max-model-len requests.
+func (p *Plan) Capacity() sim.Capacity { return p.setup.Capacity }
+
+// MaxModelLen is the context length the server accepts (prompt plus output).
+func (p *Plan) MaxModelLen() int { return p.setup.MaxModelLen }
+
+// Setup is the resolved engine configuration, for a caller that drives an engine of its own on
+// simulated time (see NewEngine).
+func (p *Plan) Setup() *sim.Setup { return p.setup }
+
+// NewEngine builds a fresh engine with the plan's settings, as Start's server builds its own:
+// for running the simulated GPU in-process on a virtual clock, without HTTP.
+func (p *Plan) NewEngine() *sim.Engine { return sim.NewEngine(p.setup) }
+
+// PromptIDs are the token ids the server computes for text sent as a completions prompt, or
+// with chat as one user message with the generation prompt, as /v1/completions and
+// /v1/chat/completions (and /tokenize) compute them.
+func PromptIDs(text string, chat bool) []int {
+	if chat {
+		content, _ := json.Marshal(text)
+		return chatPrompt([]chatMessage{{Role: "user", Content: content}}, true)
+	}
+	return sim.Tokenize(text)
+}
+
+// TokenStrings is the text of each token of PromptIDs(text, false), as /tokenize returns it.
+func TokenStrings(text string) []string { return sim.TokenStrings(text) }

@@ -1,0 +1,251 @@
+// Package capacity ties a server's KV cache to a workload: how many requests of a given
+// prompt and output length fit at once, and what limits concurrency first (the KV blocks,
+// --max-num-seqs, or --max-num-batched-tokens), with the memory that the KV cache is what is
+// left of. It is arithmetic on numbers a simulator plan or a running server reports (see
+// FromCacheInfo for vllm:cache_config_info), with no I/O, so the CLI and the dashboard's
+// Capacity view show the same figures.
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Workload is one request's size: its prompt and its output, in tokens.
+type Workload struct {
+	PromptTokens, OutputTokens int
+}
+
+// Tokens is what one request holds in the KV cache at its end.
+func (w Workload) Tokens() int { return w.PromptTokens + w.OutputTokens }
+
+// Limits are what a server allows at once. A zero field is unknown (an attached server does
+// not report --max-num-seqs), and does not limit.
+type Limits struct {
+	BlockSize           int // tokens per KV block
+	NumBlocks           int // usable KV blocks
+	MaxNumSeqs          int // --max-num-seqs
+	MaxNumBatchedTokens int // --max-num-batched-tokens: the tokens of one engine step
+	MaxModelLen         int // --max-model-len
+	// BlocksFor, when set, is the blocks a request of n tokens holds (a hybrid model's groups
+	// each hold some); nil is n tokens in blocks of BlockSize.
+	BlocksFor func(n int) int
+}
+
+// The limiters, named by what a user changes.
+const (
+	LimitKV      = "KV blocks"
+	LimitSeqs    = "--max-num-seqs"
+	LimitBatched = "--max-num-batched-tokens"
+	LimitLength  = "--max-model-len"
+)
+
+// Fit is how a workload fits a server.
+type Fit struct {
+	// BlocksPerRequest is the request's tokens rounded up to whole blocks; TokensPerRequest
+	// is those blocks in tokens.
+	BlocksPerRequest, TokensPerRequest int
+	// ByKV is how many such requests the KV cache holds at once (at their largest).
+	ByKV int
+	// Concurrency is the most requests that can run at once: the least of ByKV,
+	// --max-num-seqs and --max-num-batched-tokens (each running request takes one token of
+	// every step); Limiter names the one that binds first (0 and LimitLength when a request
+	// does not fit at all).
+	Concurrency int
+	Limiter     string
+	// PrefillsPerStep is how many whole prompts one step's token budget computes (less
+	// than 1: a prompt takes several steps with chunked prefill).
+	PrefillsPerStep float64
+	// Estimate is true when the figures are scaled from what an attached server reports,
+	// not computed from its memory plan.
+	Estimate bool
+}
+
+// FitWorkload computes how w fits l.
+func FitWorkload(l Limits, w Workload) Fit {
+	var f Fit
+	bs := max(l.BlockSize, 1)
+	f.BlocksPerRequest = (w.Tokens() + bs - 1) / bs
+	f.TokensPerRequest = f.BlocksPerRequest * bs
+	if l.BlocksFor != nil {
+		f.BlocksPerRequest = l.BlocksFor(w.Tokens())
+	}
+	if l.MaxNumBatchedTokens > 0 && w.PromptTokens > 0 {
+		f.PrefillsPerStep = float64(l.MaxNumBatchedTokens) / float64(w.PromptTokens)
+	}
+	if (l.MaxModelLen > 0 && w.Tokens() > l.MaxModelLen) || f.BlocksPerRequest == 0 {
+		f.Limiter = LimitLength // vLLM answers such requests with HTTP 400
+		return f
+	}
+	f.ByKV = l.NumBlocks / f.BlocksPerRequest
+	f.Concurrency, f.Limiter = f.ByKV, LimitKV
+	if l.MaxNumSeqs > 0 && l.MaxNumSeqs < f.Concurrency {
+		f.Concurrency, f.Limiter = l.MaxNumSeqs, LimitSeqs
+	}
+	if l.MaxNumBatchedTokens > 0 && l.MaxNumBatchedTokens < f.Concurrency {
+		f.Concurrency, f.Limiter = l.MaxNumBatchedTokens, LimitBatched
+	}
+	return f
+}
+
+// CacheInfo is what an attached server reports in vllm:cache_config_info (scrape's
+// CacheConfig): the block size, and the blocks or the token capacity (0 when absent).
+type CacheInfo struct {
+	BlockSize, NumGPUBlocks, KVCacheTokens int
+}
+
+// FromCacheInfo estimates how w fits a server from its cache_config_info, with what is known
+// of its other limits (zero: unknown). The blocks come from num_gpu_blocks, else from the
+// token capacity; the result is marked an estimate (prefix caching, preemption and the
+// scheduler's watermark move the real figure).
+func FromCacheInfo(c CacheInfo, known Limits, w Workload) (Fit, bool) {
+	l := known
+	l.BlockSize = c.BlockSize
+	switch {
+	case c.BlockSize <= 0:
+		return Fit{}, false
+	case c.NumGPUBlocks > 0:
+		l.NumBlocks = c.NumGPUBlocks
+	case c.KVCacheTokens > 0:
+		l.NumBlocks = c.KVCacheTokens / c.BlockSize
+	default:
+		return Fit{}, false
+	}
+	f := FitWorkload(l, w)
+	f.Estimate = true
+	return f, true
+}
+
+// Memory is one GPU's memory plan as vLLM makes it, in GiB: what the KV cache is left of.
+type Memory struct {
+	TotalGiB, RequestedGiB                                      float64 // the GPU; total x --gpu-memory-utilization
+	WeightsGiB, ActivationGiB, NonTorchGiB, CUDAGraphGiB, KVGiB float64
+}
+
+// Column is one setting (as given, or a what-if) and how the workload fits it.
+type Column struct {
+	Name string // "as given", "--kv-cache-dtype fp8", ...
+	// Refused is vLLM's start-up error for this setting, in one line ("" when it starts);
+	// the other fields then hold what was computed before it.
+	Refused     string
+	Memory      Memory
+	KVTokens    int
+	Limits      Limits
+	MaxConcAtML float64 // vLLM's "Maximum concurrency for max_model_len tokens" figure
+	Fit         Fit
+}
+
+// Report is the capacity of one model on one GPU for a workload, with what-ifs.
+type Report struct {
+	Model, GPU string
+	Util       float64
+	Workload   Workload
+	Columns    []Column // the first is the setting as given
+}
+
+// Bar draws a memory plan as a bar of width cells: W weights, A activation peak, N non-torch,
+// G CUDA graphs, K the KV cache, . the rest of the GPU.
+func Bar(m Memory, width int) string {
+	if m.TotalGiB <= 0 || width <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	used := 0
+	part := func(gib float64, c byte) {
+		n := int(math.Round(gib / m.TotalGiB * float64(width)))
+		n = max(0, min(n, width-used))
+		b.WriteString(strings.Repeat(string(c), n))
+		used += n
+	}
+	part(m.WeightsGiB, 'W')
+	part(m.ActivationGiB, 'A')
+	part(m.NonTorchGiB, 'N')
+	part(m.CUDAGraphGiB, 'G')
+	part(m.KVGiB, 'K')
+	b.WriteString(strings.Repeat(".", width-used))
+	return b.String()
+}
+
+// Render writes the report for a terminal of width columns: the memory bar of the setting
+// as given, then one column per setting with its KV cache, the requests that fit and what
+// limits first, marking the settings vLLM would refuse.
+func (r Report) Render(width int) string {
+	var b strings.Builder
+	width = max(width, 60)
+	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g: a request of %d prompt + %d output tokens\n\n",
+		r.Model, r.GPU, r.Util, r.Workload.PromptTokens, r.Workload.OutputTokens)
+	if len(r.Columns) == 0 {
+		return b.String()
+	}
+	m := r.Columns[0].Memory
+	fmt.Fprintf(&b, "Memory of %.2f GiB (%.2f GiB requested):\n[%s]\n", m.TotalGiB, m.RequestedGiB, Bar(m, width-2))
+	fmt.Fprintf(&b, "GiB: W weights %.2f  A activations %.2f  N non-torch %.2f  G graphs %.2f  K KV %.2f  . free %.2f\n\n",
+		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, m.CUDAGraphGiB, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB))
+	rows := [][]string{{""}, {"KV cache (GiB)"}, {"KV cache tokens"}, {"KV blocks"}, {"tokens a request (blocks)"},
+		{"requests that fit in KV"}, {"--max-num-seqs"}, {"--max-num-batched-tokens"}, {"max running requests"}, {"limits first"},
+		{"prompts prefilled a step"}, {"max conc. at max-model-len"}}
+	for _, c := range r.Columns {
+		f, l := c.Fit, c.Limits
+		cells := []string{c.Name, fmt.Sprintf("%.2f", c.Memory.KVGiB), thousands(c.KVTokens), fmt.Sprintf("%s x %d", thousands(l.NumBlocks), l.BlockSize),
+			fmt.Sprintf("%d (%d)", f.TokensPerRequest, f.BlocksPerRequest), thousands(f.ByKV), thousands(l.MaxNumSeqs), thousands(l.MaxNumBatchedTokens),
+			thousands(f.Concurrency), f.Limiter, fmt.Sprintf("%.1f", f.PrefillsPerStep), fmt.Sprintf("%.2fx", c.MaxConcAtML)}
+		if c.Refused != "" {
+			cells = append(cells[:2], "-", "-", "-", "-", "-", "-", "-", "REFUSED", "-", "-")
+		}
+		for i := range rows {
+			rows[i] = append(rows[i], cells[i])
+		}
+	}
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for _, row := range rows {
+		for i, cell := range row {
+			if i == 0 {
+				fmt.Fprintf(&b, "%-*s", widths[i], cell)
+			} else {
+				fmt.Fprintf(&b, "  %*s", widths[i], cell)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are --quantization; max-len N is\n" +
+		"--max-model-len N. Requests are counted at their largest (prompt + output, in whole blocks).\n")
+	for _, c := range r.Columns {
+		if c.Refused != "" {
+			fmt.Fprintf(&b, "REFUSED %s: %s\n", c.Name, firstSentences(c.Refused, width-len(c.Name)-10))
+		}
+	}
+	return b.String()
+}
+
+// firstSentences shortens vLLM's message to the sentences that fit in n characters (at least
+// the first).
+func firstSentences(msg string, n int) string {
+	out := ""
+	for _, part := range strings.SplitAfter(msg, ". ") {
+		if out != "" && len(out)+len(part) > n {
+			break
+		}
+		out += part
+	}
+	return strings.TrimSpace(out)
+}
+
+// thousands writes n with comma groups.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}

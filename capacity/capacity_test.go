@@ -1,0 +1,85 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestFitWorkload(t *testing.T) {
+	w := Workload{PromptTokens: 384, OutputTokens: 128} // 512 tokens: 32 blocks of 16
+	cases := []struct {
+		name        string
+		limits      Limits
+		w           Workload
+		byKV, conc  int
+		limiter     string
+		blocks, tok int
+	}{
+		{"KV-bound: Llama-3.1-8B on an L4", Limits{BlockSize: 16, NumBlocks: 2193, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048, MaxModelLen: 8192}, w,
+			68, 68, LimitKV, 32, 512},
+		{"max-num-seqs-bound: room in KV for more", Limits{BlockSize: 16, NumBlocks: 103024, MaxNumSeqs: 256, MaxNumBatchedTokens: 2048, MaxModelLen: 32768}, w,
+			3219, 256, LimitSeqs, 32, 512},
+		{"fits easily: a tenth of the KV for all it may run", Limits{BlockSize: 16, NumBlocks: 400000, MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192, MaxModelLen: 32768},
+			Workload{PromptTokens: 100, OutputTokens: 20}, 50000, 1024, LimitSeqs, 8, 128},
+		{"rounded up to whole blocks", Limits{BlockSize: 16, NumBlocks: 99, MaxNumSeqs: 256}, Workload{PromptTokens: 17, OutputTokens: 1},
+			49, 49, LimitKV, 2, 32},
+		{"budget binds when max-num-seqs is unknown", Limits{BlockSize: 16, NumBlocks: 1 << 20, MaxNumBatchedTokens: 2048}, w,
+			32768, 2048, LimitBatched, 32, 512},
+		{"too long for max-model-len", Limits{BlockSize: 16, NumBlocks: 1000, MaxNumSeqs: 256, MaxModelLen: 500}, w,
+			0, 0, LimitLength, 32, 512},
+	}
+	for _, c := range cases {
+		f := FitWorkload(c.limits, c.w)
+		assert.Equal(t, c.byKV, f.ByKV, c.name)
+		assert.Equal(t, c.conc, f.Concurrency, c.name)
+		assert.Equal(t, c.limiter, f.Limiter, c.name)
+		assert.Equal(t, c.blocks, f.BlocksPerRequest, c.name)
+		assert.Equal(t, c.tok, f.TokensPerRequest, c.name)
+		assert.False(t, f.Estimate)
+	}
+	hybrid := FitWorkload(Limits{BlockSize: 16, NumBlocks: 100, BlocksFor: func(n int) int { return 2 * ((n + 15) / 16) }}, w)
+	assert.Equal(t, 64, hybrid.BlocksPerRequest, "a hybrid model's groups each hold blocks")
+	assert.Equal(t, 1, hybrid.ByKV)
+}
+
+func TestFromCacheInfo(t *testing.T) {
+	w := Workload{PromptTokens: 384, OutputTokens: 128}
+	f, ok := FromCacheInfo(CacheInfo{BlockSize: 16, NumGPUBlocks: 2194}, Limits{}, w)
+	assert.True(t, ok)
+	assert.True(t, f.Estimate, "labelled an estimate")
+	assert.Equal(t, 68, f.ByKV)
+	assert.Equal(t, LimitKV, f.Limiter)
+	f, ok = FromCacheInfo(CacheInfo{BlockSize: 16, KVCacheTokens: 35104}, Limits{MaxNumSeqs: 32}, w)
+	assert.True(t, ok, "from the token capacity when num_gpu_blocks is absent")
+	assert.Equal(t, 68, f.ByKV)
+	assert.Equal(t, 32, f.Concurrency)
+	assert.Equal(t, LimitSeqs, f.Limiter)
+	_, ok = FromCacheInfo(CacheInfo{BlockSize: 16}, Limits{}, w)
+	assert.False(t, ok, "nothing to scale from")
+	_, ok = FromCacheInfo(CacheInfo{NumGPUBlocks: 10}, Limits{}, w)
+	assert.False(t, ok, "no block size")
+}
+
+func TestBarAndRender(t *testing.T) {
+	m := Memory{TotalGiB: 20, RequestedGiB: 18, WeightsGiB: 10, ActivationGiB: 1, NonTorchGiB: 0.5, CUDAGraphGiB: 0.5, KVGiB: 6}
+	bar := Bar(m, 40)
+	assert.Len(t, bar, 40)
+	assert.Equal(t, 20, strings.Count(bar, "W"))
+	assert.Equal(t, 12, strings.Count(bar, "K"))
+	assert.True(t, strings.HasSuffix(bar, "...."), "the unused 2 GiB")
+	r := Report{Model: "m", GPU: "g", Util: 0.9, Workload: Workload{384, 128}, Columns: []Column{
+		{Name: "as given", Memory: m, KVTokens: 35104, Limits: Limits{BlockSize: 16, NumBlocks: 2193, MaxNumSeqs: 256}, Fit: Fit{ByKV: 68, Concurrency: 68, Limiter: LimitKV}},
+		{Name: "fp8 KV", Refused: "ValueError: No available memory for the cache blocks. Try increasing it."},
+	}}
+	out := r.Render(100)
+	assert.Contains(t, out, "KV blocks")
+	assert.Contains(t, out, "REFUSED fp8 KV: ValueError: No available memory for the cache blocks.")
+	assert.Contains(t, out, "35,104")
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "REFUSED") {
+			assert.LessOrEqual(t, len(l), 100, "%q", l)
+		}
+	}
+}

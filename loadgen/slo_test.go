@@ -1,0 +1,227 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/loadgen"
+)
+
+func TestParseSLO(t *testing.T) {
+	ok := []struct {
+		in   string
+		want loadgen.SLO
+	}{
+		{"p99_ttft_ms<=500", loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}},
+		{"p99_ttft_ms<=500, p99_tpot_ms<50", loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}, {Metric: "p99_tpot_ms", Op: "<", Target: 50}}},
+		{"output_throughput>=1000", loadgen.SLO{{Metric: "output_throughput", Op: ">=", Target: 1000}}},
+		{"p99.9_e2el_ms>2.5,", loadgen.SLO{{Metric: "p99.9_e2el_ms", Op: ">", Target: 2.5}}},
+	}
+	for _, c := range ok {
+		got, err := loadgen.ParseSLO(c.in)
+		require.NoError(t, err, c.in)
+		assert.Equal(t, c.want, got, c.in)
+	}
+	for _, bad := range []string{"", ",", "p99_ttft_ms=500", "p99_ttft_ms<=x", "<=500", "P99 TTFT<=5", "p99_ttft_ms<=inf", "p99_ttft_ms<=NaN"} {
+		_, err := loadgen.ParseSLO(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestParseSLOParamsAsVLLM(t *testing.T) {
+	// vLLM's --sla-params file: a list of constraint sets, each searched for on its own.
+	path := filepath.Join(t.TempDir(), "sla.json")
+	require.NoError(t, os.WriteFile(path, []byte(`[{"p99_ttft_ms": "<=500", "p99_tpot_ms": "<=50"}, {"p99_e2el_ms": "<2000"}]`), 0o644))
+	slos, err := loadgen.ParseSLOParams(path)
+	require.NoError(t, err)
+	require.Len(t, slos, 2)
+	assert.Equal(t, "p99_ttft_ms<=500.00, p99_tpot_ms<=50.00", slos[0].Text(", "), "in the file's order, printed as vLLM's as_text")
+	assert.Equal(t, "p99_e2el_ms<2000.00", slos[1].Text("-"))
+	assert.Equal(t, []float64{99, 99}, slos[0].Percentiles())
+
+	one, err := loadgen.ParseSLOParams(`{"p90_ttft_ms": ">= 1"}`)
+	require.NoError(t, err, "a JSON string, one object")
+	assert.Equal(t, loadgen.SLO{{Metric: "p90_ttft_ms", Op: ">=", Target: 1}}, one[0])
+
+	for _, bad := range []string{`[]`, `[{}]`, `{"p99_ttft_ms": 500}`, `{"p99_ttft_ms": "==500"}`, `[1]`, `{`, filepath.Join(t.TempDir(), "missing.json")} {
+		_, err := loadgen.ParseSLOParams(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+	_, err = loadgen.ParseSLOParams(`{"p99_ttft_ms": "=>500"}`)
+	assert.ErrorContains(t, err, "valid operators are <, <=, >, >=")
+}
+
+func FuzzParseSLO(f *testing.F) {
+	for _, s := range []string{"p99_ttft_ms<=500", `{"p99_ttft_ms": "<=500"}`, `[{"a": ">1", "b": "<2"}]`, "x<", "<<=", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if slo, err := loadgen.ParseSLO(s); err == nil {
+			require.NotEmpty(t, slo)
+			for _, c := range slo {
+				require.False(t, math.IsNaN(c.Target) || math.IsInf(c.Target, 0))
+				require.Contains(t, []string{"<", "<=", ">", ">="}, c.Op)
+			}
+		}
+		if strings.HasPrefix(strings.TrimSpace(s), "[") || strings.HasPrefix(strings.TrimSpace(s), "{") {
+			if slos, err := loadgen.ParseSLOParams(s); err == nil {
+				require.NotEmpty(t, slos)
+			}
+		}
+	})
+}
+
+func TestCriterionMarginAsVLLM(t *testing.T) {
+	cases := []struct {
+		op     string
+		actual float64
+		met    bool
+	}{
+		{"<=", 500, true}, {"<=", 500.01, false}, {"<", 500, false}, {"<", 499.9, true},
+		{">=", 10, true}, {">=", 9.99, false}, {">", 10, false}, {">", 10.01, true},
+	}
+	for _, c := range cases {
+		crit := loadgen.Criterion{Metric: "m", Op: c.op, Target: map[bool]float64{true: 500, false: 10}[strings.HasPrefix(c.op, "<")]}
+		assert.Equal(t, c.met, crit.Margin(c.actual) <= 0, "%v %s", c.actual, crit)
+	}
+}
+
+// latencyAt is a server whose p99 TTFT grows linearly with the load and whose runs sustain a
+// concurrency of value (Little: throughput x mean E2E).
+func latencyAt(perUnit float64, calls *[]int) loadgen.ProbeFunc {
+	return func(_ context.Context, v int, _ string) ([]loadgen.ResultDoc, error) {
+		*calls = append(*calls, v)
+		return []loadgen.ResultDoc{{
+			{Key: "p99_ttft_ms", Value: loadgen.PyFloat(perUnit * float64(v))},
+			{Key: "request_throughput", Value: loadgen.PyFloat(float64(v))},
+			{Key: "mean_e2el_ms", Value: loadgen.PyFloat(1000)},
+		}}, nil
+	}
+}
+
+func TestSearchSLOAsServeSLA(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	var heard []int
+	res, err := loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200},
+		latencyAt(10, &calls), func(p loadgen.SLOProbe) { heard = append(heard, p.Value) })
+	require.NoError(t, err)
+	// Everything at once (200, fails); Little's guess is 200 too, already known; bisection of
+	// [0, 200] down to one step.
+	assert.Equal(t, []int{200, 100, 50, 75, 62, 56, 53, 51}, calls)
+	assert.Equal(t, calls, heard)
+	assert.Equal(t, 50, res.Knee, "10 ms a unit: 50 is the last to meet 500 ms")
+	assert.Equal(t, []string{"max", "bisect", "bisect", "bisect", "bisect", "bisect", "bisect", "bisect"}, phases(res))
+	assert.Equal(t, "Maximum max_concurrency for SLA: 50", loadgen.KneeLine(loadgen.SLOConcurrency, res.Knee))
+
+	// A guess below the knee doubles until a probe fails, then bisects between.
+	calls = nil
+	guessLow := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		docs, err := latencyAt(10, &calls)(ctx, v, phase)
+		docs[0] = docs[0].Set("request_throughput", loadgen.PyFloat(7))
+		return docs, err
+	}
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLORate, SLO: slo}, guessLow, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{65536, 7, 14, 28, 56, 42, 49, 52, 50, 51}, calls)
+	assert.Equal(t, 50, res.Knee)
+	assert.Equal(t, "Maximum request_rate for SLA: 50 req/s.", loadgen.KneeLine(loadgen.SLORate, res.Knee))
+	assert.Equal(t, []int{7, 14, 28, 42, 49, 50, 51, 52, 56, 65536}, values(res.ByValue()))
+
+	// Met with everything at once: nothing more to search.
+	calls = nil
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 40}, latencyAt(10, &calls), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{40}, calls)
+	assert.Equal(t, 40, res.Knee)
+
+	// Never met: the knee is 0, after probing 1.
+	calls = nil
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 64}, latencyAt(1000, &calls), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.Knee)
+	assert.Contains(t, calls, 1)
+	assert.NotContains(t, calls, 0, "never a probe of 0")
+}
+
+func TestSearchSLOStopsOnErrors(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	boom := errors.New("interrupted")
+	failSecond := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		docs, _ := latencyAt(10, &calls)(ctx, v, phase)
+		if len(calls) == 2 {
+			return docs, boom // what finished is kept
+		}
+		return docs, nil
+	}
+	res, err := loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200}, failSecond, nil)
+	assert.ErrorIs(t, err, boom)
+	assert.Len(t, res.Probes, 2)
+	assert.Equal(t, 0, res.Knee, "100 failed, nothing passed yet")
+
+	missing := func(context.Context, int, string) ([]loadgen.ResultDoc, error) {
+		return []loadgen.ResultDoc{{{Key: "p50_ttft_ms", Value: loadgen.PyFloat(1)}}}, nil
+	}
+	_, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo}, missing, nil)
+	assert.ErrorContains(t, err, `SLA metric "p99_ttft_ms" is not in the results`)
+}
+
+func phases(r loadgen.SLOResult) []string {
+	var out []string
+	for _, p := range r.Probes {
+		out = append(out, p.Phase)
+	}
+	return out
+}
+
+func values(ps []loadgen.SLOProbe) []int {
+	var out []int
+	for _, p := range ps {
+		out = append(out, p.Value)
+	}
+	return out
+}
+
+func TestSummaryCSVAsPandas(t *testing.T) {
+	docs := []loadgen.ResultDoc{
+		{{Key: "date", Value: "20260101-000000"}, {Key: "max_concurrency", Value: nil}, {Key: "request_rate", Value: "inf"},
+			{Key: "output_throughput", Value: loadgen.PyFloat(100)}, {Key: "failures_by_class", Value: map[string]int{"http_400": 2}}},
+		{{Key: "date", Value: "20260101-000001"}, {Key: "label", Value: "a,b"}, {Key: "output_throughput", Value: loadgen.PyFloat(0.5)}},
+	}
+	docs[0] = docs[0].Set("max_concurrency", 8).Set("run_number", 0)
+	var b bytes.Buffer
+	require.NoError(t, loadgen.WriteSummaryCSV(&b, docs))
+	rows, err := csv.NewReader(&b).ReadAll()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"", "date", "max_concurrency", "request_rate", "output_throughput", "failures_by_class", "run_number", "label"}, rows[0])
+	assert.Equal(t, []string{"0", "20260101-000000", "8", "inf", "100.0", "{'http_400': 2}", "0", ""}, rows[1])
+	assert.Equal(t, []string{"1", "20260101-000001", "", "", "0.5", "", "", "a,b"}, rows[2])
+}
+
+func TestSaveSLOLayoutAsServeSLA(t *testing.T) {
+	dir := t.TempDir()
+	s := loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}}
+	p := loadgen.SLOProbe{Value: 8, Docs: []loadgen.ResultDoc{{{Key: "max_concurrency", Value: 8}, {Key: "run_number", Value: 0}}}}
+	require.NoError(t, loadgen.SaveSLOProbe(dir, s.Variable, p))
+	all, err := loadgen.SaveSLOResult(dir, s, loadgen.SLOResult{Probes: []loadgen.SLOProbe{p}, Knee: 8})
+	require.NoError(t, err)
+	assert.Len(t, all, 1)
+	for _, name := range []string{"max_concurrency=8/run=0.json", "max_concurrency=8/summary.json", "SLA--p99_ttft_ms<=500.00.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err, name)
+		assert.True(t, json.Valid(b), name)
+	}
+	assert.Equal(t, "a_b__c", loadgen.SanitizeFilename("a/b..c\x1b"))
+}

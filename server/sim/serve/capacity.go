@@ -1,0 +1,132 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/vllmtop/vllmtop/capacity"
+	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// CapacityReport sizes the KV cache for the simulator command line args as vLLM would, and
+// how many requests of workload w fit: for the setting as given and for what-ifs (an FP8 KV
+// cache, AWQ, GPTQ and FP8 weights, the shortest power-of-two --max-model-len that holds the
+// workload), each marked where vLLM would refuse to start. Its error is a bad command line
+// (a *UsageError or *ConfigError); a setting vLLM refuses is a column, not an error.
+func CapacityReport(args []string, getenv func(string) string, w capacity.Workload) (capacity.Report, error) {
+	opts, err := ParseArgs(args, getenv)
+	if err != nil {
+		return capacity.Report{}, err
+	}
+	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
+	if err != nil {
+		return capacity.Report{}, &ConfigError{Msg: err.Error()}
+	}
+	base := opts.Engine
+	first := column("as given", base, profiles, w)
+	var cfgErr *ConfigError
+	if errors.As(first.err, &cfgErr) {
+		return capacity.Report{}, first.err
+	}
+	r := capacity.Report{Model: base.Model, GPU: base.GPU, Util: base.GPUMemoryUtilization, Workload: w, Columns: []capacity.Column{first.Column}}
+	if s := first.setup; s != nil {
+		r.Model, r.GPU, r.Util = s.Model, s.GPUProfile.Name, s.GPUMemoryUtilization
+	}
+	variants := []struct {
+		name  string
+		apply func(*sim.Config)
+		skip  bool
+	}{
+		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8")},
+		{"awq", func(c *sim.Config) { c.Quantization = "awq" }, strings.EqualFold(base.Quantization, "awq")},
+		{"gptq", func(c *sim.Config) { c.Quantization = "gptq" }, strings.EqualFold(base.Quantization, "gptq")},
+		{"fp8 weights", func(c *sim.Config) { c.Quantization = "fp8" }, strings.EqualFold(base.Quantization, "fp8")},
+	}
+	if s := first.setup; s != nil || first.startup != nil {
+		maxLen := base.MaxModelLen
+		if s != nil {
+			maxLen = s.MaxModelLen
+		}
+		short := 256
+		for short < w.Tokens() {
+			short *= 2
+		}
+		variants = append(variants, struct {
+			name  string
+			apply func(*sim.Config)
+			skip  bool
+		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen = short }, maxLen != 0 && short >= maxLen})
+	}
+	for _, v := range variants {
+		if v.skip {
+			continue
+		}
+		cfg := base
+		v.apply(&cfg)
+		r.Columns = append(r.Columns, column(v.name, cfg, profiles, w).Column)
+	}
+	return r, nil
+}
+
+// sized is one column with what it came from.
+type sized struct {
+	capacity.Column
+	setup   *sim.Setup
+	startup *sim.StartupError
+	err     error
+}
+
+// column resolves cfg and fits w to it.
+func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Workload) sized {
+	out := sized{Column: capacity.Column{Name: name}}
+	s, err := sim.Resolve(cfg, profiles)
+	out.setup, out.err = s, err
+	var c sim.Capacity
+	var startup *sim.StartupError
+	switch {
+	case err == nil:
+		c = s.Capacity
+	case errors.As(err, &startup):
+		out.startup, c = startup, startup.Capacity
+		out.Refused = textfmt.OneLine(startup.Error(), 0)
+	default:
+		out.Refused = textfmt.OneLine(err.Error(), 0)
+		return out
+	}
+	out.Memory = capacity.Memory{TotalGiB: gib(c.TotalBytes), RequestedGiB: gib(c.RequestedBytes), WeightsGiB: gib(c.WeightsBytes),
+		ActivationGiB: gib(c.ActivationBytes), NonTorchGiB: gib(c.NonTorchBytes), CUDAGraphGiB: gib(c.CUDAGraphBytes), KVGiB: gib(max(c.AvailableKVBytes, 0))}
+	if s == nil {
+		return out
+	}
+	layout := c.Layout
+	out.KVTokens, out.MaxConcAtML = c.KVCacheTokens, c.MaxConcurrency
+	// One block is vLLM's null block; the scheduler allocates from the rest.
+	out.Limits = capacity.Limits{BlockSize: layout.BlockSize, NumBlocks: c.NumGPUBlocks - 1, MaxNumSeqs: s.MaxNumSeqs,
+		MaxNumBatchedTokens: s.MaxNumBatchedTokens, MaxModelLen: s.MaxModelLen}
+	if layout.NumGroups() > 1 {
+		out.Limits.BlocksFor = layout.BlocksPerRequest
+	}
+	out.Fit = capacity.FitWorkload(out.Limits, w)
+	return out
+}
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+// printCapacity is `vllmtop sim --print-capacity`: the report on stdout; exit status 1 when
+// vLLM would refuse the setting as given.
+func printCapacity(opts *Options, args []string, getenv func(string) string, stdout io.Writer) int {
+	r, err := CapacityReport(args, getenv, capacity.Workload{PromptTokens: opts.CapacityPromptLen, OutputTokens: opts.CapacityOutputLen})
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return ExitCode(err)
+	}
+	fmt.Fprint(stdout, r.Render(100))
+	if r.Columns[0].Refused != "" {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,97 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/capacity"
+)
+
+func TestCapacityReportFitsTheWorkload(t *testing.T) {
+	w := capacity.Workload{PromptTokens: 384, OutputTokens: 128}
+	cases := []struct {
+		name    string
+		args    []string
+		w       capacity.Workload
+		fit     int // requests of w the KV cache holds
+		running int
+		limiter string
+	}{
+		{"KV-bound", []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, w,
+			68, 68, capacity.LimitKV},
+		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3219, 256, capacity.LimitSeqs},
+		{"fits easily", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "H100", "--max-num-seqs", "64"}, capacity.Workload{PromptTokens: 100, OutputTokens: 28},
+			0, 64, capacity.LimitSeqs},
+	}
+	for _, c := range cases {
+		r, err := CapacityReport(c.args, emptyEnv, c.w)
+		require.NoError(t, err, c.name)
+		as := r.Columns[0]
+		assert.Equal(t, "as given", as.Name)
+		assert.Empty(t, as.Refused, c.name)
+		if c.fit > 0 {
+			assert.Equal(t, c.fit, as.Fit.ByKV, c.name)
+		} else {
+			assert.Greater(t, as.Fit.ByKV, 100*c.running, "%s: the KV cache holds far more than may run", c.name)
+		}
+		assert.Equal(t, c.running, as.Fit.Concurrency, c.name)
+		assert.Equal(t, c.limiter, as.Fit.Limiter, c.name)
+		assert.Equal(t, (c.w.Tokens()+15)/16, as.Fit.BlocksPerRequest, c.name)
+		// The blocks and tokens are the ones vLLM logs for this setting.
+		p, err := Prepare(c.args, emptyEnv)
+		require.NoError(t, err)
+		assert.Equal(t, p.Capacity().KVCacheTokens, as.KVTokens, c.name)
+		assert.Equal(t, p.Capacity().NumGPUBlocks-1, as.Limits.NumBlocks, "%s: less vLLM's null block", c.name)
+		m := as.Memory
+		assert.InDelta(t, m.RequestedGiB, m.WeightsGiB+m.ActivationGiB+m.NonTorchGiB+m.CUDAGraphGiB+m.KVGiB, 1e-6, "%s: the bar adds up", c.name)
+	}
+}
+
+func TestCapacityReportWhatIfs(t *testing.T) {
+	w := capacity.Workload{PromptTokens: 384, OutputTokens: 128}
+	r, err := CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.85"}, emptyEnv, w)
+	require.NoError(t, err)
+	names := []string{}
+	for _, c := range r.Columns {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"as given", "fp8 KV", "awq", "gptq", "fp8 weights", "max-len 512"}, names)
+	assert.Contains(t, r.Columns[0].Refused, "To serve at least one request with the model's max seq len (131072)", "the full context does not fit: vLLM refuses")
+	last := r.Columns[len(r.Columns)-1]
+	assert.Empty(t, last.Refused, "a context that holds the workload starts")
+	assert.Equal(t, capacity.LimitKV, last.Fit.Limiter)
+	assert.Greater(t, last.Fit.ByKV, 0)
+
+	r, err = CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, emptyEnv, w)
+	require.NoError(t, err)
+	by := map[string]capacity.Column{}
+	for _, c := range r.Columns {
+		by[c.Name] = c
+	}
+	assert.InDelta(t, 2*by["as given"].Fit.ByKV, by["fp8 KV"].Fit.ByKV, 1, "an FP8 KV cache holds twice the tokens")
+	assert.Greater(t, by["awq"].Fit.ByKV, 3*by["as given"].Fit.ByKV, "4-bit weights leave room for the KV cache")
+
+	_, err = CapacityReport([]string{"no/such-model"}, emptyEnv, w)
+	assert.Error(t, err, "a model the simulator does not know is a bad command line")
+}
+
+func TestPrintCapacityCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--print-capacity", "--random-input-len", "384"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 0, code, errb.String())
+	assert.Contains(t, out.String(), "a request of 384 prompt + 128 output tokens")
+	assert.Contains(t, out.String(), "limits first")
+	out.Reset()
+	code = Main(context.Background(), []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.85", "--print-capacity"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 1, code, "vLLM would refuse the setting as given")
+	assert.True(t, strings.Contains(out.String(), "REFUSED as given"))
+	errb.Reset()
+	code = Main(context.Background(), []string{"--random-input-len", "384"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errb.String(), "only with --print-capacity")
+}
