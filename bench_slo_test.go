@@ -91,15 +91,23 @@ func TestBenchSLOSearchOnTheVirtualClock(t *testing.T) {
 // run at real speed, ends at the same concurrency or one bisection step from it. The SLO is on
 // the mean TTFT: a p99 over the few dozen requests a short test can afford is the slowest
 // one or two, which the wall clock's scheduling noise moves by more than a step (the report
-// pastes the p99 search on a larger workload).
+// pastes the p99 search on a larger workload). A busy machine only slows the wall clock (its
+// knee comes lower: C=7 for 9 with the whole suite on 2 shared cores), so a wall search that
+// misses is made again, on a new simulator, up to three times; the last must agree.
 func TestSLOKneeOnTheWallClockAgreesWithTheVirtualClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few seconds on the wall clock")
 	}
+	const wallAttempts = 3
 	virtual, _, _ := knee(t, "virtual", "mean_ttft_ms<=50")
-	wall, out, _ := knee(t, "wall", "mean_ttft_ms<=50")
-	t.Logf("knee: virtual C=%d, wall C=%d", virtual, wall)
-	assert.InDelta(t, virtual, wall, 1, "virtual %d, wall %d:\n%s", virtual, wall, out)
+	for attempt := 1; ; attempt++ {
+		wall, out, _ := knee(t, "wall", "mean_ttft_ms<=50")
+		t.Logf("attempt %d: knee: virtual C=%d, wall C=%d", attempt, virtual, wall)
+		if d := virtual - wall; (d >= -1 && d <= 1) || attempt == wallAttempts {
+			assert.InDelta(t, virtual, wall, 1, "virtual %d, wall %d:\n%s", virtual, wall, out)
+			return
+		}
+	}
 }
 
 // The default variable, request_rate: the first probe sends everything at once, the others at
