@@ -7,20 +7,27 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Latency histograms record microseconds from 1 µs to an hour, to 3 significant digits.
+// Latency histograms record microseconds from 1 µs to an hour.
 const (
-	hdrMin    = 1
-	hdrMax    = int64(time.Hour / time.Microsecond)
-	hdrDigits = 3
+	hdrMin = 1
+	hdrMax = int64(time.Hour / time.Microsecond)
 )
+
+// liveDigits is the precision of the live window's per-interval histograms. Two significant
+// digits (values within 1%) are finer than a chart row and take a seventh of three digits'
+// memory (27 KB against 188 KB a histogram): the window keeps five per interval, so at three
+// digits a one-minute window held 58 MB before a single request.
+const liveDigits = 2
+
+// DefaultLiveWindow is the span of the live window's percentiles: long enough to hold some
+// tens of requests at a low concurrency, short enough to follow a load change within seconds.
+const DefaultLiveWindow = 10 * time.Second
 
 type latencies struct {
 	ttft, tpot, itl, e2el, queue *hdrhistogram.Histogram
 }
 
-func newLatencies() latencies { return newLatenciesDigits(hdrDigits) }
-
-// newLatenciesDigits makes the histograms with the given significant digits (2 takes a quarter
+// newLatenciesDigits makes the histograms with the given significant digits (2 takes a seventh
 // of the memory of 3).
 func newLatenciesDigits(digits int) latencies {
 	h := func() *hdrhistogram.Histogram { return hdrhistogram.New(hdrMin, hdrMax, digits) }
@@ -58,7 +65,9 @@ type interval struct {
 	start, end time.Time
 }
 
-func newInterval() *interval { return &interval{lat: newLatencies(), byClass: map[ErrorClass]int{}} }
+func newInterval() *interval {
+	return &interval{lat: newLatenciesDigits(liveDigits), byClass: map[ErrorClass]int{}}
+}
 
 func (iv *interval) reset(start time.Time) {
 	iv.lat.reset()
@@ -101,28 +110,41 @@ type WindowStats struct {
 }
 
 // Live aggregates results for a live view with bounded memory: the current interval, a
-// sliding window of closed intervals (HDR histograms), and a ring of per-interval points for
-// charts. Safe for concurrent use: Add is called from request goroutines, Tick and Window from
-// the view's ticker.
+// sliding window of closed intervals (HDR histograms of liveDigits significant digits), and a
+// ring of per-interval points for charts. Its memory is fixed at construction, whatever the
+// load: windowSlots+2 sets of histograms (the window, the current interval, and one to merge
+// the window into, reused). Safe for concurrent use: Add is called from request goroutines,
+// Tick and Window from the view's ticker.
 type Live struct {
 	mu     sync.Mutex
 	cur    *interval
 	slots  []*interval // ring of closed intervals, for the sliding window
 	next   int
 	filled int
-	points []Point // ring of per-interval points
+	merged latencies // Window's scratch: merging into fresh histograms each second was garbage
+	points []Point   // ring of per-interval points
 	pNext  int
 	pLen   int
 }
 
 // NewLive keeps windowSlots closed intervals for the window and maxPoints chart points.
 func NewLive(windowSlots, maxPoints int, now time.Time) *Live {
-	l := &Live{cur: newInterval(), slots: make([]*interval, max(1, windowSlots)), points: make([]Point, max(1, maxPoints))}
+	l := &Live{cur: newInterval(), slots: make([]*interval, max(1, windowSlots)), points: make([]Point, max(1, maxPoints)),
+		merged: newLatenciesDigits(liveDigits)}
 	for i := range l.slots {
 		l.slots[i] = newInterval()
 	}
 	l.cur.start = now
 	return l
+}
+
+// LiveSlots is how many one-second intervals make a live window of span d (DefaultLiveWindow
+// when d is not positive).
+func LiveSlots(d time.Duration) int {
+	if d <= 0 {
+		d = DefaultLiveWindow
+	}
+	return max(1, int((d+time.Second-1)/time.Second))
 }
 
 // Add records one finished request (warm-ups and cancellations are not counted).
@@ -199,9 +221,9 @@ func (l *Live) WindowCounts() WindowStats { return l.window(false) }
 func (l *Live) window(withLatency bool) WindowStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var merged latencies
+	merged := l.merged
 	if withLatency {
-		merged = newLatencies()
+		merged.reset()
 	}
 	w := WindowStats{FailuresByClass: map[ErrorClass]int{}}
 	var out int
@@ -234,6 +256,20 @@ func (l *Live) window(withLatency bool) WindowStats {
 		w.E2EL, w.Queue = quantiles(merged.e2el), quantiles(merged.queue)
 	}
 	return w
+}
+
+// footprint is the bytes the histograms hold: fixed whatever the load.
+func (l *Live) footprint() int {
+	n := 0
+	for _, iv := range append([]*interval{l.cur}, l.slots...) {
+		for _, h := range iv.lat.all() {
+			n += h.ByteSize()
+		}
+	}
+	for _, h := range l.merged.all() {
+		n += h.ByteSize()
+	}
+	return n
 }
 
 // measured reports whether a result counts in live statistics: not a warm-up, not cancelled.

@@ -27,6 +27,10 @@ type SessionConfig struct {
 	// MaxEpochs is how many epochs keep their statistics (0: 100).
 	MaxEpochs int
 	Now       func() time.Time // nil: time.Now
+
+	// LiveWindow is the span of the live window's percentiles (0: DefaultLiveWindow); Tick
+	// is expected once a second.
+	LiveWindow time.Duration
 }
 
 // Session is a live load: the client, the runner that holds its concurrency or rate, the live
@@ -64,7 +68,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{cfg: cfg, client: client, live: NewLive(60, 600, cfg.Now()), epochs: NewEpochs(cfg.MaxEpochs)}
+	s := &Session{cfg: cfg, client: client, live: NewLive(LiveSlots(cfg.LiveWindow), 600, cfg.Now()), epochs: NewEpochs(cfg.MaxEpochs)}
 	if err := s.fit(EstimatedVocab()); err != nil {
 		return nil, err
 	}
@@ -189,6 +193,9 @@ func (s *Session) Tick(now time.Time) Point { return s.live.Tick(now) }
 
 // WindowCounts is the live window's counts and rates, without latency quantiles.
 func (s *Session) WindowCounts() WindowStats { return s.live.WindowCounts() }
+
+// Window is the live window's counts, rates and latency percentiles.
+func (s *Session) Window() WindowStats { return s.live.Window() }
 
 // Epochs returns the kept epochs, oldest first, with their statistics.
 func (s *Session) Epochs() []EpochStats { return s.epochs.All() }
