@@ -20,6 +20,10 @@ type EpochStats struct {
 	PromptTokens       int
 	TTFT, TPOT, ITL    Quantiles
 	E2EL               Quantiles
+
+	// Good counts the requests that met every goodput objective (see Epochs.SetGoodput);
+	// without objectives it stays 0.
+	Good int
 }
 
 // Duration is the span from the first start to the last finish.
@@ -38,6 +42,7 @@ func (e EpochStats) OutputTokensPerSec() float64 {
 type Epochs struct {
 	mu     sync.Mutex
 	max    int
+	slo    Goodput
 	epochs map[int]*epochAcc
 }
 
@@ -50,6 +55,13 @@ type epochAcc struct {
 
 // NewEpochs keeps at most max epochs (the oldest are dropped).
 func NewEpochs(max int) *Epochs { return &Epochs{max: max, epochs: map[int]*epochAcc{}} }
+
+// SetGoodput sets the objectives results are counted against from now on (EpochStats.Good).
+func (e *Epochs) SetGoodput(g Goodput) {
+	e.mu.Lock()
+	e.slo = g
+	e.mu.Unlock()
+}
 
 // Begin records that epoch n began at start with the load settings and why (label), before any
 // of its results arrive.
@@ -103,6 +115,9 @@ func (e *Epochs) Add(r Result) {
 	a.stats.Requests++
 	a.stats.OutputTokens += r.OutputTokens
 	a.stats.PromptTokens += r.PromptTokens
+	if e.slo.Set() && e.slo.good(&r) {
+		a.stats.Good++
+	}
 	record(a.lat.ttft, r.TTFT)
 	record(a.lat.e2el, r.E2EL)
 	if t, ok := r.TPOT(); ok {

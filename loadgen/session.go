@@ -31,6 +31,9 @@ type SessionConfig struct {
 	// LiveWindow is the span of the live window's percentiles (0: DefaultLiveWindow); Tick
 	// is expected once a second.
 	LiveWindow time.Duration
+	// Goodput are service-level objectives: each epoch then counts the requests that met
+	// them all (EpochStats.Good).
+	Goodput Goodput
 }
 
 // Session is a live load: the client, the runner that holds its concurrency or rate, the live
@@ -69,6 +72,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, client: client, live: NewLive(LiveSlots(cfg.LiveWindow), 600, cfg.Now()), epochs: NewEpochs(cfg.MaxEpochs)}
+	s.epochs.SetGoodput(cfg.Goodput)
 	if err := s.fit(EstimatedVocab()); err != nil {
 		return nil, err
 	}

@@ -148,3 +148,20 @@ func TestEpochsKeepTheNewestAndSummarise(t *testing.T) {
 	assert.Equal(t, 4*time.Second, all[1].Duration())
 	assert.InDelta(t, 11.0, all[1].OutputTokensPerSec(), 1e-9)
 }
+
+func TestEpochsCountGoodRequests(t *testing.T) {
+	e := NewEpochs(4)
+	t0 := time.Unix(100, 0)
+	add := func(ttft time.Duration) {
+		e.Add(Result{Epoch: 1, Start: t0, TTFT: ttft, E2EL: time.Second, OutputTokens: 11})
+	}
+	add(100 * time.Millisecond)
+	assert.Zero(t, e.All()[0].Good, "no objectives: nothing is counted good")
+	e.SetGoodput(Goodput{TTFT: 200 * time.Millisecond})
+	add(100 * time.Millisecond)
+	add(300 * time.Millisecond)
+	e.Add(Result{Epoch: 1, Start: t0, Error: ErrHTTP5xx})
+	got := e.All()[0]
+	assert.Equal(t, 1, got.Good, "one of the two later requests met the TTFT objective; a failure never does")
+	assert.Equal(t, 3, got.Requests)
+}
