@@ -82,6 +82,7 @@ func dashboardFlags(fs *pflag.FlagSet) *dashboard {
 	fs.Float64Var(&l.Short.RangeRatio, "random-range-ratio", 0, "lengths uniform in [L(1-r), L(1+r)]")
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for prompts and arrivals")
 	fs.StringVar(&l.Record, "record", "", "write every result to this JSONL file as it finishes")
+	fs.Var(cliflag.Goodput(&l.Goodput), "goodput", `service-level objectives in ms, e.g. "ttft:200 tpot:50": the Runs view adds goodput`)
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
@@ -112,6 +113,7 @@ func (o *dashboard) finish(fs *pflag.FlagSet, args []string, getenv func(string)
 		return usagef("load flags must be positive and --metrics-interval at least 100ms")
 	}
 	o.command, o.deps.InitialConc = after, l.Concurrency
+	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
@@ -134,7 +136,7 @@ func (d *dashboard) build(e *env) error {
 		opts = append(opts, scrape.WithInsecureSkipVerify())
 	}
 	scr, err := scrape.NewClient(c.BaseURL, opts...)
-	d.deps.Supervisor, d.deps.Load, d.deps.Scraper = d.sup, d.load, scr
+	d.deps.Supervisor, d.deps.Load, d.deps.Scraper, d.deps.Workload = d.sup, d.load, scr, d.load.WorkloadName()
 	return err
 }
 

@@ -48,7 +48,7 @@ type runFunc func(ctx context.Context, args []string) error
 
 var commands = []command{
 	{name: "", usage: "[flags] [-- vllm serve MODEL [vllm flags]]", summary: "the dashboard", about: dashboardAbout,
-		define: defineDashboard},
+		define: defineDashboard, gather: []string{"--goodput"}},
 	{name: "bench", usage: "[--base-url URL | --sim [simulator flags]] [flags] [-- simulator flags]",
 		summary: "headless benchmark with vllm bench serve's flags, table and result files", about: benchAbout,
 		footer: benchFooter, define: defineBench, gather: []string{"--goodput", "--metadata"}},
@@ -188,7 +188,7 @@ func gatherValues(args []string) []string {
 			return cliflag.Gather(args, c.gather)
 		}
 	}
-	return cliflag.Gather(args, nil)
+	return cliflag.Gather(args, commands[0].gather)
 }
 
 // splitDash splits a command's arguments at --: before it, positional arguments; after it, a

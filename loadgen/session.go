@@ -158,6 +158,9 @@ func (s *Session) UseLongPrompts(on bool) (string, int) {
 	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
 }
 
+// WorkloadName names the workload new requests use.
+func (s *Session) WorkloadName() string { return s.workload().Name() }
+
 func (s *Session) workload() Workload {
 	s.mu.Lock()
 	defer s.mu.Unlock()

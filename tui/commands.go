@@ -5,6 +5,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
 )
 
@@ -18,14 +19,30 @@ func scheduleScrape(gen int, d time.Duration) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return scrapeTickMsg{gen: gen} })
 }
 
-// scrapeCmd reads /metrics once; the next scrape is scheduled after its result, so a slow
-// server never gets overlapping scrapes.
-func scrapeCmd(s Scraper, timeout time.Duration) tea.Cmd {
+// scrapeCmd reads /metrics once and compares it with prev (the last scrape) and old (a live
+// window ago), all in the command's goroutine: parsing and comparing a large exposition must not
+// hold up keys. The next scrape is scheduled after the result, so a slow server never gets
+// overlapping scrapes. Snapshots are never changed once made, so sharing them is safe.
+func scrapeCmd(s Scraper, timeout time.Duration, prev, old *scrape.Snapshot) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		snap, err := s.Scrape(ctx)
-		return scrapeResultMsg{snap: snap, err: err}
+		if err != nil {
+			return scrapeResultMsg{err: err}
+		}
+		// The families no field took are not needed here, and several snapshots are kept.
+		snap.Unmapped = nil
+		msg := scrapeResultMsg{snap: &snap}
+		if prev != nil {
+			w := scrape.Compare(prev, &snap)
+			msg.fast = &w
+		}
+		if old != nil {
+			w := scrape.Compare(old, &snap)
+			msg.slow = &w
+		}
+		return msg
 	}
 }
 

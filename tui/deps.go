@@ -1,7 +1,13 @@
 // Package tui is the dashboard: a Bubble Tea program that renders the server's state, the
-// load, charts over time, one streaming request, the server's log, a table of runs and a
-// capacity what-if. It owns no I/O: everything reaches it as messages from small interfaces it
-// defines (Supervisor, Load, Scraper), so tests drive it with fakes.
+// load, charts over time, streaming requests, the server's log, a table of runs and a capacity
+// what-if. It owns no I/O: everything reaches it as messages from small interfaces it defines
+// (Supervisor, Load, Scraper), so tests drive it with fakes.
+//
+// The root Model owns the layout, the global keys, the phase of a restart or a quit, and the
+// state every panel reads (common); each view is a panel in a file of its own, listed once in
+// tabs (panel.go), from which the view keys, the tab line and the help are made. The header and
+// the footer are panels too, without a tab. Scrapes are parsed and compared in commands, off
+// the UI goroutine; Update and View never block.
 package tui
 
 import (
@@ -56,8 +62,9 @@ type Load interface {
 	Resume()
 	Watch() *loadgen.Watched
 	Stats() loadgen.LoaderStats
+	// Tick closes a second of the live window; Window is the window's percentiles.
 	Tick(now time.Time) loadgen.Point
-	WindowCounts() loadgen.WindowStats
+	Window() loadgen.WindowStats
 	Epochs() []loadgen.EpochStats
 }
 
@@ -85,4 +92,16 @@ type Deps struct {
 	InitialConc     int
 	StartPaused     bool // attach mode: no load until space
 	RestartDisabled bool // attach mode: the dashboard did not start the server
+
+	// Workload names the load's first (short-prompt) workload, for the Runs view; the long
+	// one is named by Load.UseLongPrompts.
+	Workload string
+	// LiveWindow is the span of the load's live percentiles (loadgen.DefaultLiveWindow when
+	// zero): the legends say it, and the server's quantiles are taken over the same span.
+	LiveWindow time.Duration
+	// Goodput are the service-level objectives of the Runs view's goodput column (none: no
+	// column).
+	Goodput loadgen.Goodput
+	// NoColor draws without colour (NO_COLOR): attributes and glyphs tell things apart.
+	NoColor bool
 }

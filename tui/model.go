@@ -3,527 +3,348 @@ package tui
 import (
 	"fmt"
 	"math"
-	"strconv"
+	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/themes"
 )
 
-// View numbers.
-const (
-	viewOverview = iota
-	viewStream
-	viewLog
-	viewRuns
-	viewCapacity
-	numViews
-)
-
-var viewNames = []string{"Overview", "Stream", "Log", "Runs", "Capacity"}
-
-// Minimum terminal size; below it the dashboard shows a one-line notice.
-const minWidth, minHeight = 60, 16
-
-const maxLogLines = 5000
-
-// epochNote is what the server side said during one epoch of the load (a row of the Runs
-// view): the load itself numbers and describes its epochs.
-type epochNote struct {
-	util     float64
-	kvTokens int
-	maxConc  float64
-	preempt  float64 // preemptions the server counted during the epoch
-}
-
-// Model is the dashboard's state. Update and View never block.
+// Model is the dashboard's root: the layout, the global keys, the tick and scrape chains, and
+// the panels. Update and View never block.
 type Model struct {
-	deps   Deps
+	c      *common
 	keys   KeyMap
-	styles Styles
-	theme  themes.Theme
-	help   help.Model
+	panels []panel
+	active int
+	header *header
+	footer *footer
+	help   *helpView
 
 	width, height int
-	view          int
+	scr           screen
 	showHelp      bool
-	status        string // the last message for the status line
-	statusBad     bool
-
-	// Load controls.
-	concurrency int
-	rateMode    bool
-	rate        float64
-	paused      bool
-	longPrompts bool
-
-	// --gpu-memory-utilization: what the server runs with, and what the next restart uses.
-	util, pendingUtil float64
-	confirming        bool
-	restarting        bool
-	quitting          int // 1: stopping gracefully; 2: forced
-
-	server       server.Status
-	loader       loadgen.LoaderStats
-	window       loadgen.WindowStats
-	prev         *scrape.Snapshot
-	cur          *scrape.Snapshot
-	srv          scrape.Window
-	srvErr       string
-	eventsClosed bool
 
 	tickGen, scrapeGen int
 	ticks              int
-	startedAt          time.Time
-	lastTokens         int64     // tokens received at the last chart point
-	lastPoint          time.Time // when that was
-
-	charts []*chart
-	// overview is the overview's body, composed when the charts are drawn: View runs after
-	// every message, and stitching four charts cell by cell each time cost more than drawing them.
-	overview string
-	// runs are the load's epochs with their statistics, oldest first, taken once a second
-	// (not per frame) and when one starts; notes hold the server's side of each, by number.
-	runs   []loadgen.EpochStats
-	notes  map[int]*epochNote
-	epoch  int // the current epoch
-	cursor int
-	picked []int // the epochs chosen for comparison (at most 2)
-
-	logLines []server.Line
-	// logStyled holds each line of logLines truncated and styled, so new lines cost only
-	// themselves; logDirty says the viewport needs them (refreshed at the tick, not per batch).
-	logStyled   []string
-	logDirty    bool
-	logView     viewport.Model
-	follow      bool
-	filter      textinput.Model
-	filtering   bool
-	droppedLogs uint64
-
-	watched   *loadgen.Watched
-	watchView loadgen.WatchedView
+	snaps              []*scrape.Snapshot // the last scrapes, oldest first: a live window's worth
+	eventsClosed       bool
 }
 
 // New builds the dashboard.
-func New(d Deps) Model {
+func New(d Deps) *Model {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	if d.ScrapeInterval <= 0 {
 		d.ScrapeInterval = time.Second
 	}
+	if d.LiveWindow <= 0 {
+		d.LiveWindow = loadgen.DefaultLiveWindow
+	}
 	th, ok := themes.ByName(d.Theme)
 	if !ok {
 		th, _ = themes.ByName(themes.Default)
 	}
-	m := Model{
-		deps: d, keys: DefaultKeyMap(), theme: th, styles: NewStyles(th), help: help.New(),
+	c := &common{deps: d, theme: th, styles: NewStyles(th, d.NoColor), now: d.Now}
+	c.s = state{
 		concurrency: max(d.InitialConc, 0), util: d.InitialUtil, pendingUtil: d.InitialUtil,
-		paused: d.StartPaused, follow: true, startedAt: d.Now(), rate: 1,
+		paused: d.StartPaused, rate: 1, notes: map[int]*epochNote{}, window: defaultWindow,
+		hist: newHistory(seriesAggregates()), workloads: [2]string{d.Workload, "long prompts"},
 	}
-	m.help.Styles = m.styles.Help
-	m.filter = textinput.New()
-	m.filter.Prompt = "/"
-	m.filter.Placeholder = "filter"
-	m.logView = viewport.New(0, 0)
-	m.charts = []*chart{
-		newChart("TTFT", "ms", "p50", "p90", "p99", "srv p99", "queue p99"),
-		newChart("Throughput", "/s", "client out tok/s", "server gen tok/s"),
-		newChart("KV cache", "%", "used %"),
-		newChart("Queue", "", "running", "waiting", "preempt/s"),
-	}
-	m.notes = map[int]*epochNote{}
 	if d.Load != nil {
-		m.epoch = d.Load.Stats().Epoch
-		m.setRuns(d.Load.Epochs())
+		c.s.epoch = d.Load.Stats().Epoch
+		c.s.setRuns(d.Load.Epochs())
 	}
-	m.notes[m.epoch] = &epochNote{util: m.util}
+	c.s.notes[c.s.epoch] = &epochNote{util: d.InitialUtil, workload: d.Workload}
+	if d.StartPaused {
+		c.pauseChanged(true)
+	}
+	m := &Model{c: c, keys: DefaultKeyMap(), header: newHeader(c), footer: newFooter(c), help: newHelpView(c)}
+	for _, t := range tabs {
+		m.panels = append(m.panels, t.make(c))
+	}
 	return m
 }
 
 // Init starts the tick chains and the server event reader.
-func (m Model) Init() tea.Cmd {
+func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{uiTick(m.tickGen)}
-	if m.deps.Scraper != nil {
+	d := m.c.deps
+	if d.Scraper != nil {
 		cmds = append(cmds, scheduleScrape(m.scrapeGen, 0))
 	}
-	if m.deps.Supervisor != nil {
-		cmds = append(cmds, waitForServerEvents(m.deps.Supervisor.Events()))
+	if d.Supervisor != nil {
+		cmds = append(cmds, waitForServerEvents(d.Supervisor.Events()))
 	}
-	if m.deps.Load != nil && m.paused {
-		m.deps.Load.Pause()
+	if d.Load != nil && m.c.s.paused {
+		d.Load.Pause()
 	}
 	return tea.Batch(cmds...)
 }
 
-func (m Model) loadSettings() string {
-	if m.rateMode {
-		return fmt.Sprintf("rate %s/s", trimFloat(m.rate))
-	}
-	return fmt.Sprintf("C=%d", m.concurrency)
-}
-
-func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// Update handles one message.
-func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// Update handles one message: the size first, then keys (global ones, then the active
+// panel's), then the domain messages, which go to the state and then to the panels.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width, m.height = msg.Width, msg.Height
-		m.layout()
-		m.redrawCharts()
+		m.resize(msg.Width, msg.Height)
 		return m, nil
 	case tea.KeyMsg:
-		return m.handleKey(msg)
+		var cmds []tea.Cmd
+		for _, k := range m.keysOf(msg) {
+			cmd, quit := m.handleKey(k)
+			cmds = append(cmds, cmd)
+			if quit {
+				break
+			}
+		}
+		m.refreshActive(false)
+		return m, tea.Batch(cmds...)
 	case uiTickMsg:
 		if msg.gen != m.tickGen {
 			return m, nil
 		}
-		m.refresh(msg.at)
+		m.tick(msg.at)
 		return m, uiTick(m.tickGen)
 	case scrapeTickMsg:
-		if msg.gen != m.scrapeGen || m.deps.Scraper == nil {
+		if msg.gen != m.scrapeGen || m.c.deps.Scraper == nil {
 			return m, nil
 		}
-		return m, scrapeCmd(m.deps.Scraper, m.deps.ScrapeInterval+2*time.Second)
+		var prev, old *scrape.Snapshot
+		if n := len(m.snaps); n > 0 {
+			prev, old = m.snaps[n-1], m.snaps[0]
+		}
+		if old == prev {
+			old = nil
+		}
+		return m, scrapeCmd(m.c.deps.Scraper, m.c.deps.ScrapeInterval+2*time.Second, prev, old)
 	case scrapeResultMsg:
-		if msg.err != nil {
-			m.srvErr = textfmt.OneLine(msg.err.Error(), 0)
-			// Old numbers must not be plotted as if they were current.
-			m.srv, m.cur = scrape.Window{}, nil
-		} else {
-			m.srvErr = ""
-			snap := msg.snap
-			m.prev, m.cur = m.cur, &snap
-			if m.prev != nil {
-				m.srv = scrape.Compare(m.prev, m.cur)
-				// Preemptions in the window (absent across a restart) add up per epoch.
-				if mw := m.modelWindow(); mw != nil && mw.Total.Preemptions.OK && !m.restarting {
-					m.note(m.epoch).preempt += mw.Total.Preemptions.V
-				}
-			}
-		}
-		return m, scheduleScrape(m.scrapeGen, m.deps.ScrapeInterval)
+		m.scraped(msg)
+		return m, scheduleScrape(m.scrapeGen, m.c.deps.ScrapeInterval)
 	case serverEventsMsg:
-		return m.handleServerEvents(msg)
+		return m, m.serverEvents(msg)
 	case restartDoneMsg:
-		m.restarting = false
-		if m.quitting > 0 {
-			return m, stopCmd(m.deps.Supervisor)
-		}
-		if msg.err != nil {
-			// The server is down: load would only count refused connections.
-			m.paused = true
-			m.setStatus("restart failed: "+textfmt.OneLine(msg.err.Error(), 0)+" (load paused)", true)
-			return m, nil
-		}
-		m.util = msg.util
-		m.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
-		if m.deps.Load != nil && !m.paused {
-			m.deps.Load.Resume()
-		}
-		return m, nil
+		return m, m.restartDone(msg)
 	case stopDoneMsg:
 		return m, tea.Quit
 	}
-	if m.filtering {
-		var cmd tea.Cmd
-		m.filter, cmd = m.filter.Update(msg)
-		return m, cmd
-	}
-	return m, nil
+	// Anything else (a text field's blink) belongs to the active panel.
+	return m, m.panels[m.active].Update(msg)
 }
 
-func (m *Model) setStatus(s string, bad bool) { m.status, m.statusBad = s, bad }
+// keysOf splits a batched key message into its keys, unless the active panel is taking text.
+func (m *Model) keysOf(msg tea.KeyMsg) []tea.KeyMsg {
+	if c, ok := m.panels[m.active].(capturer); ok && c.Capturing() {
+		return []tea.KeyMsg{msg}
+	}
+	return splitKeys(msg)
+}
 
-// refresh pulls the state of the load and the server; once a second it closes a chart point.
-func (m *Model) refresh(now time.Time) {
-	m.ticks++
-	if m.deps.Supervisor != nil {
-		m.server = m.deps.Supervisor.Status()
-		if u := m.server.GPUMemoryUtilization; m.util == 0 && u > 0 {
-			m.util, m.pendingUtil = u, u
-		}
-	}
-	if m.deps.Load != nil {
-		m.loader = m.deps.Load.Stats()
-	}
-	if m.logDirty && m.view == viewLog {
-		m.refreshLogView()
-	}
-	if m.watched != nil {
-		v := m.watched.View(0)
-		m.watchView = v
-	}
-	if m.ticks%4 != 0 {
+func (m *Model) resize(w, h int) {
+	m.width, m.height = w, h
+	m.scr = layout(w, h)
+	if m.scr.TooSmall {
 		return
 	}
-	if m.deps.Load != nil {
-		p := m.deps.Load.Tick(now)
-		m.window = m.deps.Load.WindowCounts() // the header needs counts, not quantiles
-		m.charts[0].push(now, msf(p.TTFT.P50, p.TTFT.N), msf(p.TTFT.P90, p.TTFT.N), msf(p.TTFT.P99, p.TTFT.N), m.serverP99TTFT(), m.serverP99Queue())
-		m.charts[1].push(now, m.tokenRate(now, p.OutputTokensPerSec), m.serverGenRate())
+	m.header.SetSize(w, m.scr.Header.H)
+	m.footer.SetSize(w, m.scr.Footer.H)
+	m.help.SetSize(m.scr.Body.W, m.scr.Body.H)
+	for _, p := range m.panels {
+		p.SetSize(m.scr.Body.W, m.scr.Body.H)
 	}
-	if m.cur != nil {
-		if mod := m.model(); mod != nil {
-			m.charts[2].push(now, mod.Total.KVCacheUsage.Or(math.NaN())*100)
-			pre := math.NaN()
-			if mw := m.modelWindow(); mw != nil {
-				pre = mw.Total.Preemptions.Or(math.NaN())
-				if m.srv.ElapsedSeconds > 0 && !math.IsNaN(pre) {
-					pre /= m.srv.ElapsedSeconds
-				}
-			}
-			m.charts[3].push(now, mod.Total.Running.Or(math.NaN()), mod.Total.Waiting.Or(math.NaN()), pre)
+	m.refreshAll()
+}
+
+// refreshAll redraws every panel's cache (after a resize or a theme change); ticks redraw only
+// the active one.
+func (m *Model) refreshAll() {
+	for _, p := range m.panels {
+		p.Update(refreshMsg{second: true})
+	}
+	m.header.Update(refreshMsg{})
+}
+
+func (m *Model) refreshActive(second bool) {
+	if m.scr.TooSmall || m.width == 0 {
+		return
+	}
+	m.panels[m.active].Update(refreshMsg{second: second})
+	m.header.Update(refreshMsg{})
+}
+
+// tick pulls the state of the server and the load; once a second it closes a point of the
+// live window, records the charts' second and takes the epochs.
+func (m *Model) tick(now time.Time) {
+	c, s := m.c, &m.c.s
+	m.ticks++
+	if sup := c.deps.Supervisor; sup != nil {
+		s.server = sup.Status()
+		if u := s.server.GPUMemoryUtilization; s.util == 0 && u > 0 {
+			s.util, s.pendingUtil = u, u
 		}
-	} else if m.server.StatsTime.After(m.startedAt) {
-		// No /metrics: the periodic log line still tells running, waiting and KV use.
-		st := m.server.Stats
-		m.charts[2].push(now, st.KVCacheUsagePercent)
-		m.charts[3].push(now, float64(st.Running), float64(st.Waiting), math.NaN())
+		m.watchServer()
 	}
-	m.updateEpoch()
-	if m.deps.Load != nil {
-		m.setRuns(m.deps.Load.Epochs())
+	if c.deps.Load != nil {
+		s.loader = c.deps.Load.Stats()
 	}
-	m.redrawCharts()
-}
-
-// tokenRate is the client's output tokens per second since the last point, counted as they
-// arrive; without a counter it falls back to the tokens of requests that finished.
-func (m *Model) tokenRate(now time.Time, fallback float64) float64 {
-	tokens := m.loader.TokensReceived
-	defer func() { m.lastTokens, m.lastPoint = tokens, now }()
-	if tokens == 0 || m.lastPoint.IsZero() || !now.After(m.lastPoint) {
-		return fallback
-	}
-	return float64(tokens-m.lastTokens) / now.Sub(m.lastPoint).Seconds()
-}
-
-// msf turns a quantile into milliseconds, NaN when there was no sample.
-func msf(d time.Duration, n int64) float64 {
-	if n == 0 {
-		return math.NaN()
-	}
-	return float64(d) / float64(time.Millisecond)
-}
-
-// model is the first model of the latest scrape.
-func (m *Model) model() *scrape.Model {
-	if m.cur == nil || len(m.cur.Models) == 0 {
-		return nil
-	}
-	return &m.cur.Models[0]
-}
-
-func (m *Model) modelWindow() *scrape.ModelWindow {
-	if len(m.srv.Models) == 0 {
-		return nil
-	}
-	return &m.srv.Models[0]
-}
-
-func (m *Model) serverP99TTFT() float64 {
-	if mw := m.modelWindow(); mw != nil && mw.Total.TTFTSeconds != nil && mw.Total.TTFTSeconds.Count > 0 {
-		return mw.Total.TTFTSeconds.P99.Or(math.NaN()) * 1000
-	}
-	return math.NaN()
-}
-
-func (m *Model) serverP99Queue() float64 {
-	if mw := m.modelWindow(); mw != nil && mw.Total.QueueSeconds != nil && mw.Total.QueueSeconds.Count > 0 {
-		return mw.Total.QueueSeconds.P99.Or(math.NaN()) * 1000
-	}
-	return math.NaN()
-}
-
-func (m *Model) serverGenRate() float64 {
-	if mw := m.modelWindow(); mw != nil {
-		return mw.Total.GenerationTokensPerSec.Or(math.NaN())
-	}
-	if m.server.StatsTime.After(m.startedAt) {
-		return m.server.Stats.GenerationTokensPerSec
-	}
-	return math.NaN()
-}
-
-// capacity is what the header and the runs show: the logs first, then cache_config_info.
-func (m *Model) capacity() (tokens int, conc float64) {
-	tokens, conc = m.server.KVCacheTokens, m.server.MaxConcurrency
-	if m.cur != nil {
-		if tokens == 0 {
-			tokens = int(m.cur.Capacity.KVCacheTokens.Or(0))
+	second := m.ticks%4 == 0
+	if second {
+		if c.deps.Load != nil {
+			c.deps.Load.Tick(now)
+			s.live = c.deps.Load.Window()
+			s.setRuns(c.deps.Load.Epochs())
 		}
-		if conc == 0 {
-			conc = m.cur.Capacity.MaxConcurrency.Or(0)
-		}
+		m.updateNote()
+		s.hist.push(now, recordSecond(c))
 	}
-	return tokens, conc
+	m.refreshActive(second)
 }
 
-func (m *Model) updateEpoch() {
-	tok, conc := m.capacity()
-	if e := m.note(m.epoch); tok > 0 && !m.restarting {
-		e.kvTokens, e.maxConc = tok, conc
-	}
-}
-
-// note is epoch n's server-side note, made when missing.
-func (m *Model) note(n int) *epochNote {
-	e, ok := m.notes[n]
-	if !ok {
-		e = &epochNote{}
-		m.notes[n] = e
-	}
-	return e
-}
-
-// startEpoch records the epoch the load has just started (n): the server side's note, with the
-// utilisation it runs at, and a marker on the charts. It is the one place an epoch starts here.
-func (m *Model) startEpoch(n int, util float64) {
-	m.epoch = n
-	m.notes[n] = &epochNote{util: util}
-	now := m.deps.Now()
-	for _, c := range m.charts {
-		c.markEpoch(now)
-	}
-	m.setRuns(m.deps.Load.Epochs())
-}
-
-// setRuns takes the load's epochs as the Runs view's rows. The load keeps a bounded number, so
-// rows drop off the front: the cursor and the picked runs follow theirs, and the notes of
-// dropped epochs go.
-func (m *Model) setRuns(runs []loadgen.EpochStats) {
-	if len(m.runs) > 0 && len(runs) > 0 {
-		drop := 0
-		for _, e := range m.runs {
-			if e.Epoch < runs[0].Epoch {
-				drop++
-			}
-		}
-		m.cursor = max(m.cursor-drop, 0)
-	}
-	m.runs = runs
-	kept := map[int]bool{m.epoch: true}
-	for _, e := range runs {
-		kept[e.Epoch] = true
-	}
-	picked := m.picked[:0]
-	for _, p := range m.picked {
-		if kept[p] {
-			picked = append(picked, p)
-		}
-	}
-	m.picked = picked
-	for n := range m.notes {
-		if !kept[n] {
-			delete(m.notes, n)
+// updateNote keeps the current epoch's capacity (outside a restart, when it is in flux).
+func (m *Model) updateNote() {
+	s := &m.c.s
+	if tok, conc := s.capacity(); tok > 0 && s.phase != phaseRestarting {
+		n := s.note(s.epoch)
+		n.kvTokens, n.maxConc = tok, conc
+		if n.util == 0 {
+			n.util = s.util
 		}
 	}
 }
 
-func (m Model) handleServerEvents(msg serverEventsMsg) (tea.Model, tea.Cmd) {
+// watchServer pauses the load while the server cannot be reached (load against it would only
+// count refused connections) and resumes it when the server answers again.
+func (m *Model) watchServer() {
+	c, s := m.c, &m.c.s
+	if c.deps.Load == nil || s.phase != phaseIdle && s.phase != phaseConfirming {
+		return
+	}
+	why := ""
+	switch {
+	case s.server.Unreachable != "":
+		why = "server unreachable: " + clean(s.server.Unreachable)
+	case s.server.State == server.Exited && c.deps.Mode != ModeAttach:
+		why = "server exited: " + clean(s.server.Exit.String())
+	}
+	switch {
+	case why != "" && s.autoPause == "" && !s.paused:
+		s.autoPause = why
+		c.deps.Load.Pause()
+		c.pauseChanged(true)
+		c.setStatus(why+" (load paused)", true)
+	case why == "" && s.autoPause != "" && s.server.State == server.Ready:
+		s.autoPause = ""
+		if !s.paused {
+			c.deps.Load.Resume()
+			c.pauseChanged(false)
+			c.setStatus("server answers again: load resumed", false)
+		}
+	}
+}
+
+// scraped takes a finished scrape. Errors during a restart are expected (the server is down)
+// and not shown as failures.
+func (m *Model) scraped(msg scrapeResultMsg) {
+	s := &m.c.s
+	if msg.err != nil {
+		s.srvErr = clean(msg.err.Error())
+		// Old numbers must not be plotted as if they were current.
+		s.snap, s.fast, s.slow = nil, nil, nil
+		return
+	}
+	s.srvErr = ""
+	s.snap, s.fast, s.slow = msg.snap, msg.fast, msg.slow
+	if r := rates(s.fast); r != nil && r.Preemptions.OK && s.phase != phaseRestarting {
+		s.note(s.epoch).preempt += r.Preemptions.V
+	}
+	// The oldest kept is a live window before the next scrape, which is compared with it.
+	keep := max(int(m.c.deps.LiveWindow/m.c.deps.ScrapeInterval), 1)
+	m.snaps = append(m.snaps, msg.snap)
+	if len(m.snaps) > keep {
+		m.snaps = append(m.snaps[:0:0], m.snaps[len(m.snaps)-keep:]...)
+	}
+}
+
+func (m *Model) serverEvents(msg serverEventsMsg) tea.Cmd {
+	c, s := m.c, &m.c.s
+	var lines logLinesMsg
 	for _, ev := range msg.events {
 		switch ev := ev.(type) {
 		case server.StateChanged:
-			switch ev.State {
-			case server.Ready:
-				m.setStatus("server ready", false)
-			case server.Exited:
-				if m.quitting == 0 && !m.restarting {
-					// Load against a dead server would only count connection failures.
-					if m.deps.Load != nil && !m.paused {
-						m.deps.Load.Pause()
-						m.paused = true
-					}
-					m.setStatus("server exited: "+ev.Exit.String()+" (load paused)", true)
-				}
-			case server.Unhealthy:
-				m.setStatus("server unhealthy", true)
+			switch {
+			case s.phase == phaseRestarting || s.phase == phaseStopping || s.phase == phaseForced:
+				// The restart or the stop says what is happening; its states are not news.
+			case ev.State == server.Ready:
+				c.setStatus("server ready", false)
+			case ev.State == server.Unhealthy:
+				c.setStatus("server unhealthy: /health does not answer 200", true)
+			case ev.State == server.Exited && c.deps.Mode != ModeAttach:
+				s.server.State, s.server.Exit = ev.State, ev.Exit
+				m.watchServer()
 			}
 		case server.LogBatch:
-			m.droppedLogs += ev.Dropped
-			m.logLines = append(m.logLines, ev.Lines...)
-			for _, l := range ev.Lines {
-				m.logStyled = append(m.logStyled, m.styleLogLine(l))
-			}
-			if over := len(m.logLines) - maxLogLines; over > 0 {
-				m.logLines = append(m.logLines[:0:0], m.logLines[over:]...)
-				m.logStyled = append(m.logStyled[:0:0], m.logStyled[over:]...)
-			}
-			m.logDirty = true
+			lines.lines = append(lines.lines, ev.Lines...)
+			lines.dropped += ev.Dropped
+		}
+	}
+	if len(lines.lines) > 0 || lines.dropped > 0 {
+		for _, p := range m.panels {
+			p.Update(lines)
 		}
 	}
 	if msg.closed {
 		m.eventsClosed = true
-		return m, nil
+		return nil
 	}
-	return m, waitForServerEvents(m.deps.Supervisor.Events())
+	return waitForServerEvents(c.deps.Supervisor.Events())
 }
 
-func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
-	if key.Matches(msg, k.ForceQuit) || (m.quitting > 0 && key.Matches(msg, k.Quit)) {
-		m.quitting = 2
-		if m.deps.Supervisor != nil && !m.deps.RestartDisabled {
-			_ = m.deps.Supervisor.Kill()
-		}
-		return m, tea.Quit
+// handleKey handles one key; quit is true when the program is ending.
+func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
+	c, s, k := m.c, &m.c.s, m.keys
+	if key.Matches(msg, k.ForceQuit) || (s.phase == phaseStopping && key.Matches(msg, k.Quit)) {
+		return m.forceQuit(), true
 	}
-	if m.filtering {
-		switch msg.String() {
-		case "enter", "esc":
-			m.filtering = false
-			m.filter.Blur()
-			if msg.String() == "esc" {
-				m.filter.SetValue("")
-			}
-			m.refreshLogView()
-			return m, nil
-		}
-		var cmd tea.Cmd
-		m.filter, cmd = m.filter.Update(msg)
-		m.refreshLogView()
-		return m, cmd
+	p := m.panels[m.active]
+	if cp, ok := p.(capturer); ok && cp.Capturing() {
+		return p.Update(msg), false
 	}
-	if m.confirming {
+	if s.phase == phaseConfirming {
 		switch {
-		case key.Matches(msg, k.Restart), msg.String() == "y":
-			m.confirming = false
-			return m.startRestart()
-		case key.Matches(msg, k.Cancel), msg.String() == "n":
-			m.confirming = false
-			m.pendingUtil = m.util
-			m.setStatus("restart cancelled", false)
-			return m, nil
+		case key.Matches(msg, k.Confirm):
+			return m.startRestart(), false
+		case key.Matches(msg, k.Cancel):
+			s.phase, s.pendingUtil = phaseIdle, s.util
+			c.setStatus("restart cancelled", false)
+			return nil, false
+		}
+	}
+	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
+		m.showHelp = false
+		return nil, false
+	}
+	for i, v := range k.Views {
+		if key.Matches(msg, v) {
+			m.setView(i)
+			return nil, false
 		}
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
-		return m.quit()
+		cmd := m.quit()
+		return cmd, s.phase == phaseForced
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 	case key.Matches(msg, k.NextView):
-		m.setView((m.view + 1) % numViews)
-	case key.Matches(msg, k.View1):
-		m.setView(viewOverview)
-	case key.Matches(msg, k.View2):
-		m.setView(viewStream)
-	case key.Matches(msg, k.View3):
-		m.setView(viewLog)
-	case key.Matches(msg, k.View4):
-		m.setView(viewRuns)
-	case key.Matches(msg, k.View5):
-		m.setView(viewCapacity)
+		m.setView((m.active + 1) % len(m.panels))
+	case key.Matches(msg, k.PrevView):
+		m.setView((m.active + len(m.panels) - 1) % len(m.panels))
 	case key.Matches(msg, k.More):
 		m.changeLoad(func(c int) int { return c + 1 }, func(r float64) float64 { return r + 1 })
 	case key.Matches(msg, k.Less):
@@ -533,31 +354,11 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Halve):
 		m.changeLoad(func(c int) int { return c / 2 }, func(r float64) float64 { return math.Max(r/2, 0.125) })
 	case key.Matches(msg, k.RateMode):
-		m.rateMode = !m.rateMode
-		if m.deps.Load != nil {
-			n := 0
-			if m.rateMode {
-				n = m.deps.Load.SetRate(m.rate)
-			} else {
-				n = m.deps.Load.SetConcurrency(m.concurrency)
-			}
-			m.startEpoch(n, m.util)
-		}
-		m.setStatus("load: "+m.loadSettings(), false)
+		m.toggleRateMode()
 	case key.Matches(msg, k.Pause):
-		m.paused = !m.paused
-		if m.deps.Load != nil {
-			if m.paused {
-				m.deps.Load.Pause()
-			} else {
-				m.deps.Load.Resume()
-			}
-		}
-		if m.paused {
-			m.setStatus("load paused", false)
-		} else {
-			m.setStatus("load running: "+m.loadSettings(), false)
-		}
+		m.togglePause()
+	case key.Matches(msg, k.PromptLen):
+		m.togglePrompts()
 	case key.Matches(msg, k.UtilDown):
 		m.nudgeUtil(-0.01)
 	case key.Matches(msg, k.UtilUp):
@@ -566,164 +367,279 @@ func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.nudgeUtil(-0.05)
 	case key.Matches(msg, k.UtilUpBig):
 		m.nudgeUtil(0.05)
-	case key.Matches(msg, k.Restart):
-		if m.view == viewRuns {
-			break
-		}
-		if m.deps.RestartDisabled || m.deps.Supervisor == nil {
-			m.setStatus("attached: this server was not started here, so it cannot be restarted", true)
-			break
-		}
-		if m.restarting {
-			m.setStatus("a restart is already under way", true)
-			break
-		}
-		m.confirming = true
-	case key.Matches(msg, k.Watch):
-		if m.deps.Load != nil {
-			m.watched = m.deps.Load.Watch()
-			m.watchView = loadgen.WatchedView{}
-			m.setStatus("watching the next request", false)
-		}
-	case key.Matches(msg, k.PromptLen):
-		if m.deps.Load == nil {
-			break
-		}
-		m.longPrompts = !m.longPrompts
-		name, n := m.deps.Load.UseLongPrompts(m.longPrompts)
-		m.setStatus("workload: "+name, false)
-		m.watched = m.deps.Load.Watch()
-		m.startEpoch(n, m.util)
+	case key.Matches(msg, k.Restart) && !panelHas(p, msg):
+		m.askRestart()
 	case key.Matches(msg, k.Theme):
-		m.theme = themes.Next(m.theme.Name)
-		m.styles = NewStyles(m.theme)
-		m.help.Styles = m.styles.Help
-		m.redrawCharts()
-		m.restyleLog()
-		m.refreshLogView()
-	case key.Matches(msg, k.Up):
-		m.scroll(-1)
-	case key.Matches(msg, k.Down):
-		m.scroll(1)
-	case key.Matches(msg, k.Select):
-		if m.view == viewRuns && len(m.runs) > 0 {
-			m.pick(m.cursor)
-		}
-	case key.Matches(msg, k.Follow):
-		if m.view == viewLog {
-			m.follow = !m.follow
-			m.refreshLogView()
-		}
-	case key.Matches(msg, k.Filter):
-		if m.view == viewLog {
-			m.filtering = true
-			m.filter.Focus()
-			return m, textinput.Blink
-		}
-	case key.Matches(msg, k.Cancel):
-		m.showHelp = false
+		m.nextTheme()
+	default:
+		return p.Update(msg), false
 	}
-	return m, nil
+	return nil, false
 }
 
-func (m *Model) setView(v int) {
-	m.view = v
-	if v == viewLog {
-		m.refreshLogView()
+// panelHas reports whether the panel has a key of its own for msg (which then wins over a
+// global one that is only a shortcut, such as enter).
+func panelHas(p panel, msg tea.KeyMsg) bool {
+	for _, group := range p.FullHelp() {
+		for _, b := range group {
+			if key.Matches(msg, b) {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+func (m *Model) setView(i int) {
+	m.active, m.showHelp = i, false
+	m.panels[i].Update(refreshMsg{second: true})
+}
+
+func (m *Model) loadSettings() string {
+	if m.c.s.rateMode {
+		return fmt.Sprintf("rate %s/s", trimFloat(m.c.s.rate))
+	}
+	return fmt.Sprintf("C=%d", m.c.s.concurrency)
 }
 
 func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
+	c, s := m.c, &m.c.s
 	n := 0
-	if m.rateMode {
-		m.rate = rate(m.rate)
-		if m.deps.Load != nil {
-			n = m.deps.Load.SetRate(m.rate)
+	if s.rateMode {
+		s.rate = rate(s.rate)
+		if c.deps.Load != nil {
+			n = c.deps.Load.SetRate(s.rate)
 		}
 	} else {
-		m.concurrency = conc(m.concurrency)
-		if m.deps.Load != nil {
-			n = m.deps.Load.SetConcurrency(m.concurrency)
+		s.concurrency = conc(s.concurrency)
+		if c.deps.Load != nil {
+			n = c.deps.Load.SetConcurrency(s.concurrency)
 		}
 	}
-	m.setStatus("load: "+m.loadSettings(), false)
-	if m.deps.Load != nil {
-		m.startEpoch(n, m.util)
+	c.setStatus("load: "+m.loadSettings(), false)
+	if c.deps.Load != nil {
+		c.beginEpoch(n, s.util)
 	}
+}
+
+func (m *Model) toggleRateMode() {
+	c, s := m.c, &m.c.s
+	s.rateMode = !s.rateMode
+	if c.deps.Load != nil {
+		n := 0
+		if s.rateMode {
+			n = c.deps.Load.SetRate(s.rate)
+		} else {
+			n = c.deps.Load.SetConcurrency(s.concurrency)
+		}
+		c.beginEpoch(n, s.util)
+	}
+	c.setStatus("load: "+m.loadSettings(), false)
+}
+
+func (m *Model) togglePause() {
+	c, s := m.c, &m.c.s
+	s.paused = !s.paused
+	if c.deps.Load != nil && s.autoPause == "" {
+		if s.paused {
+			c.deps.Load.Pause()
+		} else {
+			c.deps.Load.Resume()
+		}
+		c.pauseChanged(s.paused)
+	}
+	switch {
+	case s.paused:
+		c.setStatus("load paused (space resumes)", false)
+	case s.autoPause != "":
+		c.setStatus(s.autoPause+": the load resumes when the server answers", true)
+	default:
+		c.setStatus("load running: "+m.loadSettings(), false)
+	}
+}
+
+func (m *Model) togglePrompts() {
+	c, s := m.c, &m.c.s
+	if c.deps.Load == nil {
+		return
+	}
+	s.longPrompts = !s.longPrompts
+	name, n := c.deps.Load.UseLongPrompts(s.longPrompts)
+	s.workloads[boolIndex(s.longPrompts)] = name
+	c.setStatus("workload: "+clean(name), false)
+	c.beginEpoch(n, s.util)
+	for _, p := range m.panels {
+		p.Update(workloadMsg{long: s.longPrompts})
+	}
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (m *Model) nudgeUtil(d float64) {
-	if m.deps.RestartDisabled {
-		m.setStatus("attached: the server's settings cannot be changed from here", true)
+	c, s := m.c, &m.c.s
+	if c.deps.RestartDisabled {
+		c.setStatus("attached: the server's settings cannot be changed from here", true)
 		return
 	}
-	base := m.pendingUtil
+	base := s.pendingUtil
 	if base == 0 {
 		base = server.DefaultGPUMemoryUtilization
 	}
-	m.pendingUtil = math.Round(math.Min(math.Max(base+d, 0.05), 1)*100) / 100
-	m.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", m.pendingUtil), false)
+	s.pendingUtil = math.Round(math.Min(math.Max(base+d, 0.05), 1)*100) / 100
+	c.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", s.pendingUtil), false)
 }
 
-func (m Model) startRestart() (tea.Model, tea.Cmd) {
-	m.restarting = true
-	if m.deps.Load != nil {
-		m.deps.Load.Pause()
+func (m *Model) askRestart() {
+	c, s := m.c, &m.c.s
+	switch {
+	case c.deps.RestartDisabled || c.deps.Supervisor == nil:
+		c.setStatus("attached: this server was not started here, so it cannot be restarted", true)
+	case s.phase == phaseRestarting:
+		c.setStatus("a restart is already under way", true)
+	case s.phase == phaseIdle:
+		s.phase = phaseConfirming
 	}
-	// The new run's row starts now, so the capacity it reports lands in it.
-	if m.deps.Load != nil {
-		m.startEpoch(m.deps.Load.Mark("restart"), m.pendingUtil)
-	}
-	m.setStatus(fmt.Sprintf("restarting with --gpu-memory-utilization %.2f ...", m.pendingUtil), false)
-	return m, restartCmd(m.deps.Supervisor, m.pendingUtil)
 }
 
-func (m Model) quit() (tea.Model, tea.Cmd) {
-	if m.restarting {
-		// Stopping now would race the restart's start; stop as soon as it is done.
-		m.quitting = 1
-		m.setStatus("stopping after the restart under way (q again or ctrl+c to force) ...", false)
-		return m, nil
+func (m *Model) startRestart() tea.Cmd {
+	c, s := m.c, &m.c.s
+	s.phase = phaseRestarting
+	if c.deps.Load != nil {
+		c.deps.Load.Pause()
+		// The new run's row starts now, so the capacity it reports lands in it.
+		c.beginEpoch(c.deps.Load.Mark("restart"), s.pendingUtil)
 	}
-	m.quitting = 1
-	if m.deps.Load != nil {
-		m.deps.Load.Pause()
-	}
-	if m.deps.Supervisor == nil || m.deps.RestartDisabled || m.eventsClosed {
-		return m, tea.Quit
-	}
-	m.setStatus("stopping the server (q again or ctrl+c to force) ...", false)
-	return m, stopCmd(m.deps.Supervisor)
+	c.setStatus(fmt.Sprintf("restarting with --gpu-memory-utilization %.2f ...", s.pendingUtil), false)
+	return restartCmd(c.deps.Supervisor, s.pendingUtil)
 }
 
-func (m *Model) scroll(d int) {
-	switch m.view {
-	case viewRuns:
-		m.cursor = min(max(m.cursor+d, 0), max(len(m.runs)-1, 0))
-	case viewLog:
-		m.follow = false
-		if d < 0 {
-			m.logView.ScrollUp(1)
+func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
+	c, s := m.c, &m.c.s
+	if s.phase == phaseStopping {
+		return stopCmd(c.deps.Supervisor)
+	}
+	s.phase = phaseIdle
+	if msg.err != nil {
+		// The server is down: load would only count refused connections.
+		s.paused = true
+		c.pauseChanged(true)
+		c.setStatus("restart failed: "+clean(msg.err.Error())+" (load paused)", true)
+		return nil
+	}
+	s.util = msg.util
+	s.autoPause = ""
+	c.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
+	if c.deps.Load != nil && !s.paused {
+		c.deps.Load.Resume()
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	c, s := m.c, &m.c.s
+	restarting := s.phase == phaseRestarting
+	s.phase = phaseStopping
+	if c.deps.Load != nil {
+		c.deps.Load.Pause()
+	}
+	if restarting {
+		// Stopping now would race the restart's start; the stop follows the restart.
+		c.setStatus("stopping after the restart under way (q again or ctrl+c to force) ...", false)
+		return nil
+	}
+	if c.deps.Supervisor == nil || c.deps.RestartDisabled || m.eventsClosed {
+		s.phase = phaseForced
+		return tea.Quit
+	}
+	c.setStatus("stopping the load and the server (q again or ctrl+c to force) ...", false)
+	return stopCmd(c.deps.Supervisor)
+}
+
+func (m *Model) forceQuit() tea.Cmd {
+	c := m.c
+	c.s.phase = phaseForced
+	if c.deps.Supervisor != nil && !c.deps.RestartDisabled {
+		_ = c.deps.Supervisor.Kill()
+	}
+	return tea.Quit
+}
+
+func (m *Model) nextTheme() {
+	c := m.c
+	c.theme = themes.Next(c.theme.Name)
+	c.styles = NewStyles(c.theme, c.deps.NoColor)
+	msg := "theme " + c.theme.Name
+	if c.deps.NoColor {
+		msg += " (NO_COLOR: no colours are drawn)"
+	}
+	c.setStatus(msg, false)
+	for _, p := range m.panels {
+		p.Update(restyleMsg{})
+	}
+	m.refreshAll()
+}
+
+// View stitches the cached parts: header, tab line, the active panel (or the help) and the
+// footer.
+func (m *Model) View() string {
+	if m.width == 0 || m.height == 0 {
+		return "vllmtop: starting ..."
+	}
+	if m.scr.TooSmall {
+		return truncate(fmt.Sprintf("terminal too small: %dx%d (vllmtop needs %dx%d)", m.width, m.height, minWidth, minHeight), m.width)
+	}
+	body := m.panels[m.active].View()
+	if m.showHelp {
+		body = m.help.View(m.keys, m.panels[m.active], tabs[m.active].name)
+	}
+	b := m.scr.Body
+	parts := []string{
+		m.header.View(),
+		m.tabLine(),
+		fit(body, b.W, b.H),
+		m.footer.View(m.keys, m.panels[m.active]),
+	}
+	return strings.Join(parts, "\n")
+}
+
+// tabLine names the views with their keys, the active one marked (reverse and brackets
+// without colour, so it shows on any terminal), and the chart window on the right.
+func (m *Model) tabLine() string {
+	st := &m.c.styles
+	var b strings.Builder
+	for i, t := range tabs {
+		label := fmt.Sprintf(" %d %s ", i+1, t.name)
+		if i == m.active {
+			if st.NoColor {
+				label = fmt.Sprintf("[%d %s]", i+1, t.name)
+			}
+			b.WriteString(st.TabOn.Render(label))
 		} else {
-			m.logView.ScrollDown(1)
+			b.WriteString(st.Tab.Render(label))
 		}
 	}
+	right := st.Muted.Render(fmt.Sprintf("window %s (z) · theme %s", fmtSpan(chartWindows[m.c.s.window]), m.c.theme.Name))
+	line := b.String()
+	if gap := m.width - lipgloss.Width(line) - lipgloss.Width(right); gap >= 2 {
+		line += strings.Repeat(" ", gap) + right
+	}
+	return truncate(line, m.width)
 }
 
-// pick chooses or unchooses the run in row i for the comparison; a third pick drops the oldest.
-func (m *Model) pick(i int) {
-	if i < 0 || i >= len(m.runs) {
-		return
+// fmtSpan is a round span: "10s", "1m", "5m", "1h".
+func fmtSpan(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
 	}
-	n := m.runs[i].Epoch
-	for j, p := range m.picked {
-		if p == n {
-			m.picked = append(m.picked[:j], m.picked[j+1:]...)
-			return
-		}
-	}
-	m.picked = append(m.picked, n)
-	if len(m.picked) > 2 {
-		m.picked = m.picked[1:]
-	}
+	return fmtDur(d)
 }

@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/stretchr/testify/assert"
@@ -9,300 +12,421 @@ import (
 	"github.com/vllmtop/vllmtop/server"
 )
 
-func press(t *testing.T, m Model, keys ...string) (Model, tea.Cmd) {
-	t.Helper()
-	var cmd tea.Cmd
-	for _, k := range keys {
-		var msg tea.KeyMsg
-		switch k {
-		case "enter":
-			msg = tea.KeyMsg{Type: tea.KeyEnter}
-		case "esc":
-			msg = tea.KeyMsg{Type: tea.KeyEsc}
-		case "tab":
-			msg = tea.KeyMsg{Type: tea.KeyTab}
-		case "space":
-			msg = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
-		case "ctrl+c":
-			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
-		case "ctrl+u":
-			msg = tea.KeyMsg{Type: tea.KeyCtrlU}
-		case "ctrl+y":
-			msg = tea.KeyMsg{Type: tea.KeyCtrlY}
-		case "up":
-			msg = tea.KeyMsg{Type: tea.KeyUp}
-		case "down":
-			msg = tea.KeyMsg{Type: tea.KeyDown}
-		default:
-			msg = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+func sized(t *testing.T) *driver { return newDriver(t, 120, 40) }
+
+func TestBatchedKeysAreEveryKey(t *testing.T) {
+	d := sized(t)
+	// Keys typed faster than the terminal is read arrive as one message of several runes.
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("+++")})
+	assert.Equal(t, 7, d.m.c.s.concurrency, "+++ is three presses")
+	assert.Equal(t, 7, d.td.load.concurrency)
+	assert.Len(t, d.m.c.s.marks, 3, "each press is an epoch")
+
+	// j j j in the Runs view moves the cursor three rows.
+	for i := 0; i < 6; i++ {
+		for j := 0; j < 4; j++ { // long enough not to be folded away
+			d.requests(3, 40*time.Millisecond)
+			d.second()
 		}
-		var next tea.Model
-		next, cmd = m.Update(msg)
-		m = next.(Model)
+		d.press("-")
 	}
-	return m, cmd
+	d.second()
+	d.press("4")
+	runs := panelOf[*runsPanel](d)
+	rows, _ := runs.rows()
+	require.GreaterOrEqual(t, len(rows), 5)
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("kkk")})
+	assert.Equal(t, len(rows)-4, runs.cursorIndex(rows), "kkk moves up three rows")
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jj")})
+	assert.Equal(t, len(rows)-2, runs.cursorIndex(rows))
+
+	// A batched " " is a space: pause.
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("  ")})
+	assert.False(t, d.td.load.isPaused(), "two spaces pause and resume")
+	assert.Equal(t, 1, d.td.load.pauses)
 }
 
-func sized(t *testing.T) (Model, testDeps) {
-	td := newTestDeps(t)
-	m := New(td.deps)
-	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	return next.(Model), td
+func TestSplitKeys(t *testing.T) {
+	one := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("+")}
+	assert.Equal(t, []tea.KeyMsg{one}, splitKeys(one))
+	enter := tea.KeyMsg{Type: tea.KeyEnter}
+	assert.Equal(t, []tea.KeyMsg{enter}, splitKeys(enter))
+	got := splitKeys(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("a b")})
+	require.Len(t, got, 3)
+	assert.Equal(t, "a", got[0].String())
+	assert.Equal(t, tea.KeySpace, got[1].Type)
+	assert.Equal(t, " ", got[1].String())
 }
 
 func TestLoadKeys(t *testing.T) {
-	m, td := sized(t)
-	m, _ = press(t, m, "+", "+")
-	assert.Equal(t, 6, m.concurrency)
-	assert.Equal(t, 6, td.load.concurrency)
-	m, _ = press(t, m, "-")
-	assert.Equal(t, 5, td.load.concurrency)
-	m, _ = press(t, m, "]")
-	assert.Equal(t, 10, td.load.concurrency)
-	m, _ = press(t, m, "[", "[", "[", "[", "[")
-	assert.Equal(t, 0, td.load.concurrency, "halving stops at zero")
-	m, _ = press(t, m, "-")
-	assert.Equal(t, 0, td.load.concurrency, "never negative")
-	epochsBefore := len(m.runs)
-	m, _ = press(t, m, "r")
-	assert.True(t, m.rateMode)
-	assert.Equal(t, 1.0, td.load.rate, "rate mode starts at 1 req/s")
-	m, _ = press(t, m, "+", "]")
-	assert.Equal(t, 4.0, td.load.rate)
-	m, _ = press(t, m, "[", "-")
-	assert.Equal(t, 1.0, td.load.rate)
-	assert.Equal(t, epochsBefore+5, len(m.runs), "every load change is an epoch")
-	m, _ = press(t, m, "r")
-	assert.False(t, m.rateMode)
-	assert.Equal(t, 0, td.load.concurrency)
-
-	m, _ = press(t, m, "space")
-	assert.True(t, td.load.paused)
-	assert.True(t, m.paused)
-	m, _ = press(t, m, "space")
-	assert.False(t, td.load.paused)
+	d := sized(t)
+	s := &d.m.c.s
+	d.press("+", "+")
+	assert.Equal(t, 6, td(d).concurrency)
+	d.press("-")
+	assert.Equal(t, 5, td(d).concurrency)
+	d.press("]")
+	assert.Equal(t, 10, td(d).concurrency)
+	d.press("[", "[", "[", "[", "[")
+	assert.Equal(t, 0, td(d).concurrency, "halving stops at zero")
+	d.press("-")
+	assert.Equal(t, 0, td(d).concurrency, "never negative")
+	epochs := len(s.runs)
+	d.press("r")
+	assert.True(t, s.rateMode)
+	assert.Equal(t, 1.0, td(d).rate, "rate mode starts at 1 req/s")
+	d.press("+", "]")
+	assert.Equal(t, 4.0, td(d).rate)
+	d.press("[", "-")
+	assert.Equal(t, 1.0, td(d).rate)
+	assert.Equal(t, epochs+5, len(s.runs), "every load change is an epoch")
+	d.press("r")
+	assert.False(t, s.rateMode)
+	d.press("space")
+	assert.True(t, td(d).paused)
+	assert.Contains(t, d.view(), "paused")
+	d.press("space")
+	assert.False(t, td(d).paused)
 }
 
-func TestViewKeys(t *testing.T) {
-	m, _ := sized(t)
-	for i, k := range []string{"2", "3", "4", "5", "1"} {
-		m, _ = press(t, m, k)
-		assert.Equal(t, (i+1)%numViews, m.view, k)
+func td(d *driver) *fakeLoad { return d.td.load }
+
+func TestViewKeysComeFromTheTabList(t *testing.T) {
+	d := sized(t)
+	for i := range tabs {
+		d.press(string(rune('1' + i)))
+		assert.Equal(t, i, d.m.active)
+		assert.Contains(t, d.m.tabLine(), tabs[i].name)
 	}
-	m, _ = press(t, m, "tab", "tab")
-	assert.Equal(t, viewLog, m.view)
-	m, _ = press(t, m, "?")
-	assert.True(t, m.showHelp)
-	m, _ = press(t, m, "esc")
-	assert.False(t, m.showHelp)
-	before := m.theme.Name
-	m, _ = press(t, m, "t")
-	assert.NotEqual(t, before, m.theme.Name)
+	d.press("1", "tab", "tab")
+	assert.Equal(t, 2, d.m.active)
+	d.press("shift+tab", "shift+tab", "shift+tab")
+	assert.Equal(t, len(tabs)-1, d.m.active, "shift+tab goes back, round the end")
+	d.press("?")
+	assert.True(t, d.m.showHelp)
+	d.press("esc")
+	assert.False(t, d.m.showHelp)
+}
+
+func TestThemeKeyNamesTheTheme(t *testing.T) {
+	d := sized(t)
+	before := d.m.c.theme.Name
+	d.press("t")
+	assert.NotEqual(t, before, d.m.c.theme.Name)
+	assert.Contains(t, d.view(), "theme "+d.m.c.theme.Name)
+}
+
+func TestWindowKeyCyclesTheChartSpan(t *testing.T) {
+	d := sized(t)
+	assert.Contains(t, d.m.tabLine(), "window 5m")
+	for _, want := range []string{"15m", "1h", "1m", "5m"} {
+		d.press("z")
+		assert.Contains(t, d.m.tabLine(), "window "+want)
+	}
+	d.press("2", "z")
+	assert.Contains(t, d.m.tabLine(), "window 5m", "z belongs to the Overview")
 }
 
 func TestRestartNeedsConfirmation(t *testing.T) {
-	m, td := sized(t)
-	m, _ = press(t, m, "u", "u", "U")
-	assert.InDelta(t, 0.91, m.pendingUtil, 1e-9)
-	m, _ = press(t, m, "ctrl+u")
-	assert.InDelta(t, 0.86, m.pendingUtil, 1e-9)
-	m, _ = press(t, m, "ctrl+y", "ctrl+y", "ctrl+y")
-	assert.InDelta(t, 1.0, m.pendingUtil, 1e-9, "capped at 1")
-	m, _ = press(t, m, "ctrl+u", "ctrl+u")
-	assert.InDelta(t, 0.90, m.pendingUtil, 1e-9)
+	d := sized(t)
+	s := &d.m.c.s
+	d.press("u", "u", "U")
+	assert.InDelta(t, 0.91, s.pendingUtil, 1e-9)
+	d.press("ctrl+u")
+	assert.InDelta(t, 0.86, s.pendingUtil, 1e-9)
+	d.press("ctrl+y", "ctrl+y", "ctrl+y")
+	assert.InDelta(t, 1.0, s.pendingUtil, 1e-9, "capped at 1")
+	d.press("ctrl+u", "ctrl+u")
+	assert.InDelta(t, 0.90, s.pendingUtil, 1e-9)
 
-	m, cmd := press(t, m, "enter")
-	assert.True(t, m.confirming)
+	cmd := d.press("enter")
+	assert.Equal(t, phaseConfirming, s.phase)
 	assert.Nil(t, cmd, "nothing happens before the confirmation")
-	assert.Contains(t, m.View(), "restart the server with --gpu-memory-utilization 0.90 (now 0.92)?")
-	m, _ = press(t, m, "esc")
-	assert.False(t, m.confirming)
-	assert.InDelta(t, 0.92, m.pendingUtil, 1e-9, "cancel drops the pending value")
-	assert.Empty(t, td.sup.restarts)
+	assert.Contains(t, d.view(), "restart the server with --gpu-memory-utilization 0.90 (now 0.92)?")
+	d.press("esc")
+	assert.Equal(t, phaseIdle, s.phase)
+	assert.InDelta(t, 0.92, s.pendingUtil, 1e-9, "cancel drops the pending value")
+	assert.Empty(t, d.td.sup.restarts)
 
-	m, _ = press(t, m, "u", "enter")
-	epochs := len(m.runs)
-	m, cmd = press(t, m, "enter")
+	d.press("u", "enter")
+	epochs := len(s.runs)
+	cmd = d.press("y")
 	require.NotNil(t, cmd)
-	assert.True(t, m.restarting)
-	assert.True(t, td.load.paused, "the load pauses during a restart")
-	assert.Equal(t, epochs+1, len(m.runs), "a restart is an epoch")
-	msg := cmd()
-	done, ok := msg.(restartDoneMsg)
+	assert.Equal(t, phaseRestarting, s.phase)
+	assert.True(t, d.td.load.isPaused(), "the load pauses during a restart")
+	assert.Equal(t, epochs+1, len(s.runs), "a restart is an epoch")
+	// The server goes down and up; the header says "restarting", never a failure.
+	d.td.sup.setStatus(func(st *server.Status) { st.State = server.Exited })
+	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited}}})
+	d.td.scr.err = errors.New("connection refused")
+	d.second()
+	head := strings.SplitN(d.view(), "\n", 3)
+	assert.Contains(t, head[0], "restarting")
+	assert.NotContains(t, d.view(), "metrics failing")
+	assert.NotContains(t, d.view(), "exited")
+	done, ok := cmd().(restartDoneMsg)
 	require.True(t, ok)
-	require.Len(t, td.sup.restarts, 1)
-	assert.Equal(t, server.Set("--gpu-memory-utilization", "0.91"), td.sup.restarts[0][0])
-	next, _ := m.Update(done)
-	m = next.(Model)
-	assert.False(t, m.restarting)
-	assert.InDelta(t, 0.91, m.util, 1e-9)
-	assert.False(t, td.load.paused, "the load resumes")
+	require.Len(t, d.td.sup.restarts, 1)
+	assert.Equal(t, server.Set("--gpu-memory-utilization", "0.91"), d.td.sup.restarts[0][0])
+	d.td.sup.setStatus(func(st *server.Status) { st.State = server.Ready })
+	d.td.scr.err = nil
+	d.send(done)
+	assert.Equal(t, phaseIdle, s.phase)
+	assert.InDelta(t, 0.91, s.util, 1e-9)
+	assert.False(t, d.td.load.isPaused(), "the load resumes")
 }
 
 func TestAttachModeCannotRestart(t *testing.T) {
-	td := newTestDeps(t)
-	td.deps.Mode, td.deps.RestartDisabled, td.deps.StartPaused = ModeAttach, true, true
-	m := New(td.deps)
-	m.Init()
-	assert.True(t, td.load.paused, "attach mode starts with the load paused")
-	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m = next.(Model)
-	m, cmd := press(t, m, "u", "enter")
+	d := newDriver(t, 120, 40, func(dp *Deps) {
+		dp.Mode, dp.RestartDisabled, dp.StartPaused, dp.Target = ModeAttach, true, true, "http://gpu-7:8000"
+	})
+	assert.True(t, d.td.load.isPaused(), "attach mode starts with the load paused")
+	cmd := d.press("u", "enter")
 	assert.Nil(t, cmd)
-	assert.False(t, m.confirming)
-	assert.Contains(t, m.status, "attached")
-	m, _ = press(t, m, "3")
-	assert.Contains(t, m.View(), "log is not available")
-	m, _ = press(t, m, "space")
-	assert.False(t, td.load.paused, "space starts the load")
-	_, cmd = press(t, m, "q")
+	assert.Equal(t, phaseIdle, d.m.c.s.phase)
+	assert.Contains(t, d.m.c.s.status, "attached")
+	d.press("3")
+	assert.Contains(t, d.view(), "log is not available")
+	d.press("space")
+	assert.False(t, d.td.load.isPaused(), "space starts the load")
+	cmd = d.press("q")
 	require.NotNil(t, cmd)
 	assert.Equal(t, tea.Quit(), cmd(), "attached: q quits at once, nothing to stop")
-	assert.False(t, td.sup.stopped)
+	assert.False(t, d.td.sup.stopped)
+}
+
+func TestAttachModeReadsCapacityFromMetrics(t *testing.T) {
+	d := newDriver(t, 120, 40, func(dp *Deps) {
+		dp.Mode, dp.RestartDisabled, dp.Capacity, dp.InitialUtil = ModeAttach, true, nil, 0
+	})
+	d.td.sup.setStatus(func(st *server.Status) { *st = server.Status{State: server.Ready, URL: "http://gpu-7:8000"} })
+	d.second()
+	d.second()
+	d.press("5")
+	out := d.view()
+	assert.Contains(t, out, "464,720 tokens", "KV tokens from vllm:cache_config_info")
+	assert.Contains(t, out, "29,045 blocks of 16")
+	assert.Contains(t, out, "max conc 3.55x")
+	assert.Contains(t, out, "util 0.92")
+	assert.Contains(t, out, "vllm:cache_config_info")
+	assert.Contains(t, out, "an attached server reports only its current capacity")
+	assert.NotContains(t, out, "waiting for the server")
+}
+
+func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
+	d := newDriver(t, 120, 40, func(dp *Deps) { dp.Mode, dp.RestartDisabled, dp.StartPaused = ModeAttach, true, true })
+	d.press("space") // attach mode starts paused; the user starts the load
+	require.False(t, d.td.load.isPaused())
+	d.td.sup.setStatus(func(st *server.Status) { st.Unreachable = "connection refused"; st.State = server.Unhealthy })
+	d.second()
+	assert.True(t, d.td.load.isPaused(), "no load against a server that does not answer")
+	out := d.view()
+	assert.Contains(t, strings.SplitN(out, "\n", 2)[0], "unreachable: connection refused")
+	assert.Contains(t, out, "server unreachable: connection refused (load paused)")
+	d.td.sup.setStatus(func(st *server.Status) { st.Unreachable = ""; st.State = server.Ready })
+	d.second()
+	assert.False(t, d.td.load.isPaused(), "the load resumes when the server answers")
+
+	// A supervised server that exits pauses the load too, and stays paused.
+	d = sized(t)
+	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
+	assert.True(t, d.td.load.isPaused())
+	assert.Contains(t, d.view(), "server exited: exit status 1: ValueError: boom (load paused)")
 }
 
 func TestQuitStopsThenForces(t *testing.T) {
-	m, td := sized(t)
-	m, cmd := press(t, m, "q")
+	d := sized(t)
+	cmd := d.press("q")
 	require.NotNil(t, cmd)
-	assert.Equal(t, 1, m.quitting)
-	assert.True(t, td.load.paused, "the load stops first")
-	assert.Contains(t, m.View(), "stopping the server")
+	assert.Equal(t, phaseStopping, d.m.c.s.phase)
+	assert.True(t, d.td.load.isPaused(), "the load stops first")
+	assert.Contains(t, d.view(), "stopping the load and the server")
 	msg := cmd()
 	_, ok := msg.(stopDoneMsg)
 	require.True(t, ok)
-	assert.True(t, td.sup.stopped)
-	_, cmd = m.Update(msg)
-	assert.Equal(t, tea.Quit(), cmd())
+	assert.True(t, d.td.sup.stopped)
+	assert.Equal(t, tea.Quit(), d.send(msg)())
 
-	m, td = sized(t)
-	m, _ = press(t, m, "q")
-	_, cmd = press(t, m, "q")
+	d = sized(t)
+	d.press("q")
+	cmd = d.press("q")
 	assert.Equal(t, tea.Quit(), cmd(), "a second q forces")
-	assert.True(t, td.sup.killed)
+	assert.Equal(t, phaseForced, d.m.c.s.phase)
+	assert.True(t, d.td.sup.killed)
 
-	m, td = sized(t)
-	_, cmd = press(t, m, "ctrl+c")
+	d = sized(t)
+	cmd = d.press("ctrl+c")
 	assert.Equal(t, tea.Quit(), cmd())
-	assert.True(t, td.sup.killed)
-}
-
-func TestWatchAndPromptLengthKeys(t *testing.T) {
-	m, td := sized(t)
-	m, _ = press(t, m, "w")
-	assert.Equal(t, 1, td.load.watches)
-	assert.NotNil(t, m.watched)
-	m, _ = press(t, m, "p")
-	assert.True(t, m.longPrompts)
-	require.NotNil(t, td.load.workload)
-	assert.Equal(t, 4096, td.load.workload.Prompt(0).InputTokens)
-	assert.Equal(t, 2, td.load.watches, "switching prompts watches the next request")
-	m, _ = press(t, m, "p")
-	assert.Equal(t, 256, td.load.workload.Prompt(0).InputTokens)
-	assert.False(t, m.longPrompts)
-}
-
-func TestLogKeys(t *testing.T) {
-	m, _ := sized(t)
-	lines := []server.Line{{Seq: 1, Text: "INFO first", Raw: "INFO first"}, {Seq: 2, Text: "ERROR boom", Raw: "ERROR boom"}}
-	next, cmd := m.Update(serverEventsMsg{events: []server.Event{server.LogBatch{Lines: lines, Dropped: 3}}})
-	m = next.(Model)
-	assert.NotNil(t, cmd, "the event reader is re-armed")
-	m, _ = press(t, m, "3")
-	assert.Contains(t, m.View(), "ERROR boom")
-	assert.Contains(t, m.View(), "3 lines not shown live")
-	m, _ = press(t, m, "f")
-	assert.False(t, m.follow)
-	m, _ = press(t, m, "/")
-	assert.True(t, m.filtering)
-	m, _ = press(t, m, "b", "o", "o", "m", "enter")
-	assert.False(t, m.filtering)
-	assert.Equal(t, "boom", m.filter.Value())
-	v := m.View()
-	assert.Contains(t, v, "ERROR boom")
-	assert.NotContains(t, v, "INFO first")
-
-	next, cmd = m.Update(serverEventsMsg{closed: true})
-	assert.Nil(t, cmd, "a closed channel is not waited on again")
-	assert.True(t, next.(Model).eventsClosed)
-}
-
-func TestRunsPickAndCompare(t *testing.T) {
-	m, _ := sized(t)
-	m, _ = press(t, m, "+", "+", "4", "down", "x", "down", "x")
-	assert.Equal(t, []int{1, 2}, m.picked)
-	assert.Contains(t, m.View(), "run 1 vs run 2")
-	m, _ = press(t, m, "up", "up", "x")
-	assert.Equal(t, []int{2, 0}, m.picked, "a third pick drops the oldest")
-	m, _ = press(t, m, "x")
-	assert.Equal(t, []int{2}, m.picked, "picking again unpicks")
-}
-
-func TestStaleTicksAreIgnored(t *testing.T) {
-	m, _ := sized(t)
-	_, cmd := m.Update(uiTickMsg{gen: 99, at: t0})
-	assert.Nil(t, cmd, "a tick of an old chain does not re-arm")
-	_, cmd = m.Update(uiTickMsg{gen: 0, at: t0})
-	assert.NotNil(t, cmd)
-	_, cmd = m.Update(scrapeTickMsg{gen: 5})
-	assert.Nil(t, cmd)
-}
-
-func TestServerExitPausesTheLoad(t *testing.T) {
-	m, td := sized(t)
-	next, _ := m.Update(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
-	m = next.(Model)
-	assert.True(t, td.load.paused)
-	assert.Contains(t, m.View(), "server exited: exit status 1: ValueError: boom (load paused)")
+	assert.True(t, d.td.sup.killed)
 }
 
 func TestQuitDuringRestartStopsAfterIt(t *testing.T) {
-	m, td := sized(t)
-	m, cmd := press(t, m, "u", "enter", "enter")
-	require.NotNil(t, cmd)
-	m, stop := press(t, m, "q")
+	d := sized(t)
+	restart := d.press("u", "enter", "enter")
+	require.NotNil(t, restart)
+	stop := d.press("q")
 	assert.Nil(t, stop, "nothing is stopped while the restart runs")
-	assert.Equal(t, 1, m.quitting)
-	next, stop := m.Update(cmd())
+	assert.Equal(t, phaseStopping, d.m.c.s.phase)
+	stop = d.send(restart())
 	require.NotNil(t, stop, "the stop follows the restart")
 	_, ok := stop().(stopDoneMsg)
 	assert.True(t, ok)
-	assert.True(t, td.sup.stopped)
-	_ = next
+	assert.True(t, d.td.sup.stopped)
 }
 
 func TestFailedRestartKeepsTheLoadPaused(t *testing.T) {
-	m, td := sized(t)
-	m, cmd := press(t, m, "u", "enter", "enter")
+	d := sized(t)
+	require.NotNil(t, d.press("u", "enter", "enter"))
+	d.send(restartDoneMsg{util: 0.91, err: errors.New("server exited before it was ready")})
+	assert.True(t, d.td.load.isPaused())
+	assert.Contains(t, d.m.c.s.status, "restart failed")
+	assert.InDelta(t, 0.92, d.m.c.s.util, 1e-9, "the utilisation did not change")
+}
+
+func TestStaleTicksAreIgnored(t *testing.T) {
+	d := sized(t)
+	assert.Nil(t, d.send(uiTickMsg{gen: 99, at: t0}), "a tick of an old chain does not re-arm")
+	assert.NotNil(t, d.send(uiTickMsg{gen: 0, at: t0}))
+	assert.Nil(t, d.send(scrapeTickMsg{gen: 5}))
+}
+
+func TestScrapesAreComparedOffTheUIGoroutine(t *testing.T) {
+	d := sized(t)
+	cmd := d.send(scrapeTickMsg{gen: 0})
 	require.NotNil(t, cmd)
-	next, _ := m.Update(restartDoneMsg{util: 0.91, err: assertErr("server exited before it was ready")})
-	m = next.(Model)
-	assert.True(t, td.load.paused)
-	assert.True(t, m.paused)
-	assert.Contains(t, m.status, "restart failed")
-	assert.InDelta(t, 0.92, m.util, 1e-9, "the utilisation did not change")
-}
-
-type assertErr string
-
-func (e assertErr) Error() string { return string(e) }
-
-func TestOldRunsDropWithTheirPicks(t *testing.T) {
-	m, _ := sized(t)
-	for i := 0; i < 120; i++ {
-		m, _ = press(t, m, "+")
-		if i == 5 {
-			m.pick(len(m.runs) - 1)
-		}
+	first, ok := cmd().(scrapeResultMsg)
+	require.True(t, ok)
+	assert.NotNil(t, first.snap)
+	assert.Nil(t, first.fast, "one scrape is no window")
+	d.send(first)
+	*d.td.clock = d.td.clock.Add(time.Second)
+	second := d.send(scrapeTickMsg{gen: 0})().(scrapeResultMsg)
+	require.NotNil(t, second.fast, "the command compares with the previous scrape")
+	assert.InDelta(t, 384, second.fast.Models[0].Total.GenerationTokensPerSec.V, 1e-6)
+	assert.Nil(t, second.snap.Unmapped, "unmapped families are not kept")
+	d.send(second)
+	for i := 0; i < 12; i++ {
+		d.second()
 	}
-	m.pick(len(m.runs) - 1)
-	assert.Len(t, m.runs, 100)
-	require.Len(t, m.picked, 1, "the pick of a dropped run goes with it")
-	assert.Equal(t, m.runs[99].Epoch, m.picked[0])
-	assert.Equal(t, "C=124", m.runs[99].Settings)
-	assert.Len(t, m.notes, 100, "the notes of dropped runs go too")
+	require.NotNil(t, d.m.c.s.slow)
+	assert.InDelta(t, 10, d.m.c.s.slow.ElapsedSeconds, 1e-6, "quantiles over the live window")
 }
 
-func TestPrintableDropsControls(t *testing.T) {
-	assert.Equal(t, "a[31mred\nb]52;c;x", printable("a\x1b[31mred\nb\x1b]52;c;x\x07\u009b"))
+func TestSpecDecodingShowsOnlyWhenTheServerDrafts(t *testing.T) {
+	d := sized(t)
+	d.second()
+	d.second()
+	assert.NotContains(t, d.view(), "spec accept")
+	d.td.scr.spec = true
+	d.second()
+	d.second()
+	d.second() // the header reads the window at the next tick
+	assert.Contains(t, d.view(), "spec accept 70% len 3.10")
+}
+
+func TestHeaderNamesTheCommandNotItsBuildPath(t *testing.T) {
+	d := sized(t)
+	d.second()
+	d.second()
+	head := strings.SplitN(d.view(), "\n", 2)[0]
+	assert.NotContains(t, head, "go-build")
+	assert.Contains(t, head, "up 2m02s", "the server's uptime from process_start_time_seconds")
+	assert.Equal(t, "vllmtop sim --gpu-memory-utilization 0.92", commandSummary(d.td.sup.status.Args))
+	assert.Equal(t, "vllm serve --max-num-seqs 8 --tensor-parallel-size=2",
+		commandSummary([]string{"/opt/venv/bin/vllm", "serve", "m", "--max-num-seqs", "8", "--tensor-parallel-size=2", "--api-key", "s3cret"}))
+}
+
+func TestClientLagIsShownOnlyWhenThereIsSome(t *testing.T) {
+	d := sized(t)
+	d.second()
+	assert.NotContains(t, d.view(), "lag")
+	d.m.c.s.loader.Lag = 80 * time.Millisecond
+	d.m.header.Update(refreshMsg{})
+	assert.Contains(t, d.view(), "client lag 80ms")
+}
+
+func TestHeaderRatesAreTheCurrentEpochs(t *testing.T) {
+	d := sized(t)
+	for i := 0; i < 10; i++ {
+		d.requests(3, 40*time.Millisecond)
+		d.second()
+	}
+	assert.Contains(t, d.view(), "3.0 req/s")
+	d.press("+")
+	for i := 0; i < 2; i++ {
+		d.requests(1, 40*time.Millisecond)
+		d.second()
+	}
+	assert.Contains(t, d.view(), "epoch 1 2.0s")
+	assert.Contains(t, d.view(), "1.0 req/s", "a new epoch's rate is its own, not the last minute's")
+}
+
+func TestRunsPickAndCompare(t *testing.T) {
+	d := sized(t)
+	for _, k := range []string{"+", "+"} {
+		for i := 0; i < 5; i++ {
+			d.requests(3, 40*time.Millisecond)
+			d.second()
+		}
+		d.press(k)
+	}
+	d.second()
+	d.press("4", "up", "up", "x", "down", "x")
+	runs := panelOf[*runsPanel](d)
+	assert.Equal(t, []int{0, 1}, runs.picked)
+	out := d.view()
+	assert.Contains(t, out, "A (run 0) -> B (run 1)")
+	assert.Contains(t, out, "A · run 0")
+	for _, row := range []string{"req/s", "TTFT p99", "ITL p99", "E2E p50"} {
+		assert.Contains(t, out, row)
+	}
+	d.press("down", "x")
+	assert.Equal(t, []int{1, 2}, runs.picked, "a third pick drops the oldest")
+	d.press("x")
+	assert.Equal(t, []int{1}, runs.picked, "picking again unpicks")
+	d.press("esc")
+	assert.Empty(t, runs.picked)
+}
+
+func TestRunsFoldBriefEpochsAndSkipPausedTime(t *testing.T) {
+	d := sized(t)
+	for i := 0; i < 5; i++ {
+		d.requests(3, 40*time.Millisecond)
+		d.second()
+	}
+	d.press("+", "+", "+") // two epochs of no time at all, then one that lasts
+	d.press("space")
+	for i := 0; i < 20; i++ {
+		d.second() // paused: not counted
+	}
+	d.press("space")
+	for i := 0; i < 5; i++ {
+		d.requests(3, 40*time.Millisecond)
+		d.second()
+	}
+	d.press("4")
+	runs := panelOf[*runsPanel](d)
+	rows, folded := runs.rows()
+	assert.Equal(t, 2, folded)
+	require.Len(t, rows, 2)
+	assert.Equal(t, 3, rows[1].e.Epoch)
+	assert.Equal(t, 5*time.Second, rows[1].active, "the 20 paused seconds are not the run's")
+	out := d.view()
+	assert.Contains(t, out, "2 runs shorter than 3.0s folded away")
+	assert.Contains(t, out, "C=7 ·live")
+}
+
+func TestWatchAndPromptLengthKeys(t *testing.T) {
+	d := sized(t)
+	d.press("2")
+	require.Len(t, d.td.load.watches, 1, "the Stream view watches a request of the workload")
+	d.press("w")
+	assert.Len(t, d.td.load.watches, 2)
+	d.press("p")
+	assert.True(t, d.m.c.s.longPrompts)
+	require.NotNil(t, d.td.load.workload)
+	assert.Equal(t, 4096, d.td.load.workload.Prompt(0).InputTokens)
+	assert.Len(t, d.td.load.watches, 3, "switching prompts watches a request of the new workload")
+	d.press("p")
+	assert.Equal(t, 256, d.td.load.workload.Prompt(0).InputTokens)
 }

@@ -1,9 +1,8 @@
 package tui
 
 import (
-	"context"
 	"fmt"
-	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,71 +13,79 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/loadgen"
-	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/themes"
 )
 
-// scripted builds a dashboard and feeds it a fixed sequence: a size, log lines, two scrapes,
-// 30 seconds of results with a load change at 15 s, a watched request and a picked pair of
-// runs. Everything is on a fake clock, so views are the same on every run.
-func scripted(t *testing.T, w, h int, theme string) Model {
+// scripted runs a fixed minute and ten seconds: log lines (vllmtop's polling among them, one
+// with escape sequences), three requests a second with a scrape each second, a load change at
+// 25 s and the long-prompt workload from 50 s (two epoch rules on the charts), two watched
+// requests in the Stream view, and two picked runs.
+func scripted(t *testing.T, w, h int, theme string, noColor bool) *driver {
 	t.Helper()
-	td := newTestDeps(t)
-	clock := t0
-	td.deps.Now = func() time.Time { return clock }
-	td.deps.Theme = theme
-	metrics, err := os.ReadFile("../testdata/vllm-metrics-synthetic-single-process.txt")
-	require.NoError(t, err)
-	td.deps.Scraper = fakeScraper{string(metrics)}
-	m := New(td.deps)
-	step := func(msg tea.Msg) {
-		next, _ := m.Update(msg)
-		m = next.(Model)
-	}
-	step(tea.WindowSizeMsg{Width: w, Height: h})
-	lines := []string{
+	d := newDriver(t, w, h, func(dp *Deps) { dp.Theme, dp.NoColor = theme, noColor })
+	d.m.c.s.window = 0 // one minute: both epoch rules in view
+	d.logs(
 		"(EngineCore pid=4310) INFO 11-30 12:00:01 [model_runner.py:309] Model loading took 14.99 GiB and 3.002100 seconds",
 		"(EngineCore pid=4310) INFO 11-30 12:00:02 [kv_cache_utils.py:2214] GPU KV cache size: 464,720 tokens",
 		"(EngineCore pid=4310) INFO 11-30 12:00:02 [kv_cache_utils.py:2215] Maximum concurrency for 131,072 tokens per request: 3.55x",
 		"(APIServer pid=4127) WARNING 11-30 12:00:03 [api_server.py:12] a warning line",
-		"(APIServer pid=4127) INFO:     127.0.0.1:51240 - \"POST /v1/completions HTTP/1.1\" 200 OK",
-	}
-	var batch server.LogBatch
-	for i, l := range lines {
-		batch.Lines = append(batch.Lines, server.Line{Seq: uint64(i + 1), Run: 1, Time: t0, Raw: l, Text: l})
-	}
-	step(serverEventsMsg{events: []server.Event{batch}})
-	snap, err := td.deps.Scraper.Scrape(context.Background())
-	require.NoError(t, err)
-	step(scrapeResultMsg{snap: snap})
-	step(scrapeResultMsg{snap: snap})
-	for sec := 1; sec <= 30; sec++ {
-		for i := 0; i < 5; i++ {
-			td.load.live.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec+i*3) * time.Millisecond,
-				E2EL: 1200 * time.Millisecond, OutputTokens: 128, PromptTokens: 256, ITLs: []time.Duration{9 * time.Millisecond}})
-			td.load.epochs.Add(loadgen.Result{Epoch: td.load.epoch, Start: clock, TTFT: time.Duration(40+sec) * time.Millisecond,
-				E2EL: 1200 * time.Millisecond, OutputTokens: 128, PromptTokens: 256})
+		`(APIServer pid=4127) INFO:     127.0.0.1:51240 - "GET /health HTTP/1.1" 200 OK`,
+		`(APIServer pid=4127) INFO:     127.0.0.1:51241 - "GET /metrics HTTP/1.1" 200 OK`,
+		`(APIServer pid=4127) INFO:     127.0.0.1:51242 - "POST /v1/completions HTTP/1.1" 200 OK`,
+		"(APIServer pid=4127) ERROR 11-30 12:00:04 [serving.py:99] a line from a hostile server \x1b]0;pwned\x07\x1b[2J with escapes",
+		"(APIServer pid=4127) INFO 11-30 12:00:05 [loggers.py:310] Engine 000: Avg prompt throughput: 768.0 tokens/s, Avg generation throughput: 384.0 tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 21.0%, Prefix cache hit rate: 0.0%",
+	)
+	for sec := 1; sec <= 70; sec++ {
+		ttft := 38 * time.Millisecond
+		if sec > 50 {
+			ttft = 290 * time.Millisecond
+			d.td.scr.ttft = 0.3
 		}
-		for k := 0; k < 4; k++ {
-			clock = clock.Add(uiInterval)
-			step(uiTickMsg{gen: 0, at: clock})
-		}
-		if sec == 15 {
-			step(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}})
+		d.requests(3, ttft)
+		d.second()
+		switch sec {
+		case 25:
+			d.press("+")
+		case 50:
+			d.press("p")
 		}
 	}
-	step(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'w'}})
-	watched := loadgen.Watched{}
-	for i, tok := range []string{" The", " scheduler", " admits", " waiting", " requests", "."} {
-		watched.Token(tok, clock.Add(time.Duration(50+i*9)*time.Millisecond))
+	st := panelOf[*stream](d)
+	st.slots[0] = watchSlot{cur: watchedRequest(*d.td.clock, 256, 40, 33*time.Millisecond, 9*time.Millisecond, false, true)}
+	st.slots[1] = watchSlot{cur: watchedRequest(*d.td.clock, 4096, 60, 280*time.Millisecond, 9*time.Millisecond, true, false)}
+	runs := panelOf[*runsPanel](d)
+	runs.pick(0)
+	runs.pick(d.m.c.s.epoch)
+	d.m.c.s.status = ""
+	d.second()
+	return d
+}
+
+// watchedRequest is a request that started at end minus its length: its first token after
+// ttft, then one token every gap (every 4th one a long gap when interfered), done or not.
+func watchedRequest(end time.Time, prompt, tokens int, ttft, gap time.Duration, interfered, done bool) *scriptedWatch {
+	words := []string{" The", " scheduler", " admits", " waiting", " requests", " when", " blocks", " free", ".", "\n"}
+	var toks []loadgen.WatchedToken
+	at := time.Duration(0)
+	for i := 0; i < tokens; i++ {
+		if i == 0 {
+			at = ttft
+		} else if interfered && i%4 == 0 {
+			at += 4 * gap
+		} else {
+			at += gap
+		}
+		toks = append(toks, loadgen.WatchedToken{Text: words[i%len(words)], At: end.Add(at)})
 	}
-	m.watched = &watched
-	m.watchView = watched.View(0)
-	m.watchView.Started = clock
-	m.watchView.Prompt = loadgen.Prompt{InputTokens: 256}
-	m.pick(0)
-	m.pick(len(m.runs) - 1)
-	m.status = ""
-	return m
+	start := end.Add(-at - time.Millisecond)
+	for i := range toks {
+		toks[i].At = toks[i].At.Add(-at - time.Millisecond)
+	}
+	v := loadgen.WatchedView{Prompt: loadgen.Prompt{InputTokens: prompt, OutputTokens: tokens}, Started: start, Tokens: toks}
+	if done {
+		v.Result = &loadgen.Result{FinishReason: "length", OutputTokens: tokens}
+	}
+	return &scriptedWatch{v: v}
 }
 
 func maxLineWidth(s string) int {
@@ -89,64 +96,109 @@ func maxLineWidth(s string) int {
 	return w
 }
 
+// colour matches an SGR sequence that sets a colour (30-38, 40-48, 90-107 and extended).
+var colour = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]`)
+
 func TestGoldenViews(t *testing.T) {
 	sizes := [][2]int{{80, 24}, {120, 40}, {200, 60}}
-	for _, theme := range []string{"dark", "light"} {
-		for _, sz := range sizes {
-			m := scripted(t, sz[0], sz[1], theme)
-			for v, name := range viewNames {
-				t.Run(fmt.Sprintf("%s/%dx%d/%s", theme, sz[0], sz[1], name), func(t *testing.T) {
-					m.setView(v)
-					out := m.View()
-					assert.LessOrEqual(t, maxLineWidth(out), sz[0], "no line wider than the terminal")
-					assert.LessOrEqual(t, strings.Count(out, "\n")+1, sz[1], "no more lines than the terminal")
-					golden.RequireEqual(t, []byte(out))
-				})
+	for _, sz := range sizes {
+		for _, noColor := range []bool{false, true} {
+			d := scripted(t, sz[0], sz[1], "dark", noColor)
+			styles := themes.Names()
+			if noColor {
+				styles = []string{"NO_COLOR"}
+			}
+			for _, style := range styles {
+				// The t key switches the theme as a user would; the script is not run again.
+				for !noColor && d.m.c.theme.Name != style {
+					d.press("t")
+				}
+				d.m.c.s.status = ""
+				for i, tb := range tabs {
+					t.Run(fmt.Sprintf("%s/%dx%d/%s", style, sz[0], sz[1], tb.name), func(t *testing.T) {
+						d.m.setView(i)
+						d.m.header.Update(refreshMsg{})
+						out := d.view()
+						lines := strings.Split(out, "\n")
+						assert.LessOrEqual(t, maxLineWidth(out), sz[0], "no line wider than the terminal")
+						assert.Len(t, lines, sz[1], "the screen is filled, no more")
+						footer := lines[len(lines)-1]
+						assert.Contains(t, footer, "? help", "the footer always shows help")
+						assert.Contains(t, footer, "q quit", "the footer always shows quit")
+						assert.NotContains(t, out, "pwned", "escape sequences from the server never reach the screen")
+						assert.NotContains(t, out, "\x07")
+						if noColor {
+							assert.False(t, colour.MatchString(out), "NO_COLOR: no colour at all")
+							assert.Regexp(t, `\x1b\[([0-9;]*;)?7[;m]`, out, "NO_COLOR: the active tab is reversed")
+						}
+						golden.RequireEqual(t, []byte(out))
+					})
+				}
 			}
 		}
 	}
 }
 
-func TestHelpOverlayAndTooSmall(t *testing.T) {
-	m := scripted(t, 120, 40, "dark")
-	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'?'}})
-	out := next.(Model).View()
-	assert.Contains(t, out, "pause/resume load")
-	assert.Contains(t, out, "restart with pending util")
-	assert.LessOrEqual(t, maxLineWidth(out), 120)
-	next, _ = next.(Model).Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	narrow := next.(Model).View()
-	for _, k := range []string{"next theme", "quit (twice: force)", "watch a new request", "short/long prompts", "filter log"} {
-		assert.Contains(t, narrow, k, "every key is readable at 80 columns")
+func TestOverviewShowsEpochRulesAndTheSharedWindow(t *testing.T) {
+	d := scripted(t, 120, 40, "dark", false)
+	d.m.setView(0)
+	out := d.view()
+	assert.Contains(t, out, "┊", "epoch rules are drawn")
+	for _, n := range []string{"1", "2"} {
+		assert.Regexp(t, "[│┊ ]"+n+"[ ⠀-⣿┊]", out, "rule %s is labelled with its epoch", n)
 	}
-	assert.LessOrEqual(t, maxLineWidth(narrow), 80)
+	// Every chart's time axis is the same: the same ticks at the same columns.
+	var axes []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "└") {
+			axes = append(axes, l)
+		}
+	}
+	require.Len(t, axes, 2, "two rows of charts, each line holding two axes")
+	assert.Equal(t, axes[0], axes[1], "the top and bottom charts' axes are identical")
+	cells := []rune(axes[0])
+	w := (120 - 1) / 2
+	require.GreaterOrEqual(t, len(cells), 2*w+1)
+	assert.Equal(t, string(cells[:w]), string(cells[w+1:2*w+1]), "the left and right charts' axes are identical")
+	assert.Contains(t, axes[0], "┴", "the axis has ticks")
+	assert.Contains(t, out, "≤300ms", "a queue p99 in the first bucket reads as a bound")
+	assert.Regexp(t, `client n=\d+/10s`, out, "the client's percentiles say their sample count and window")
+}
 
-	for _, sz := range [][2]int{{59, 30}, {100, 15}, {10, 3}, {1, 1}} {
-		next, _ := m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
-		out := next.(Model).View()
-		want := fmt.Sprintf("terminal too small: %dx%d (vllmtop needs 60x16)", sz[0], sz[1])
-		trimmed := strings.TrimSuffix(out, "…")
-		assert.NotEmpty(t, out, "%v", sz)
-		assert.True(t, strings.HasPrefix(want, trimmed), "%v: %q", sz, out)
-		assert.LessOrEqual(t, maxLineWidth(out), sz[0])
+func TestHelpIsCompleteAtEverySize(t *testing.T) {
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
+		d := newDriver(t, sz[0], sz[1])
+		for i, tb := range tabs {
+			d.m.setView(i)
+			d.press("?")
+			require.True(t, d.m.showHelp)
+			out := d.view()
+			assert.LessOrEqual(t, maxLineWidth(out), sz[0])
+			for _, g := range globalHelp() {
+				for _, b := range g.keys {
+					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
+				}
+			}
+			for _, g := range d.m.panels[i].FullHelp() {
+				for _, b := range g {
+					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every key of the panel is in the help", sz[0], sz[1], tb.name)
+				}
+			}
+			d.press("esc")
+			assert.False(t, d.m.showHelp)
+		}
 	}
 }
 
-func TestMessagesBeforeTheFirstWindowSize(t *testing.T) {
+func TestTooSmallAndBeforeTheFirstSize(t *testing.T) {
 	td := newTestDeps(t)
 	m := New(td.deps)
 	assert.Equal(t, "vllmtop: starting ...", m.View())
-	for _, msg := range []tea.Msg{
-		uiTickMsg{at: t0}, uiTickMsg{at: t0}, uiTickMsg{at: t0}, uiTickMsg{at: t0.Add(time.Second)},
-		scrapeResultMsg{err: fmt.Errorf("connection refused")},
-		serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Ready}}},
-		tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'+'}},
-		tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'3'}},
-	} {
-		next, _ := m.Update(msg)
-		m = next.(Model)
-		assert.NotPanics(t, func() { _ = m.View() })
+	for _, sz := range [][2]int{{59, 30}, {100, 15}, {10, 3}, {1, 1}} {
+		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		out := m.View()
+		want := fmt.Sprintf("terminal too small: %dx%d (vllmtop needs 60x16)", sz[0], sz[1])
+		assert.True(t, strings.HasPrefix(want, strings.TrimSuffix(out, "…")), "%v: %q", sz, out)
+		assert.LessOrEqual(t, maxLineWidth(out), sz[0])
 	}
-	next, _ := m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
-	assert.Contains(t, next.(Model).View(), "metrics: connection refused")
 }

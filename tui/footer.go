@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/vllmtop/vllmtop/server"
+)
+
+// footer is the bottom line: the status message (or the restart's question) on the left, keys
+// on the right: the active panel's and the global ones as room allows, and always "? help" and
+// "q quit", which nothing may push off the screen.
+type footer struct {
+	noKeys
+	c *common
+	w int
+}
+
+func newFooter(c *common) *footer { return &footer{c: c} }
+
+func (f *footer) SetSize(w, _ int) { f.w = w }
+
+func (f *footer) Update(tea.Msg) tea.Cmd { return nil }
+
+// View draws the footer for the global keys k and the active panel p.
+func (f *footer) View(k KeyMap, p panel) string {
+	s, st := &f.c.s, &f.c.styles
+	sep := st.Muted.Render(" · ")
+	keyText := func(b key.Binding) string {
+		h := b.Help()
+		return st.Help.ShortKey.Render(h.Key) + " " + st.Help.ShortDesc.Render(h.Desc)
+	}
+	must := keyText(k.Help) + sep + st.Help.ShortKey.Render("q") + " " + st.Help.ShortDesc.Render("quit")
+	msg := ""
+	switch {
+	case s.phase == phaseConfirming:
+		msg = st.Confirm.Render(fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util))
+	case s.status != "" && s.statusBad:
+		msg = st.Bad.Render(s.status)
+	case s.srvErr != "" && s.phase == phaseIdle && s.server.State == server.Ready:
+		msg = st.Bad.Render("metrics: " + s.srvErr)
+	case s.status != "":
+		msg = st.Base.Render(s.status)
+	}
+	// Keys fill what the message leaves, the panel's first.
+	room := f.w - lipgloss.Width(must)
+	if msg != "" {
+		room -= min(lipgloss.Width(msg), max(f.w/2, 20)) + 3
+	}
+	var opt []string
+	if s.phase != phaseConfirming {
+		for _, b := range append(p.ShortHelp(), k.ShortHelp()...) {
+			t := keyText(b)
+			if w := lipgloss.Width(t) + lipgloss.Width(sep); w <= room {
+				opt = append(opt, t)
+				room -= w
+			}
+		}
+	}
+	right := strings.Join(append(opt, must), sep)
+	left := truncate(msg, max(f.w-lipgloss.Width(right)-3, 0))
+	gap := f.w - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return truncate(right, f.w)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}

@@ -1,0 +1,267 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server"
+)
+
+// header is the two lines on top: the server (what runs, its state, its capacity) and the load
+// (its setting and the current epoch's rates). Items that do not fit are left out whole, the
+// least useful first, never cut mid-word.
+type header struct {
+	noKeys
+	c     *common
+	w     int
+	cache string
+}
+
+func newHeader(c *common) *header { return &header{c: c} }
+
+func (h *header) SetSize(w, _ int) { h.w = w }
+
+func (h *header) Update(msg tea.Msg) tea.Cmd {
+	switch msg.(type) {
+	case refreshMsg, restyleMsg:
+		h.cache = h.serverLine() + "\n" + h.loadLine()
+	}
+	return nil
+}
+
+func (h *header) View() string { return h.cache }
+
+// item is one part of a header line and its priority (0 is shown first, and always if it fits).
+type item struct {
+	text string
+	prio int
+}
+
+func fitItems(items []item, sep string, width int) string {
+	parts, prio := make([]string, len(items)), make([]int, len(items))
+	for i, it := range items {
+		parts[i], prio[i] = it.text, it.prio
+	}
+	return joinFit(parts, prio, sep, width)
+}
+
+func (h *header) serverLine() string {
+	c, s, st := h.c, &h.c.s, &h.c.styles
+	srv := s.server
+	model := "–"
+	if m := s.model(); m != nil && m.Name != "" {
+		model = m.Name
+	} else if v := server.ModelArg(srv.Args); v != "" {
+		model = v
+	}
+	state, style := h.state()
+	items := []item{
+		{st.Title.Render("vllmtop"), 0},
+		{st.Muted.Render(c.deps.Mode.String()), 0},
+		{st.Value.Render(truncate(clean(model), 48)), 0},
+		{style.Render(state), 0},
+	}
+	if up, ok := h.uptime(); ok {
+		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 1})
+	}
+	if s.util > 0 || s.pendingUtil > 0 {
+		u := st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", s.util))
+		if s.pendingUtil != s.util {
+			u += st.Warn.Render(fmt.Sprintf("→%.2f", s.pendingUtil))
+		}
+		items = append(items, item{u, 1})
+	}
+	if tok, conc := s.capacity(); tok > 0 {
+		items = append(items, item{st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok"), 2})
+		if conc > 0 {
+			items = append(items, item{st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", conc)), 3})
+		}
+	}
+	if c.deps.Mode == ModeAttach {
+		target := srv.URL
+		if target == "" {
+			target = c.deps.Target
+		}
+		items = append(items, item{st.Muted.Render(clean(target)), 1})
+	} else if cmd := commandSummary(srv.Args); cmd != "" {
+		items = append(items, item{st.Muted.Render(cmd), 4})
+	}
+	if srv.ModelGiB > 0 {
+		items = append(items, item{st.Label.Render("weights ") + fmt.Sprintf("%.2f GiB", srv.ModelGiB), 5})
+	}
+	if v := clean(srv.Version); v != "" {
+		items = append(items, item{st.Muted.Render("vLLM " + v), 6})
+	}
+	return fitItems(items, st.Muted.Render(" · "), h.w)
+}
+
+// state is the server's state as the header says it: a restart under way is "restarting"
+// (not the exit and start it goes through), a server that does not answer says why.
+func (h *header) state() (string, lipgloss.Style) {
+	s, st := &h.c.s, &h.c.styles
+	srv := s.server
+	switch {
+	case s.phase == phaseRestarting:
+		return "restarting", st.Warn
+	case s.phase == phaseStopping || s.phase == phaseForced:
+		return "stopping", st.Warn
+	case srv.Unreachable != "":
+		return "unreachable: " + truncate(clean(srv.Unreachable), 60), st.Bad
+	case srv.State == server.Exited:
+		return "exited (" + truncate(clean(srv.Exit.String()), 60) + ")", st.Bad
+	case srv.State == server.Ready:
+		return "ready", st.Good
+	case srv.State == server.Unhealthy:
+		return "unhealthy", st.Bad
+	case srv.State == server.Starting, srv.State == server.Loading, srv.State == server.Stopping:
+		return srv.State.String(), st.Warn
+	}
+	return srv.State.String(), st.Muted
+}
+
+// uptime is the server process's age from process_start_time_seconds; without it, the time
+// since it was ready in this run.
+func (h *header) uptime() (time.Duration, bool) {
+	s, now := &h.c.s, h.c.now()
+	if s.snap != nil && s.snap.ProcessStartSeconds.OK {
+		start := time.Unix(0, int64(s.snap.ProcessStartSeconds.V*1e9))
+		if up := now.Sub(start); up >= 0 && up < 10*365*24*time.Hour {
+			return up, true
+		}
+	}
+	if s.server.State == server.Ready && !s.server.ReadyAt.IsZero() {
+		return now.Sub(s.server.ReadyAt), true
+	}
+	return 0, false
+}
+
+// keyFlags are the server flags the header names, in order.
+var keyFlags = []string{"--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--tensor-parallel-size", "-tp",
+	"--kv-cache-dtype", "--quantization", "--max-num-batched-tokens", "--sim-gpu", "--speculative-config"}
+
+// commandSummary names the server command by its program (never a build path) and its
+// subcommand, with the key flags it was given: "vllmtop sim --gpu-memory-utilization 0.92".
+func commandSummary(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	parts := []string{clean(filepath.Base(args[0]))}
+	if len(args) > 1 && (args[1] == "sim" || args[1] == "serve") {
+		parts = append(parts, args[1])
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		for _, f := range keyFlags {
+			switch {
+			case a == f && i+1 < len(args):
+				parts = append(parts, f, clean(args[i+1]))
+			case strings.HasPrefix(a, f+"="):
+				parts = append(parts, clean(a))
+			}
+		}
+	}
+	return truncate(strings.Join(parts, " "), 120)
+}
+
+func (h *header) loadLine() string {
+	c, s, st := h.c, &h.c.s, &h.c.styles
+	ls := s.loader
+	mode := "closed"
+	settings := fmt.Sprintf("C=%d", s.concurrency)
+	if s.rateMode {
+		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
+	}
+	items := []item{{st.Label.Render("load ") + st.Value.Render(mode+" "+settings), 0}}
+	switch {
+	case s.autoPause != "":
+		items = append(items, item{st.Bad.Render("paused: server down"), 0})
+	case s.paused:
+		items = append(items, item{st.Warn.Render("paused"), 0})
+	}
+	items = append(items, item{st.Label.Render("in flight ") + fmt.Sprint(ls.InFlight), 1})
+	if i := s.runIndex(s.epoch); i >= 0 {
+		e := s.runs[i]
+		active := s.active(i, c.now())
+		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtDur(active.Round(time.Second))), 1})
+		items = append(items, item{fmt.Sprintf("%d", e.Requests) + st.Label.Render(" done"), 1})
+		if e.Failures > 0 {
+			items = append(items, item{st.Bad.Render(fmt.Sprintf("%d failed", e.Failures)), 0})
+		} else {
+			items = append(items, item{"0" + st.Label.Render(" failed"), 2})
+		}
+		if sec := active.Seconds(); sec >= 1 {
+			rps := fmt.Sprintf("%.1f", float64(e.Requests)/sec) + st.Label.Render(" req/s")
+			if s.rateMode {
+				rps += st.Muted.Render(" of " + trimFloat(s.rate))
+			}
+			items = append(items, item{rps, 1}, item{siNumber(float64(e.OutputTokens)/sec) + st.Label.Render(" tok/s"), 2})
+		}
+	}
+	if fails := s.live.FailuresByClass; len(fails) > 0 {
+		items = append(items, item{st.Muted.Render(classes(fails)), 3})
+	}
+	if ls.Lag > 0 {
+		// How late the open loop sent its last request behind its schedule: the client, not
+		// the server, is then the bottleneck.
+		lag := st.Label.Render("client lag ") + fmtDur(ls.Lag)
+		if ls.Lag > 50*time.Millisecond {
+			lag = st.Warn.Render("client lag " + fmtDur(ls.Lag))
+		}
+		items = append(items, item{lag, 2})
+	}
+	if spec := h.specDecode(); spec != "" {
+		items = append(items, item{spec, 2})
+	}
+	if s.longPrompts {
+		items = append(items, item{st.Warn.Render("long prompts"), 3})
+	}
+	if w := h.metricsWarning(); w != "" {
+		items = append(items, item{w, 1})
+	}
+	return fitItems(items, st.Muted.Render(" · "), h.w)
+}
+
+// specDecode is speculative decoding's acceptance over the last scrape window, when the
+// server drafts at all.
+func (h *header) specDecode() string {
+	st := &h.c.styles
+	r := rates(h.c.s.fast)
+	if r == nil || !r.SpecDecodeAcceptance.OK {
+		return ""
+	}
+	out := st.Label.Render("spec accept ") + fmt.Sprintf("%.0f%%", r.SpecDecodeAcceptance.V*100)
+	if r.SpecDecodeMeanAcceptanceLength.OK {
+		out += st.Label.Render(" len ") + fmt.Sprintf("%.2f", r.SpecDecodeMeanAcceptanceLength.V)
+	}
+	return out
+}
+
+// metricsWarning says what is wrong with /metrics: failing (not during a restart, when it is
+// expected), duplicate series, mapping warnings.
+func (h *header) metricsWarning() string {
+	s, st := &h.c.s, &h.c.styles
+	switch {
+	case s.srvErr != "" && s.phase == phaseIdle && s.server.State == server.Ready:
+		return st.Bad.Render("metrics failing")
+	case s.snap != nil && s.snap.DuplicateSeries > 0:
+		return st.Warn.Render(fmt.Sprintf("metrics: %d duplicate series", s.snap.DuplicateSeries))
+	case s.snap != nil && len(s.snap.Warnings) > 0:
+		return st.Warn.Render("metrics: " + truncate(clean(s.snap.Warnings[0]), 60))
+	}
+	return ""
+}
+
+func classes(by map[loadgen.ErrorClass]int) string {
+	parts := make([]string, 0, len(by))
+	for k, v := range by {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

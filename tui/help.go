@@ -1,0 +1,157 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// helpView is the ? overlay: the global keys and the active panel's, in blocks laid out to the
+// width (so nothing is cut at any size), then what the screen's less obvious marks mean.
+type helpView struct {
+	c    *common
+	w, h int
+}
+
+func newHelpView(c *common) *helpView { return &helpView{c: c} }
+
+func (h *helpView) SetSize(w, hh int) { h.w, h.h = w, hh }
+
+// helpGroup is a titled block of keys.
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+// globalHelp is the global keys as the help shows them: pairs on one line, to stay short.
+func globalHelp() []helpGroup {
+	b := func(k, desc string) key.Binding { return key.NewBinding(key.WithHelp(k, desc)) }
+	return []helpGroup{
+		{"views", []key.Binding{b("tab", "next view"), b("shift+tab", "previous view"), b(fmt.Sprintf("1-%d", len(tabs)), "view by number")}},
+		{"load", []key.Binding{b("+/-", "load ±1"), b("]/[", "load ×2 / ÷2"), b("r", "rate / concurrency"), b("space", "pause / resume"), b("p", "short / long prompts")}},
+		{"server", []key.Binding{b("u/U", "util −/+ 0.01"), b("ctrl+u/y", "util −/+ 0.05"), b("enter", "restart with it")}},
+		{"dashboard", []key.Binding{b("t", "next theme"), b("?/esc", "close help"), b("q", "quit (twice: force)"), b("ctrl+c", "force quit")}},
+	}
+}
+
+// helpNotes explain what is on screen but not in a key.
+var helpNotes = []string{
+	"┊N on a chart: epoch N began (a load change or a restart); Runs has a row for each.",
+	"≤x, ≥x: a server quantile known only as a bound (it fell in a histogram's first or last bucket): drawn dotted, never sets an axis.",
+	"n=: requests behind the client's percentiles, over the last live window.",
+	"client lag: how late the open loop sent requests behind its schedule (shown only when not 0).",
+}
+
+// View draws the help for the global keys and panel p (named name).
+func (h *helpView) View(_ KeyMap, p panel, name string) string {
+	st := &h.c.styles
+	groups := globalHelp()
+	for i, g := range p.FullHelp() {
+		title := strings.ToLower(name)
+		if i > 0 {
+			title = ""
+		}
+		groups = append(groups, helpGroup{title, g})
+	}
+	blocks := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if len(g.keys) > 0 {
+			blocks = append(blocks, h.block(g))
+		}
+	}
+	out := []string{st.Title.Render("Keys") + st.Muted.Render("  (? or esc closes)")}
+	out = append(out, masonry(blocks, h.w, 3)...)
+	// The notes that fit whole, below the keys.
+	for i, n := range helpNotes {
+		lines := wrapWords(n, h.w)
+		if i == 0 {
+			lines = append([]string{""}, lines...)
+		}
+		if len(out)+len(lines) > h.h {
+			break
+		}
+		for _, l := range lines {
+			out = append(out, st.Muted.Render(l))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (h *helpView) block(g helpGroup) string {
+	st := &h.c.styles
+	kw := 0
+	for _, b := range g.keys {
+		kw = max(kw, lipgloss.Width(b.Help().Key))
+	}
+	lines := []string{st.Label.Render(g.title)}
+	for _, b := range g.keys {
+		lines = append(lines, st.Help.FullKey.Render(padRight(b.Help().Key, kw))+"  "+st.Help.FullDesc.Render(b.Help().Desc))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// masonry lays blocks out in the most columns that fit in width (gap cells apart, each column
+// as wide as its widest block), each block going to the shortest column, so the keys take as
+// few rows as they can.
+func masonry(blocks []string, width, gap int) []string {
+	for n := len(blocks); n >= 1; n-- {
+		cols := make([][]string, n)
+		widths := make([]int, n)
+		for _, b := range blocks {
+			shortest := 0
+			for i := range cols {
+				if len(cols[i]) < len(cols[shortest]) {
+					shortest = i
+				}
+			}
+			lines := strings.Split(b, "\n")
+			if len(cols[shortest]) > 0 {
+				lines = append([]string{""}, lines...)
+			}
+			cols[shortest] = append(cols[shortest], lines...)
+			widths[shortest] = max(widths[shortest], lipgloss.Width(b))
+		}
+		total := gap * (n - 1)
+		for _, w := range widths {
+			total += w
+		}
+		if total > width && n > 1 {
+			continue
+		}
+		rendered := make([]string, 0, 2*n)
+		for i, c := range cols {
+			if i > 0 {
+				rendered = append(rendered, strings.Repeat(" ", gap))
+			}
+			rendered = append(rendered, strings.Join(c, "\n"))
+		}
+		return strings.Split(lipgloss.JoinHorizontal(lipgloss.Top, rendered...), "\n")
+	}
+	return nil
+}
+
+// wrapWords breaks plain text into lines of at most width cells, at spaces.
+func wrapWords(s string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = w
+		case lipgloss.Width(cur)+1+lipgloss.Width(w) <= width:
+			cur += " " + w
+		default:
+			lines = append(lines, cur)
+			cur = w
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	for i := range lines {
+		lines[i] = truncate(lines[i], width)
+	}
+	return lines
+}

@@ -1,0 +1,92 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/themes"
+)
+
+func streamDriver(t *testing.T) (*driver, *stream) {
+	d := newDriver(t, 120, 40)
+	for i := 0; i < 3; i++ {
+		d.second() // two scrapes and more: the server's prefill rate is known
+	}
+	d.press("2")
+	return d, panelOf[*stream](d)
+}
+
+func TestStreamExplainsAnITLRaisedByOtherPrefills(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	p.slots[0] = watchSlot{cur: watchedRequest(now, 256, 60, 30*time.Millisecond, 9*time.Millisecond, false, true)}
+	p.slots[1] = watchSlot{cur: watchedRequest(now, 4096, 60, 300*time.Millisecond, 9*time.Millisecond, true, false)}
+	d.second()
+	out := d.view()
+	require.Contains(t, out, "short prompt 256→60 tok")
+	require.Contains(t, out, "long prompt 4096→60 tok")
+	assert.Equal(t, 1, strings.Count(out, "▲ ITL"), "only the interfered request gets the note")
+	var right []string // the long-prompt pane: what follows the divider on each line
+	for _, l := range strings.Split(out, "\n") {
+		if _, r, ok := strings.Cut(l, "│"); ok {
+			right = append(right, r)
+		}
+	}
+	note := strings.Join(strings.Fields(strings.Join(right, " ")), " ")
+	assert.Contains(t, note, "other requests' prefills share the engine's steps (the server prefills 768 prompt tok/s)")
+	assert.Contains(t, out, "TTFT   300ms")
+	assert.Contains(t, out, "TTFT   30ms")
+	assert.Contains(t, out, "queue 4.0ms ▓ prefill 21ms (server means)", "the server's queueing when the first token came")
+	assert.LessOrEqual(t, maxLineWidth(out), 120)
+}
+
+func TestStreamTextIsSanitisedLineByLine(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	toks := []loadgen.WatchedToken{{Text: "first\x1b]0;pwned\x07 line", At: now}, {Text: "\nsecond\x1b[2J line", At: now.Add(9 * time.Millisecond)}}
+	p.slots[0] = watchSlot{cur: &scriptedWatch{v: loadgen.WatchedView{Started: now.Add(-30 * time.Millisecond), Tokens: toks}}}
+	d.second()
+	out := d.view()
+	assert.NotContains(t, out, "pwned")
+	assert.NotContains(t, out, "\x1b[2J")
+	lines := strings.Split(out, "\n")
+	var first, second int
+	for i, l := range lines {
+		if strings.Contains(l, "first line") {
+			first = i
+		}
+		if strings.Contains(l, "second line") {
+			second = i
+		}
+	}
+	require.NotZero(t, first)
+	assert.Equal(t, first+1, second, "the streamed newline survives")
+}
+
+func TestStreamWatchesTheCurrentWorkloadAndKeepsTheOther(t *testing.T) {
+	d, p := streamDriver(t)
+	require.Len(t, d.td.load.watches, 1)
+	require.NotNil(t, p.slots[0].next, "waiting for a short-prompt request")
+	d.press("p")
+	require.Len(t, d.td.load.watches, 2)
+	assert.NotNil(t, p.slots[1].next, "then for a long-prompt one")
+	assert.NotNil(t, p.slots[0].next, "the short one is still awaited: nothing started")
+}
+
+func TestTokenTextWrapsAtWords(t *testing.T) {
+	dark, _ := themes.ByName("dark")
+	th := NewStyles(dark, false)
+	now := t0
+	var toks []loadgen.WatchedToken
+	for _, w := range []string{"alpha", " beta", " gamma", " delta", " epsilon"} {
+		toks = append(toks, loadgen.WatchedToken{Text: w, At: now})
+	}
+	lines := tokenText(&th, toks, 12, 5)
+	assert.Equal(t, []string{"alpha beta", "gamma delta", "epsilon"}, lines)
+	assert.Len(t, tokenText(&th, toks, 12, 2), 2, "only the last lines that fit")
+	assert.Empty(t, tokenText(&th, nil, 12, 2))
+}

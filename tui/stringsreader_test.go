@@ -1,8 +1,0 @@
-package tui
-
-import (
-	"io"
-	"strings"
-)
-
-func stringsReader(s string) io.Reader { return strings.NewReader(s) }
