@@ -86,7 +86,7 @@ func (p *capacityPanel) View() string { return p.cache }
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
 	case refreshMsg, restyleMsg, tea.KeyMsg:
-		p.cache = p.render(gatherCapacity(p.c))
+		p.cache = fit(p.render(gatherCapacity(p.c)), p.w, p.h)
 	}
 	return nil
 }

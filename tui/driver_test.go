@@ -112,7 +112,8 @@ func (d *driver) requests(n int, ttft time.Duration) {
 	}
 }
 
-// logs hands the dashboard log lines as the supervisor batches them.
+// logs hands the dashboard log lines as the supervisor batches them; they show at the next
+// tick.
 func (d *driver) logs(lines ...string) {
 	var batch server.LogBatch
 	for i, l := range lines {

@@ -90,6 +90,15 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
+// fmtAge is a span of wall time to the second: "0s", "42s", "2m05s", "1h03m".
+func fmtAge(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	return fmtDur(d)
+}
+
 // fmtMs is a latency in milliseconds, three significant figures at most: "4.2ms", "38ms", "1.2s".
 func fmtMs(ms float64) string {
 	switch {

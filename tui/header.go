@@ -78,10 +78,11 @@ func (h *header) serverLine() string {
 		items = append(items, item{u, 1})
 	}
 	if tok, conc := s.capacity(); tok > 0 {
-		items = append(items, item{st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok"), 2})
+		kv := st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok")
 		if conc > 0 {
-			items = append(items, item{st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", conc)), 3})
+			kv += st.Muted.Render(" · ") + st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", conc))
 		}
+		items = append(items, item{kv, 2})
 	}
 	if c.deps.Mode == ModeAttach {
 		target := srv.URL
@@ -188,7 +189,7 @@ func (h *header) loadLine() string {
 	if i := s.runIndex(s.epoch); i >= 0 {
 		e := s.runs[i]
 		active := s.active(i, c.now())
-		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtDur(active.Round(time.Second))), 1})
+		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1})
 		items = append(items, item{fmt.Sprintf("%d", e.Requests) + st.Label.Render(" done"), 1})
 		if e.Failures > 0 {
 			items = append(items, item{st.Bad.Render(fmt.Sprintf("%d failed", e.Failures)), 0})

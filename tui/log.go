@@ -101,7 +101,9 @@ func (p *logPanel) Update(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case logLinesMsg:
+		// Kept now, drawn at the next refresh: a busy log must not cost a draw a batch.
 		p.add(msg.lines, msg.dropped)
+		return nil
 	case tea.KeyMsg:
 		cmd = p.key(msg)
 	case refreshMsg, restyleMsg:
@@ -252,10 +254,10 @@ func (p *logPanel) scroll(d int) {
 func (p *logPanel) draw() {
 	c, st := p.c, &p.c.styles
 	if c.deps.Mode == ModeAttach {
-		p.cache = st.Muted.Render("attached to " + clean(c.deps.Target) + ": the server's log is not available here (vllmtop did not start it)")
+		p.cache = fit(st.Muted.Render("attached to "+clean(c.deps.Target)+": the server's log is not available here (vllmtop did not start it)"), p.w, p.h)
 		return
 	}
-	p.cache = p.infoLine() + "\n" + strings.Join(p.body(), "\n")
+	p.cache = fit(p.infoLine()+"\n"+strings.Join(p.body(), "\n"), p.w, p.h)
 }
 
 func (p *logPanel) infoLine() string {

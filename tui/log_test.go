@@ -19,6 +19,7 @@ func logDriver(t *testing.T) (*driver, *logPanel) {
 	lines = append(lines, "ERROR boom "+strings.Repeat("x", 150)+" END")
 	d.logs(lines...)
 	d.press("3")
+	d.second()
 	return d, panelOf[*logPanel](d)
 }
 
@@ -103,5 +104,7 @@ func TestLogKeepsABoundedNumberOfLines(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(p.lines), maxLogLines+maxLogLines/10)
 	assert.Zero(t, p.pollingN, "the polling lines dropped with the old lines")
+	assert.NotContains(t, d.view(), "INFO bulk 2-2499", "new lines are drawn at the next tick, not per batch")
+	d.second()
 	assert.Contains(t, d.view(), "INFO bulk 2-2499")
 }

@@ -260,6 +260,13 @@ func (m *Model) scraped(msg scrapeResultMsg) {
 	}
 	s.srvErr = ""
 	s.snap, s.fast, s.slow = msg.snap, msg.fast, msg.slow
+	if u := msg.snap.Capacity.GPUMemoryUtilization; s.util == 0 && u.OK && u.V > 0 {
+		// Attached: the server's configured utilisation is only in cache_config_info.
+		s.util, s.pendingUtil = u.V, u.V
+		if n := s.note(s.epoch); n.util == 0 {
+			n.util = u.V
+		}
+	}
 	if r := rates(s.fast); r != nil && r.Preemptions.OK && s.phase != phaseRestarting {
 		s.note(s.epoch).preempt += r.Preemptions.V
 	}
@@ -282,8 +289,12 @@ func (m *Model) serverEvents(msg serverEventsMsg) tea.Cmd {
 				// The restart or the stop says what is happening; its states are not news.
 			case ev.State == server.Ready:
 				c.setStatus("server ready", false)
-			case ev.State == server.Unhealthy:
-				c.setStatus("server unhealthy: /health does not answer 200", true)
+			case ev.State == server.Unhealthy && s.autoPause == "":
+				why := "/health does not answer 200"
+				if ev.Err != nil {
+					why = clean(ev.Err.Error())
+				}
+				c.setStatus("server unhealthy: "+why, true)
 			case ev.State == server.Exited && c.deps.Mode != ModeAttach:
 				s.server.State, s.server.Exit = ev.State, ev.Exit
 				m.watchServer()
@@ -593,15 +604,19 @@ func (m *Model) View() string {
 	if m.scr.TooSmall {
 		return truncate(fmt.Sprintf("terminal too small: %dx%d (vllmtop needs %dx%d)", m.width, m.height, minWidth, minHeight), m.width)
 	}
+	// Panels keep their views fitted to the body: measuring every line after every message
+	// was the dashboard's largest cost.
 	body := m.panels[m.active].View()
 	if m.showHelp {
-		body = m.help.View(m.keys, m.panels[m.active], tabs[m.active].name)
+		body = fit(m.help.View(m.keys, m.panels[m.active], tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
 	}
-	b := m.scr.Body
+	if body == "" {
+		body = fit("", m.scr.Body.W, m.scr.Body.H)
+	}
 	parts := []string{
 		m.header.View(),
 		m.tabLine(),
-		fit(body, b.W, b.H),
+		body,
 		m.footer.View(m.keys, m.panels[m.active]),
 	}
 	return strings.Join(parts, "\n")

@@ -260,7 +260,7 @@ func (o *overview) draw() {
 		}
 		return strings.Join(out, "\n")
 	}
-	o.cache = row(blocks[0], blocks[1]) + "\n" + row(blocks[2], blocks[3])
+	o.cache = fit(row(blocks[0], blocks[1])+"\n"+row(blocks[2], blocks[3]), o.w, o.h)
 	o.drawAt = c.now()
 }
 
@@ -281,6 +281,9 @@ func (o *overview) scale(def chartDef, win timeWindow, width, rows int) yScale {
 	maxV := 0.0
 	for _, id := range def.series {
 		maxV = math.Max(maxV, valueMax(o.c.s.hist.bins(id, win, subCols(&o.c.styles, max(width, 1)))))
+	}
+	if maxV <= 0 {
+		return niceScale(1, 1) // no data: 0 and 1 say so, finer ticks would pretend
 	}
 	return niceScale(maxV, maxIntervals(rows))
 }

@@ -196,7 +196,7 @@ func (p *runsPanel) columns() []column {
 		{"workload", 16, 3, true, func(r row) string { return shortWorkload(r.n.workload) }},
 		{"util", 5, 6, false, func(r row) string { return orDash(r.n.util > 0, fmt.Sprintf("%.2f", r.n.util)) }},
 		{"KV tok", 9, 7, false, func(r row) string { return orDash(r.n.kvTokens > 0, commas(r.n.kvTokens)) }},
-		{"dur", 6, 3, false, func(r row) string { return fmtDur(r.active.Round(time.Second)) }},
+		{"dur", 6, 3, false, func(r row) string { return fmtAge(r.active) }},
 		{"reqs", 6, 4, false, func(r row) string { return fmt.Sprint(r.e.Requests) }},
 		{"req/s", 6, 1, false, func(r row) string { return rateCell(rateEstimate(r.e.Requests, r.active.Seconds())) }},
 		{"TTFT p50", 8, 5, false, func(r row) string { return qCell(r.e.TTFT, 0.5) }},
@@ -335,11 +335,11 @@ func (p *runsPanel) draw() {
 	}
 	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
 	if folded > 0 {
-		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtDur(foldBelow)) + hint
+		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtAge(foldBelow)) + hint
 	}
 	out = append(out, st.Muted.Render(truncate(hint, p.w)))
 	out = append(out, cmp...)
-	p.cache = strings.Join(out, "\n")
+	p.cache = fit(strings.Join(out, "\n"), p.w, p.h)
 }
 
 // comparison reads A -> B: each figure of both runs and the change, coloured only when it is
@@ -395,7 +395,7 @@ func (p *runsPanel) comparison() []string {
 	text("workload", shortWorkload(a.n.workload), shortWorkload(b.n.workload))
 	text("util · KV", fmt.Sprintf("%.2f · %s", a.n.util, orDash(a.n.kvTokens > 0, siNumber(float64(a.n.kvTokens)))),
 		fmt.Sprintf("%.2f · %s", b.n.util, orDash(b.n.kvTokens > 0, siNumber(float64(b.n.kvTokens)))))
-	text("duration", fmt.Sprintf("%s · %d req", fmtDur(a.active.Round(time.Second)), a.e.Requests), fmt.Sprintf("%s · %d req", fmtDur(b.active.Round(time.Second)), b.e.Requests))
+	text("duration", fmt.Sprintf("%s · %d req", fmtAge(a.active), a.e.Requests), fmt.Sprintf("%s · %d req", fmtAge(b.active), b.e.Requests))
 	line("req/s", rateEstimate(a.e.Requests, sa), rateEstimate(b.e.Requests, sb), num, false)
 	line("out tok/s", perRequestRate(float64(a.e.OutputTokens), a.e.Requests, sa), perRequestRate(float64(b.e.OutputTokens), b.e.Requests, sb), num, false)
 	if p.c.deps.Goodput.Set() {

@@ -174,7 +174,7 @@ func (p *stream) draw() {
 	for r := 0; r < rows; r++ {
 		out = append(out, padRight(truncate(at(panes[0], r), paneW), paneW)+st.Muted.Render("│")+truncate(at(panes[1], r), paneW))
 	}
-	p.cache = strings.Join(out, "\n")
+	p.cache = fit(strings.Join(out, "\n"), p.w, p.h)
 }
 
 func at(lines []string, i int) string {
@@ -218,7 +218,13 @@ func (p *stream) pane(i int, r request, scale [2]time.Duration, w, rows int) []s
 	out := []string{truncate(st.Title.Render(kind)+st.Muted.Render(fmt.Sprintf(" %d→%d tok · ", v.Prompt.InputTokens, len(v.Tokens)))+state, w)}
 	out = append(out, p.ttftBar(p.slots[i], r, scale[0], w)...)
 	out = append(out, p.decodeBar(r, scale[1], w), p.gapLine(r, w))
-	if note := p.interference(r); note != "" {
+	var clean time.Duration
+	if i == 1 {
+		if short := measure(p.slots[0].v); len(short.gaps) >= 8 && p.slots[0].v.Result != nil {
+			clean = short.decode / time.Duration(len(short.gaps))
+		}
+	}
+	if note := p.interference(r, clean, "the short prompt's"); note != "" {
 		out = append(out, wrapWords(note, w)...)
 	}
 	out = append(out, "")
@@ -310,21 +316,26 @@ func (p *stream) gapLine(r request, w int) string {
 	return label + b.String()
 }
 
-// interference explains a decode slower than the request's own fastest steps while the server
-// prefills prompts: with chunked prefill, other requests' prompt chunks share each step with
-// this request's decode, so its inter-token latency rises.
-func (p *stream) interference(r request) string {
+// interference explains a decode slower than a clean one while the server prefills prompts:
+// with chunked prefill, other requests' prompt chunks share each engine step with this
+// request's decode, so its inter-token latency rises. The clean reference is the request's own
+// fastest steps, or the short-prompt request's mean when this is the long one.
+func (p *stream) interference(r request, clean time.Duration, cleanName string) string {
 	if len(r.gaps) < 8 {
 		return ""
 	}
-	fast := pctile(r.gaps, 0.1)
+	base, name := pctile(r.gaps, 0.1), "its fastest steps"
+	if clean > 0 && clean < base {
+		base, name = clean, cleanName
+	}
 	mean := r.decode / time.Duration(len(r.gaps))
 	rs := rates(p.c.s.fast)
-	if fast <= 0 || float64(mean) < 1.3*float64(fast) || rs == nil || !(rs.PromptTokensPerSec.Or(0) > 0) {
+	if base <= 0 || float64(mean) < 1.3*float64(base) || rs == nil || !(rs.PromptTokensPerSec.Or(0) > 0) {
 		return ""
 	}
-	return fmt.Sprintf("▲ ITL %s, %.1fx its fastest steps (%s): other requests' prefills share the engine's steps (the server prefills %s prompt tok/s)",
-		fmtDur(mean), float64(mean)/float64(fast), fmtDur(fast), siNumber(rs.PromptTokensPerSec.V))
+	prompt, gen := rs.PromptTokensPerSec.V, rs.GenerationTokensPerSec.Or(0)
+	return fmt.Sprintf("▲ ITL %s, %.1fx %s (%s): other requests' prefills share the engine's steps (the server prefills %s prompt tok/s, %.0f%% of its tokens)",
+		fmtDur(mean), float64(mean)/float64(base), name, fmtDur(base), siNumber(prompt), 100*prompt/(prompt+gen))
 }
 
 // tokenText is the end of the streamed text that fits in rows lines of w cells, each token

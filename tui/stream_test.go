@@ -37,11 +37,22 @@ func TestStreamExplainsAnITLRaisedByOtherPrefills(t *testing.T) {
 		}
 	}
 	note := strings.Join(strings.Fields(strings.Join(right, " ")), " ")
-	assert.Contains(t, note, "other requests' prefills share the engine's steps (the server prefills 768 prompt tok/s)")
+	assert.Contains(t, note, "other requests' prefills share the engine's steps (the server prefills 768 prompt tok/s, 67% of its tokens)")
 	assert.Contains(t, out, "TTFT   300ms")
 	assert.Contains(t, out, "TTFT   30ms")
 	assert.Contains(t, out, "queue 4.0ms ▓ prefill 21ms (server means)", "the server's queueing when the first token came")
 	assert.LessOrEqual(t, maxLineWidth(out), 120)
+}
+
+func TestStreamComparesTheLongDecodeWithTheShortOne(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	// Both decode evenly, the long one at twice the short one's step.
+	p.slots[0] = watchSlot{cur: watchedRequest(now, 256, 60, 30*time.Millisecond, 9*time.Millisecond, false, true)}
+	p.slots[1] = watchSlot{cur: watchedRequest(now, 4096, 60, 300*time.Millisecond, 18*time.Millisecond, false, false)}
+	d.second()
+	out := strings.Join(strings.Fields(d.view()), " ")
+	assert.Contains(t, out, "▲ ITL 18ms, 2.0x the short prompt's (9.0ms)")
 }
 
 func TestStreamTextIsSanitisedLineByLine(t *testing.T) {

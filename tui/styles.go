@@ -84,9 +84,9 @@ func NewStyles(t themes.Theme, noColor bool) Styles {
 		for i := range s.Series {
 			s.Series[i].Mark = s.Series[i].Glyph
 		}
-		// Without colour the gap levels are told apart by attributes.
+		// Without colour the slow gaps are told apart by attributes; the usual ones stay plain.
 		plain := newStyle()
-		s.Heat = []lipgloss.Style{plain, plain, plain.Underline(true), plain.Bold(true).Underline(true), plain.Reverse(true)}
+		s.Heat = []lipgloss.Style{plain, plain, plain, plain.Underline(true), plain.Reverse(true)}
 	} else {
 		for _, c := range t.Heat {
 			s.Heat = append(s.Heat, fg(c))

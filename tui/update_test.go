@@ -357,7 +357,7 @@ func TestHeaderRatesAreTheCurrentEpochs(t *testing.T) {
 		d.requests(1, 40*time.Millisecond)
 		d.second()
 	}
-	assert.Contains(t, d.view(), "epoch 1 2.0s")
+	assert.Contains(t, d.view(), "epoch 1 2s")
 	assert.Contains(t, d.view(), "1.0 req/s", "a new epoch's rate is its own, not the last minute's")
 }
 
@@ -412,7 +412,7 @@ func TestRunsFoldBriefEpochsAndSkipPausedTime(t *testing.T) {
 	assert.Equal(t, 3, rows[1].e.Epoch)
 	assert.Equal(t, 5*time.Second, rows[1].active, "the 20 paused seconds are not the run's")
 	out := d.view()
-	assert.Contains(t, out, "2 runs shorter than 3.0s folded away")
+	assert.Contains(t, out, "2 runs shorter than 3s folded away")
 	assert.Contains(t, out, "C=7 ·live")
 }
 
