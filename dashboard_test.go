@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server"
 )
 
@@ -30,11 +32,25 @@ func TestDashboardFlags(t *testing.T) {
 	o, err = parseDashboard("--sim-gpu", "L4", "--sim-args", "Qwen/Qwen3-0.6B --sim-speed 2", "--max-num-seqs", "4")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"Qwen/Qwen3-0.6B", "--sim-speed", "2", "--sim-gpu=L4", "--max-num-seqs=4"}, o.simArgs)
-	for _, bad := range [][]string{{"--attach", "http://x", "--", "vllm"}, {"--"}, {"stray"}, {"--theme", "neon"},
+	o, err = parseDashboard("--goodput", "ttft:200", "tpot:50", "--max-concurrency", "2")
+	require.NoError(t, err)
+	assert.Equal(t, 200*time.Millisecond, o.loadCfg.Goodput.TTFT, "--goodput takes several values, as vllm bench serve's")
+	assert.Equal(t, o.loadCfg.Goodput, o.deps.Goodput, "the Runs view gets the objectives")
+	assert.Equal(t, loadgen.DefaultLiveWindow, o.deps.LiveWindow)
+	for _, bad := range [][]string{{"--attach", "http://x", "--", "vllm"}, {"--"}, {"stray"}, {"--theme", "neon"}, {"--goodput", "ttft"},
 		{"--max-concurrency", "-1"}, {"--sim-gpu", "L4", "--", "vllm", "serve"}, {"--attach", "http://x", "--max-num-seqs", "4"}} {
 		_, err := parseDashboard(bad...)
 		assert.Error(t, err, "%v", bad)
 	}
+}
+
+func TestDashboardHonoursNoColor(t *testing.T) {
+	fs := pflag.NewFlagSet("vllmtop", pflag.ContinueOnError)
+	o := dashboardFlags(fs)
+	require.NoError(t, fs.Parse(nil))
+	env := map[string]string{"NO_COLOR": "1"}
+	require.NoError(t, o.finish(fs, nil, func(k string) string { return env[k] }))
+	assert.True(t, o.deps.NoColor)
 }
 
 func TestDashboardHelp(t *testing.T) {
