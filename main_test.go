@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/dashcli"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -57,11 +58,13 @@ func TestBenchAndDashboardStartTheSimulatorTheSameWay(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "3", benchTableValue(t, out, "Successful requests:"), "served with the client's key")
 
-	d, err := parseDashboard("--sim-speed", "50")
-	require.NoError(t, err)
-	require.NoError(t, d.build(&env{getenv: os.Getenv, prog: "vllmtop"}))
-	t.Cleanup(func() { _ = d.sup.Close() })
-	require.NotNil(t, d.deps.Capacity, "the simulator's capacity model for the what-if table")
+	fs := pflag.NewFlagSet("vllmtop", pflag.ContinueOnError)
+	d := dashcli.Flags(fs)
+	require.NoError(t, fs.Parse([]string{"--sim-speed", "50"}))
+	require.NoError(t, d.Finish(nil, nil, os.Getenv))
+	require.NoError(t, d.Build(dashboardSim(&env{getenv: os.Getenv, prog: "vllmtop"}), nil))
+	t.Cleanup(func() { _ = d.Close() })
+	require.NotNil(t, d.Deps().Capacity, "the simulator's capacity model for the what-if table")
 
 	require.Equal(t, []string{"vllmtop bench", "vllmtop"}, callers)
 	exe, err := os.Executable()
