@@ -1,10 +1,9 @@
 // Command vllmtop benchmarks and monitors vLLM servers from a terminal.
 //
 // This file is the command table: each command's name, summary, help and the function that
-// defines its flags and returns its run. The commands' wiring is in dashboard.go and the
-// *_cmd.go files (the dashboard's in internal/dashcli), their flag types in internal/cliflag;
-// what they do is in the libraries (loadgen,
-// scrape, server, server/sim/serve, tui).
+// defines its flags and returns its run. The commands' wiring is in dashboard.go (and
+// internal/dashcli) and the *_cmd.go files, their flag types in internal/cliflag; what they do
+// is in the libraries (loadgen, scrape, server, server/sim/serve, tui).
 package main
 
 import (
