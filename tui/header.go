@@ -201,7 +201,13 @@ func (h *header) loadLine() string {
 			if s.rateMode {
 				rps += st.Muted.Render(" of " + trimFloat(s.rate))
 			}
-			items = append(items, item{rps, 1}, item{siNumber(float64(e.OutputTokens)/sec) + st.Label.Render(" tok/s"), 2})
+			// Tokens as they arrive since the epoch began: long outputs finish minutes
+			// after their tokens were streamed.
+			tok := float64(e.OutputTokens)
+			if n, ok := s.notes[e.Epoch]; ok && ls.TokensReceived-n.tokens0 > 0 {
+				tok = float64(ls.TokensReceived - n.tokens0)
+			}
+			items = append(items, item{rps, 1}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 2})
 		}
 	}
 	if fails := s.live.FailuresByClass; len(fails) > 0 {

@@ -359,6 +359,18 @@ func TestHeaderRatesAreTheCurrentEpochs(t *testing.T) {
 	}
 	assert.Contains(t, d.view(), "epoch 1 2s")
 	assert.Contains(t, d.view(), "1.0 req/s", "a new epoch's rate is its own, not the last minute's")
+
+	// Long outputs: tokens stream for minutes before a request ends; the rate is of the tokens
+	// received, not of the requests finished.
+	d.press("+")
+	for i := 0; i < 2; i++ {
+		d.td.load.mu.Lock()
+		d.td.load.tokens += 5000
+		d.td.load.mu.Unlock()
+		d.second()
+	}
+	assert.Contains(t, d.view(), "0 done")
+	assert.Contains(t, d.view(), "5.0k tok/s", "10,000 tokens in the epoch's two seconds")
 }
 
 func TestRunsPickAndCompare(t *testing.T) {
