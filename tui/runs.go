@@ -300,7 +300,17 @@ func (p *runsPanel) draw() {
 	if len(p.picked) == 2 {
 		cmp = p.comparison()
 	}
-	room := max(p.h-2-len(cmp), 3)
+	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
+	if folded > 0 {
+		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtAge(foldBelow)) + hint
+	}
+	hints := wrapWords(hint, p.w) // wrapped, not cut: the last words say what the durations mean
+	rowsShown := min(max(len(rows), 1), 3)
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		// Short of rows, the comparison the user asked for comes before the hint and its blank.
+		hints, cmp = []string{truncate(hint, p.w)}, cmp[1:]
+	}
+	room := max(p.h-1-len(hints)-len(cmp), 3)
 	cur := p.cursorIndex(rows)
 	first := min(max(cur-room+1, 0), max(len(rows)-room, 0))
 	for i := first; i < len(rows) && i < first+room; i++ {
@@ -333,11 +343,9 @@ func (p *runsPanel) draw() {
 	if len(rows) == 0 {
 		out = append(out, st.Muted.Render("no runs yet: every load change or restart starts one"))
 	}
-	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
-	if folded > 0 {
-		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtAge(foldBelow)) + hint
+	for _, l := range hints {
+		out = append(out, st.Muted.Render(truncate(l, p.w)))
 	}
-	out = append(out, st.Muted.Render(truncate(hint, p.w)))
 	out = append(out, cmp...)
 	p.cache = fit(strings.Join(out, "\n"), p.w, p.h)
 }

@@ -245,12 +245,22 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []
 	queue := time.Duration(0)
 	var detail string
 	if sl.known {
-		queue = min(sl.queue, r.ttft)
-		detail = "░ queue " + fmtDur(sl.queue)
+		times := "queue " + fmtDur(sl.queue)
 		if sl.prefill > 0 {
-			detail += " ▓ prefill " + fmtDur(sl.prefill)
+			times += ", prefill " + fmtDur(sl.prefill)
 		}
-		detail += " (server means)"
+		// The means are of every request around this one: when they add up to more than its
+		// TTFT (a short prompt among long ones) they do not describe it, and the bar stays whole.
+		if sl.queue+sl.prefill <= r.ttft+r.ttft/10 {
+			queue = min(sl.queue, r.ttft)
+			detail = "░ queue " + fmtDur(sl.queue)
+			if sl.prefill > 0 {
+				detail += " ▓ prefill " + fmtDur(sl.prefill)
+			}
+			detail += " (server means)"
+		} else {
+			detail = "server means of all requests: " + times
+		}
 	}
 	qCells := 0
 	if r.ttft > 0 {
@@ -258,8 +268,8 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []
 	}
 	bar := st.Warn.Render(strings.Repeat("░", qCells)) + st.series(0).Style.Render(strings.Repeat("▓", cells-qCells))
 	out := []string{label + " " + bar}
-	if detail != "" {
-		out = append(out, st.Muted.Render(truncate("       "+detail, w)))
+	for _, l := range wrapWords(detail, max(w-7, 8)) {
+		out = append(out, st.Muted.Render(truncate("       "+l, w)))
 	}
 	return out
 }
