@@ -65,8 +65,14 @@ func (h *header) serverLine() string {
 		{st.Title.Render("vllmtop"), 0},
 		{st.Muted.Render(c.deps.Mode.String()), 0},
 		{st.Value.Render(truncate(clean(model), 48)), 0},
-		{style.Render(state), 0},
 	}
+	// The state (an exit or an unreachable server says why) is cut to the room left, never
+	// left out: it is what the user most needs when something is wrong.
+	used := 0
+	for _, it := range items {
+		used += lipgloss.Width(it.text) + lipgloss.Width(" · ")
+	}
+	items = append(items, item{style.Render(truncate(state, max(h.w-used, 12))), 0})
 	if up, ok := h.uptime(); ok {
 		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 1})
 	}
@@ -113,9 +119,9 @@ func (h *header) state() (string, lipgloss.Style) {
 	case s.phase == phaseStopping || s.phase == phaseForced:
 		return "stopping", st.Warn
 	case srv.Unreachable != "":
-		return "unreachable: " + truncate(clean(srv.Unreachable), 60), st.Bad
+		return "unreachable: " + truncate(clean(srv.Unreachable), 160), st.Bad
 	case srv.State == server.Exited:
-		return "exited (" + truncate(clean(srv.Exit.String()), 60) + ")", st.Bad
+		return "exited (" + truncate(clean(srv.Exit.String()), 160) + ")", st.Bad
 	case srv.State == server.Ready:
 		return "ready", st.Good
 	case srv.State == server.Unhealthy:

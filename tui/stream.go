@@ -145,6 +145,19 @@ func measure(v loadgen.WatchedView) request {
 }
 
 // pctile is the q-quantile (0..1) of ds by the nearest rank, 0 when empty.
+// engineSteps are the gaps that can be an engine step: a gap under a quarter of the median is
+// a token that arrived with the one before it (read late, in one chunk), not a faster step.
+func engineSteps(gaps []time.Duration) []time.Duration {
+	med := pctile(gaps, 0.5)
+	out := make([]time.Duration, 0, len(gaps))
+	for _, g := range gaps {
+		if 4*g >= med {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 func pctile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -334,7 +347,7 @@ func (p *stream) interference(r request, clean time.Duration, cleanName string) 
 	if len(r.gaps) < 8 {
 		return ""
 	}
-	base, name := pctile(r.gaps, 0.1), "its fastest steps"
+	base, name := pctile(engineSteps(r.gaps), 0.1), "its fastest steps"
 	if clean > 0 && clean < base {
 		base, name = clean, cleanName
 	}

@@ -125,3 +125,19 @@ func TestStreamDoesNotSplitATTFTByMeansThatAreNotItsOwn(t *testing.T) {
 	assert.NotContains(t, ttft, "░", "no queue share in the bar")
 	assert.Contains(t, strings.Join(strings.Fields(strings.Join(lefts, " ")), " "), "server means of all requests: queue 90ms, prefill 200ms")
 }
+
+// Tokens read together (one chunk after a late read) have near-zero gaps; they are not engine
+// steps, and the note's reference is not made of them.
+func TestStreamFastestStepsIgnoreTokensReadTogether(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	w := watchedRequest(now, 256, 60, 30*time.Millisecond, 9*time.Millisecond, true, true)
+	for i := 20; i < 30; i++ { // ten tokens that arrived 3µs apart
+		w.v.Tokens[i].At = w.v.Tokens[19].At.Add(time.Duration(i-19) * 3 * time.Microsecond)
+	}
+	p.slots[0] = watchSlot{cur: w}
+	d.second()
+	out := strings.Join(strings.Fields(d.view()), " ")
+	assert.NotContains(t, out, "µs):", "no microsecond reference")
+	assert.Contains(t, out, "its fastest steps (9.0ms)")
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/server"
@@ -232,6 +233,20 @@ func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
 	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
 	assert.True(t, d.td.load.isPaused())
 	assert.Contains(t, d.view(), "server exited: exit status 1: ValueError: boom (load paused)")
+
+	// A cause longer than the line is cut to the room left, never left out.
+	long := "vllmtop sim: error: cannot listen on 127.0.0.1:8000: listen tcp 127.0.0.1:8000: bind: address already in use"
+	for _, w := range []int{80, 120, 200} {
+		d = newDriver(t, w, 40)
+		d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: long}}}})
+		d.m.header.Update(refreshMsg{})
+		top := strings.SplitN(d.view(), "\n", 2)[0]
+		assert.Contains(t, top, "exited (exit status 1", "%d columns", w)
+		assert.LessOrEqual(t, lipgloss.Width(top), w)
+		if w == 200 {
+			assert.Contains(t, top, "address already in use", "the whole cause where there is room")
+		}
+	}
 }
 
 func TestQuitStopsThenForces(t *testing.T) {
