@@ -186,6 +186,11 @@ func TestAttachModeCannotRestart(t *testing.T) {
 	assert.Nil(t, cmd)
 	assert.Equal(t, phaseIdle, d.m.c.s.phase)
 	assert.Contains(t, d.m.c.s.status, "attached")
+	d.m.c.s.status = ""
+	footer := d.view()[strings.LastIndex(d.view(), "\n")+1:]
+	assert.NotContains(t, footer, "gpu util", "the footer does not offer keys that cannot work here")
+	assert.NotContains(t, footer, "restart")
+	assert.Contains(t, footer, "space pause / resume load")
 	d.press("3")
 	assert.Contains(t, d.view(), "log is not available")
 	d.press("space")
