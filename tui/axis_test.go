@@ -218,3 +218,16 @@ func TestABoundNeverMovesTheYRange(t *testing.T) {
 	}
 	assert.Contains(t, joined, "┈")
 }
+
+// A label at the right edge sits left of its tick; close to the label before, it would read as
+// that tick's, so it is left out.
+func TestAFlippedTickLabelKeepsClearOfTheOneBefore(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	st := NewStyles(th, true)
+	axis := func(second int) string {
+		return timeAxis(&st, plotSpec{Cols: 30, Ticks: []xTick{{Col: 14, Label: "12:02"}, {Col: second, Label: "12:04"}}})
+	}
+	assert.Contains(t, axis(29), "┴12:02────12:04┴", "room enough: left of its tick")
+	assert.NotContains(t, axis(26), "12:04", "one cell after 12:02 it would read as the tick between them")
+	assert.Contains(t, axis(26), "┴12:02──────┴")
+}

@@ -306,9 +306,13 @@ func (p *runsPanel) draw() {
 	}
 	hints := wrapWords(hint, p.w) // wrapped, not cut: the last words say what the durations mean
 	rowsShown := min(max(len(rows), 1), 3)
+	// Short of rows, the comparison the user asked for comes before the hint's second line,
+	// then before the blank above it.
 	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
-		// Short of rows, the comparison the user asked for comes before the hint and its blank.
-		hints, cmp = []string{truncate(hint, p.w)}, cmp[1:]
+		hints = []string{truncate(hint, p.w)}
+	}
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		cmp = cmp[1:]
 	}
 	room := max(p.h-1-len(hints)-len(cmp), 3)
 	cur := p.cursorIndex(rows)
