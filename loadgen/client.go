@@ -151,6 +151,14 @@ type Prompt struct {
 	InputTokens  int // expected prompt tokens (the server's usage replaces it)
 	OutputTokens int // max_tokens
 	IgnoreEOS    bool
+	// Messages, when set, are the chat form of the prompt (a conversation's history and its
+	// next user message): a chat endpoint sends them instead of Text as one user message.
+	Messages []ChatMessage
+}
+
+// zero reports whether p is the zero Prompt.
+func (p Prompt) zero() bool {
+	return p.Text == "" && p.InputTokens == 0 && p.OutputTokens == 0 && !p.IgnoreEOS && p.Messages == nil
 }
 
 // ErrorClass names why a request failed; empty means it succeeded.
@@ -186,8 +194,11 @@ type Result struct {
 	Turn int `json:"turn,omitempty"`
 	// Intended is when the schedule wanted the request sent; Start is when it was. The
 	// difference is client-side queueing (open loop with a concurrency cap, or a late loader).
-	Intended     time.Time       `json:"intended"`
-	Start        time.Time       `json:"start"`
+	Intended time.Time `json:"intended"`
+	Start    time.Time `json:"start"`
+	// FromIntended is true when TTFT and E2EL count from Intended rather than Start (a
+	// replay's, see FromIntended).
+	FromIntended bool            `json:"from_intended,omitempty"`
 	TTFT         time.Duration   `json:"ttft_ns"`
 	E2EL         time.Duration   `json:"e2el_ns"`
 	ITLs         []time.Duration `json:"itl_ns,omitempty"`
@@ -243,6 +254,12 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	b := requestBody{Model: c.cfg.Model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
 	if c.chat {
 		b.Messages = []map[string]any{{"role": "user", "content": p.Text}}
+		if len(p.Messages) > 0 {
+			b.Messages = make([]map[string]any, len(p.Messages))
+			for i, m := range p.Messages {
+				b.Messages[i] = map[string]any{"role": m.Role, "content": m.Content}
+			}
+		}
 		b.MaxCompletionTokens = p.OutputTokens
 	} else {
 		b.Prompt = p.Text

@@ -35,6 +35,12 @@ type RunnerConfig struct {
 	// with the request's epoch, and results carry no ITLs: a long output's memory is then
 	// constant.
 	ITL func(epoch int, d time.Duration)
+	// Arrivals, when set, replays a trace: each arrival is sent open loop at its time (see
+	// runArrivals) instead of Workload's prompts at Concurrency or Rate.
+	Arrivals ArrivalSource
+	// Conversations, when set, plays conversations turn by turn instead: Concurrency is the
+	// number of conversations under way (see runConversations).
+	Conversations *ConversationLoad
 }
 
 // Runner drives a workload against a Client. Its setters are safe from any goroutine and take
@@ -54,8 +60,9 @@ type Runner struct {
 	watch       *Watched
 	kick        chan struct{}
 	breaker     *breaker
-	hold        string // PauseFor's reason; "" when not held
-	holdGen     int    // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+	hold        string        // PauseFor's reason; "" when not held
+	holdGen     int           // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+	changed     chan struct{} // closed and replaced at every change and finished request
 
 	// now and after are the back-off's clock (tests replace them).
 	now   func() time.Time
@@ -75,10 +82,11 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	}
 	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
 		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1), breaker: newBreaker(cfg.Backoff, cfg.Seed),
-		now: time.Now, after: time.After}
+		now: time.Now, after: time.After, changed: make(chan struct{})}
 }
 
 func (r *Runner) poke() {
+	r.broadcast()
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -335,6 +343,12 @@ func (r *Runner) starting(g gate, now time.Time) {
 func (r *Runner) Run(ctx context.Context) error {
 	start := time.Now()
 	r.runStart.Store(start.UnixNano())
+	switch {
+	case r.cfg.Arrivals != nil:
+		return r.runArrivals(ctx)
+	case r.cfg.Conversations != nil:
+		return r.runConversations(ctx)
+	}
 	var deadline <-chan time.Time
 	if r.cfg.Duration > 0 {
 		t := time.NewTimer(r.cfg.Duration)

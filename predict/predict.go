@@ -48,6 +48,10 @@ func (t *Target) Model() loadgen.ModelCard {
 // Plan is the server the target simulates.
 func (t *Target) Plan() *serve.Plan { return t.plan }
 
+// Counters are the simulated engine's counters since it started, as its /metrics counts them
+// (prefix-cache queries and hits among them).
+func (t *Target) Counters() sim.Counters { return t.engine.Counters() }
+
 // Now is the target's simulated time.
 func (t *Target) Now() time.Time { return t.now }
 
@@ -68,6 +72,9 @@ func (t *Target) PromptTokens(_ context.Context, text string) (int, error) {
 // reported canceled; when refusals reach the back-off's threshold the run stops early
 // (BenchRun.Stopped), as loadgen.Bench's does.
 func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.BenchRun, error) {
+	if cfg.Replays() {
+		return t.benchReplay(ctx, cfg)
+	}
 	closed := cfg.RequestRate <= 0 || math.IsInf(cfg.RequestRate, 1)
 	slots := cfg.MaxConcurrency
 	if slots <= 0 {

@@ -76,11 +76,17 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		tok = b.client
 	}
 	w, how, err := dataset.Workload(ctx, tok)
+	if err == nil && w == nil {
+		o.Runs.Trace, o.Runs.Conversations, how, err = dataset.Replay(ctx, tok)
+	}
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
 	env.Note("Prompts: %s", how)
+	if n := dataset.Skipped(); n > 0 {
+		env.Say("skipped %d malformed lines of %s (--trace-skip-malformed)", n, o.Dataset.Path)
+	}
 	if n := dataset.MaxTokens(); b.card.MaxModelLen > 0 && n > b.card.MaxModelLen {
 		env.Say("warning: prompt plus output reach %d tokens, over the model's max_model_len %d: such requests fail with HTTP 400", n, b.card.MaxModelLen)
 	}
