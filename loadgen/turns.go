@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 )
 
 // TurnGroups compares the first turns of a multi-turn run with every later turn: turn 1
@@ -17,8 +16,7 @@ type TurnGroups struct {
 
 // turnTally splits a run's results by turn into two bounded Tallies.
 type turnTally struct {
-	mu           sync.Mutex
-	first, later *Tally
+	first, later *Tally // each safe for concurrent use
 }
 
 func newTurnTally() *turnTally {
