@@ -34,6 +34,9 @@ type SessionConfig struct {
 	// Goodput are service-level objectives: each epoch then counts the requests that met
 	// them all (EpochStats.Good).
 	Goodput Goodput
+	// PrefixLen is the shared system prompt SharedPrefix adds, in tokens (0:
+	// DefaultSharedPrefixLen).
+	PrefixLen int
 }
 
 // Session is a live load: the client, the runner that holds its concurrency or rate, the live
@@ -51,7 +54,18 @@ type Session struct {
 	mu          sync.Mutex
 	short, long Workload
 	longOn      bool
+	vocab       *Vocab
+	// prefix is the prefix demo's state: 0 before SharedPrefix was called, then on or off.
+	prefix prefixState
 }
+
+type prefixState int
+
+const (
+	prefixUnset prefixState = iota
+	prefixOn
+	prefixOff
+)
 
 // NewSession checks cfg and builds the session; nothing is sent until Run. Its workloads
 // start with estimated prompt lengths, fitted to the server's tokenizer by Run.
@@ -64,6 +78,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	if cfg.MaxEpochs == 0 {
 		cfg.MaxEpochs = 100
+	}
+	if cfg.PrefixLen == 0 {
+		cfg.PrefixLen = DefaultSharedPrefixLen
 	}
 	cfg.Short.IgnoreEOS, cfg.Short.Seed = true, cfg.Seed
 	cfg.Long.IgnoreEOS, cfg.Long.Seed = true, cfg.Seed+1
@@ -104,7 +121,7 @@ func (s *Session) fit(v *Vocab) error {
 		return err
 	}
 	s.mu.Lock()
-	s.short, s.long = short, long
+	s.short, s.long, s.vocab = short, long, v
 	s.mu.Unlock()
 	return nil
 }
@@ -168,10 +185,29 @@ func (s *Session) WorkloadName() string { return s.workload().Name() }
 func (s *Session) workload() Workload {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w := s.short
 	if s.longOn {
-		return s.long
+		w = s.long
 	}
-	return s.short
+	if s.prefix != prefixUnset {
+		w = newPrefixed(w, s.vocab, s.cfg.PrefixLen, s.prefix == prefixOn, s.cfg.Seed)
+	}
+	return w
+}
+
+// SharedPrefix puts a system prompt of PrefixLen tokens, the same for every request, before
+// the current workload's prompts (on), or as many tokens of each request's own (off: the same
+// lengths, nothing for the prefix cache to share), the prefix-caching demo; it returns the
+// workload's name, which ends in "prefix on" or "prefix off", and the new epoch.
+func (s *Session) SharedPrefix(on bool) (string, int) {
+	s.mu.Lock()
+	s.prefix = prefixOff
+	if on {
+		s.prefix = prefixOn
+	}
+	s.mu.Unlock()
+	w := s.workload()
+	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
 }
 
 // Pause stops starting requests; those in flight finish.
