@@ -58,6 +58,10 @@ type Load interface {
 	// UseLongPrompts switches between the short and the long workload; it returns the
 	// workload's name and the new epoch.
 	UseLongPrompts(on bool) (workload string, epoch int)
+	// SharedPrefix puts a system prompt shared by every request before the workload's
+	// prompts (on), or as many tokens of each request's own (off); it returns the workload's
+	// name, ending in "prefix on" or "prefix off", and the new epoch.
+	SharedPrefix(on bool) (workload string, epoch int)
 	Pause()
 	Resume()
 	Watch() *loadgen.Watched

@@ -84,6 +84,7 @@ type fakeLoad struct {
 	finished    int64
 	tokens      int64
 	short, long loadgen.Workload
+	prefix      []bool // SharedPrefix's calls
 	live        *loadgen.Live
 	epochs      *loadgen.Epochs
 	now         func() time.Time
@@ -133,6 +134,21 @@ func (f *fakeLoad) UseLongPrompts(on bool) (string, int) {
 	f.epoch++
 	return f.workload.Name(), f.begin("")
 }
+func (f *fakeLoad) SharedPrefix(on bool) (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	base := "random 256 in / 128 out" // Deps.Workload's
+	if f.workload != nil {
+		base = f.workload.Name()
+	}
+	f.prefix = append(f.prefix, on)
+	f.epoch++
+	name := base + ", prefix off"
+	if on {
+		name = base + ", prefix on"
+	}
+	return name, f.begin("")
+}
 func (f *fakeLoad) Pause() {
 	f.mu.Lock()
 	f.paused = true
@@ -176,13 +192,15 @@ func (f *fakeLoad) result(r loadgen.Result) {
 
 // fakeScraper serves exposition(k) on its k-th scrape, stamped with the fake clock.
 type fakeScraper struct {
-	mu    sync.Mutex
-	k     int
-	ttft  float64 // the TTFT every request of the next scrape has, in seconds
-	spec  bool
-	err   error
-	now   func() time.Time
-	start float64 // process_start_time_seconds
+	mu   sync.Mutex
+	k    int
+	ttft float64 // the TTFT every request of the next scrape has, in seconds
+	spec bool
+	// prefix adds vLLM's prefix-cache counters: a quarter of the prompt tokens hit.
+	prefix bool
+	err    error
+	now    func() time.Time
+	start  float64 // process_start_time_seconds
 }
 
 func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
@@ -192,7 +210,7 @@ func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
 		return scrape.Snapshot{}, f.err
 	}
 	f.k++
-	snap, err := scrape.Parse(strings.NewReader(exposition(f.k, f.ttft, f.start, f.spec)))
+	snap, err := scrape.Parse(strings.NewReader(exposition(f.k, f.ttft, f.start, f.spec) + prefixExposition(f.k, f.prefix)))
 	snap.Time = f.now()
 	return snap, err
 }
@@ -238,6 +256,17 @@ func exposition(k int, ttft, start float64, spec bool) string {
 vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="0.92",kv_cache_max_concurrency="3.55",kv_cache_size_tokens="464720",num_gpu_blocks="29045"} 1.0`)
 	w("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %g", start)
 	return b.String()
+}
+
+// prefixExposition is vLLM's prefix-cache counters for exposition(k): 64 of each request's
+// 256 prompt tokens found in the cache; "" when off.
+func prefixExposition(k int, on bool) string {
+	if !on {
+		return ""
+	}
+	l := `{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}`
+	return fmt.Sprintf("# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total%s %d\n"+
+		"# TYPE vllm:prefix_cache_hits counter\nvllm:prefix_cache_hits_total%s %d\n", l, 256*3*k, l, 64*3*k)
 }
 
 type testDeps struct {

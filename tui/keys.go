@@ -15,6 +15,7 @@ type KeyMap struct {
 	UtilDown, UtilUp, UtilDownBig, UtilUpBig key.Binding
 	Restart, Confirm, Cancel                 key.Binding
 	Theme, Help, Quit, ForceQuit             key.Binding
+	Prefix                                   key.Binding
 }
 
 func binding(keys []string, k, desc string) key.Binding {
@@ -46,6 +47,7 @@ func DefaultKeyMap() KeyMap {
 		Help:        b([]string{"?"}, "?", "help"),
 		Quit:        b([]string{"q"}, "q", "quit (twice: force)"),
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
+		Prefix:      b([]string{"P"}, "P", "shared prefix on / off"),
 	}
 }
 
@@ -60,7 +62,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	views := append([]key.Binding{k.NextView, k.PrevView}, k.Views...)
 	return [][]key.Binding{
 		views,
-		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen},
+		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.Prefix},
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
 	}

@@ -370,6 +370,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 		m.togglePause()
 	case key.Matches(msg, k.PromptLen):
 		m.togglePrompts()
+	case key.Matches(msg, k.Prefix):
+		m.togglePrefix()
 	case key.Matches(msg, k.UtilDown):
 		m.nudgeUtil(-0.01)
 	case key.Matches(msg, k.UtilUp):

@@ -193,7 +193,7 @@ func (p *runsPanel) columns() []column {
 			}
 			return settingsOf(r)
 		}},
-		{"workload", 16, 3, true, func(r row) string { return shortWorkload(r.n.workload) }},
+		{"workload", 18, 3, true, func(r row) string { return shortWorkload(r.n.workload) }},
 		{"util", 5, 6, false, func(r row) string { return orDash(r.n.util > 0, fmt.Sprintf("%.2f", r.n.util)) }},
 		{"KV tok", 9, 7, false, func(r row) string { return orDash(r.n.kvTokens > 0, commas(r.n.kvTokens)) }},
 		{"dur", 6, 3, false, func(r row) string { return fmtAge(r.active) }},
@@ -257,11 +257,15 @@ func settingsOf(r row) string {
 	return s
 }
 
-// shortWorkload names a workload compactly: "random 256 in / 128 out" is "random 256→128".
+// shortWorkload names a workload compactly: "random 256 in / 128 out" is "random 256→128",
+// and with the prefix demo's "…, prefix on" it is "256→128 prefix on".
 func shortWorkload(name string) string {
-	name = clean(name)
+	name, prefix := loadgen.SplitPrefixName(clean(name))
 	if strings.HasSuffix(name, " out") && strings.Contains(name, " in / ") {
 		name = strings.Replace(strings.TrimSuffix(name, " out"), " in / ", "→", 1)
+	}
+	if prefix != "" {
+		name = strings.TrimPrefix(name, "random ") + " " + prefix
 	}
 	return orDash(name != "", name)
 }
@@ -376,7 +380,7 @@ func (p *runsPanel) comparison() []string {
 		return nil
 	}
 	nameW := 12
-	valW := max(min((p.w-nameW-26)/2, 18), 10)
+	valW := max(min((p.w-nameW-26)/2, 19), 10)
 	title := fmt.Sprintf("A (run %d) -> B (run %d)", a.e.Epoch, b.e.Epoch)
 	head := padRight("", nameW) + padLeft(fmt.Sprintf("A · run %d", a.e.Epoch), valW) + padLeft(fmt.Sprintf("B · run %d", b.e.Epoch), valW) + padLeft("change", 10) + "  "
 	out := []string{"", st.Title.Render(title), st.Label.Render(truncate(head, p.w))}

@@ -39,6 +39,7 @@ type state struct {
 	autoPause   string // why the dashboard paused the load itself ("" when it did not)
 	longPrompts bool
 	workloads   [2]string // short, long
+	prefixOn    bool      // the prefix-caching demo's shared system prompt
 
 	// --gpu-memory-utilization: what the server runs with, and what the next restart uses.
 	util, pendingUtil float64

@@ -24,6 +24,7 @@ func scripted(t *testing.T, w, h int, theme string, noColor bool) *driver {
 	t.Helper()
 	d := newDriver(t, w, h, func(dp *Deps) { dp.Theme, dp.NoColor = theme, noColor })
 	d.m.c.s.window = 0 // one minute: both epoch rules in view
+	d.td.scr.prefix = true
 	d.logs(
 		"(EngineCore pid=4310) INFO 11-30 12:00:01 [model_runner.py:309] Model loading took 14.99 GiB and 3.002100 seconds",
 		"(EngineCore pid=4310) INFO 11-30 12:00:02 [kv_cache_utils.py:2214] GPU KV cache size: 464,720 tokens",
