@@ -79,3 +79,39 @@ func TestSharedPrefixCutsTTFTOnTheSimulator(t *testing.T) {
 	assert.Greater(t, cut, 0.30, "a shared 1,024-token prefix cuts TTFT p50 by more than 30%%")
 	assert.True(t, strings.HasSuffix(s.WorkloadName(), "prefix on"))
 }
+
+// A session given a trace replays it, looped: the dashboard's load runs past the trace's end.
+func TestSessionReplaysATraceLooped(t *testing.T) {
+	url := startSim(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-speed", "20", "--max-model-len", "4096")
+	d, err := loadgen.OpenDataset(loadgen.DatasetConfig{Name: loadgen.DatasetMooncake, Path: "../testdata/mooncake-sample.jsonl",
+		Trace: loadgen.TraceDatasetConfig{Speedup: 50}})
+	require.NoError(t, err)
+	cfg := sessionConfig(url)
+	cfg.Dataset = d
+	s, err := loadgen.NewSession(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "mooncake trace", s.WorkloadName())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, nil) }()
+	require.Eventually(t, func() bool { return s.Stats().Finished >= 25 }, 30*time.Second, 5*time.Millisecond, "two passes and more of a 10-request trace")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Zero(t, s.Epochs()[0].Failures)
+}
+
+// A session given conversations plays them with its concurrency as the conversations under way.
+func TestSessionPlaysConversations(t *testing.T) {
+	url := startSim(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-speed", "20")
+	d, err := loadgen.OpenDataset(loadgen.DatasetConfig{Name: loadgen.DatasetRandom, Random: loadgen.RandomConfig{InputLen: 32, OutputLen: 4},
+		MultiTurn: loadgen.MultiTurnConfig{On: true, Turns: 3, InputLen: 32, OutputLen: 4, Count: 4}})
+	require.NoError(t, err)
+	cfg := sessionConfig(url)
+	cfg.Concurrency, cfg.Dataset = 2, d
+	s, err := loadgen.NewSession(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Run(context.Background(), nil), "four conversations, then the load ends")
+	e := s.Epochs()[0]
+	assert.Equal(t, 12, e.Requests)
+	assert.Zero(t, e.Failures)
+}

@@ -164,6 +164,17 @@ func (fs *fileSchedule) Next() (Arrival, error) {
 	return a, err
 }
 
+// Replays reports whether the dataset is replayed (Replay) rather than sent as a Workload.
+func (d *Dataset) Replays() bool { return d.cfg.MultiTurn.On || d.cfg.isTrace() && !d.cfg.Trace.Sample }
+
+// Name is a short name of a replayed dataset: "mooncake trace", "multi-turn random".
+func (d *Dataset) Name() string {
+	if d.cfg.MultiTurn.On {
+		return "multi-turn " + d.cfg.Name
+	}
+	return d.cfg.Name + " trace"
+}
+
 // Skipped is the number of malformed lines the trace's last read skipped
 // (--trace-skip-malformed).
 func (d *Dataset) Skipped() int { return d.skipped }

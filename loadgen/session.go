@@ -37,6 +37,10 @@ type SessionConfig struct {
 	// PrefixLen is the shared system prompt SharedPrefix adds, in tokens (0:
 	// DefaultSharedPrefixLen).
 	PrefixLen int
+	// Dataset, when it is a trace or conversations (OpenDataset's), is replayed instead of
+	// the short and long workloads: the trace looped, the conversations without end unless
+	// counted.
+	Dataset *Dataset
 }
 
 // Session is a live load: the client, the runner that holds its concurrency or rate, the live
@@ -138,6 +142,9 @@ func (s *Session) Run(ctx context.Context, ready func(context.Context) error) er
 			return err
 		}
 	}
+	if _, err := s.replayFrom(ctx); err != nil {
+		return err
+	}
 	if v, err := CalibrateVocab(ctx, s.client); err == nil && s.fit(v) == nil {
 		s.runner.SetWorkload(s.workload())
 	}
@@ -179,8 +186,13 @@ func (s *Session) UseLongPrompts(on bool) (string, int) {
 	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
 }
 
-// WorkloadName names the workload new requests use.
-func (s *Session) WorkloadName() string { return s.workload().Name() }
+// WorkloadName names the workload new requests use, or the dataset a session replays.
+func (s *Session) WorkloadName() string {
+	if d := s.cfg.Dataset; d != nil && d.Replays() {
+		return d.Name()
+	}
+	return s.workload().Name()
+}
 
 func (s *Session) workload() Workload {
 	s.mu.Lock()

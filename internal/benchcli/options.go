@@ -55,7 +55,6 @@ type Options struct {
 	backend              string
 	slaInline, slaParams string
 	simless              bool // defined without the simulator's flags
-	replay               replayFlags
 }
 
 // Search is an SLO search's settings.
@@ -107,7 +106,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.IntVar(&d.Random.InputLen, "input-len", 1024, "The same as --random-input-len")
 	fs.IntVar(&o.outLen, "output-len", 0, "Sets --random-output-len and --sharegpt-output-len")
 	fs.IntVar(&d.ShareGPTOutputLen, "sharegpt-output-len", 0, "Output tokens of each ShareGPT request (default: the answer's length)")
-	defineReplay(fs, o)
+	cliflag.AddReplay(fs, &d.Trace, &d.MultiTurn)
 	fs.BoolVar(&d.IgnoreEOS, "ignore-eos", false, "Send ignore_eos (always on for the random dataset, as vLLM does)")
 	fs.Var(cliflag.Counts(&r.Concurrency), "max-concurrency", "Maximum requests in flight; a comma list (1,8,32) runs a sweep")
 	fs.Var(cliflag.Rates(&r.Rates), "request-rate", "Requests per second (inf: all at once); a comma list runs a sweep")

@@ -54,6 +54,7 @@ const memoryLimit = 60 << 20
 // stop it in order.
 type Dashboard struct {
 	loadCfg     loadgen.SessionConfig
+	dataset     loadgen.DatasetConfig // --dataset-name and the replay flags
 	deps        tui.Deps
 	attach      string
 	simArgsFlag string
@@ -94,6 +95,10 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
 	cliflag.AddClient(fs, c)
+	fs.IntVar(&l.PrefixLen, "prefix-len", loadgen.DefaultSharedPrefixLen, "tokens of the shared system prompt P toggles (the prefix-caching demo)")
+	fs.StringVar(&o.dataset.Name, "dataset-name", loadgen.DatasetRandom, "random, or a trace to replay (burstgpt, mooncake), or conversations with --multi-turn (sharegpt, random)")
+	fs.StringVar(&o.dataset.Path, "dataset-path", "", "the BurstGPT CSV, Mooncake JSONL or ShareGPT JSON file")
+	cliflag.AddReplay(fs, &o.dataset.Trace, &o.dataset.MultiTurn)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
 	return o
@@ -125,7 +130,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
 	}
-	return nil
+	return o.finishDataset()
 }
 
 // Build makes the server's supervisor, the load and the scraper.
