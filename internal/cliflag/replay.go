@@ -43,7 +43,9 @@ func AddReplay(fs *pflag.FlagSet, t *loadgen.TraceDatasetConfig, mt *loadgen.Mul
 }
 
 // IsTrace reports whether a dataset name is a trace file's.
-func IsTrace(name string) bool { return name == loadgen.DatasetBurstGPT || name == loadgen.DatasetMooncake }
+func IsTrace(name string) bool {
+	return name == loadgen.DatasetBurstGPT || name == loadgen.DatasetMooncake
+}
 
 // FinishReplay refuses AddReplay's flags where they do nothing: the multi-turn ones without
 // --multi-turn, the trace ones without a trace, --multi-turn with a trace.
