@@ -22,6 +22,16 @@ type ConversationLoad struct {
 // maxAnswerBytes is the most of each answer a conversation keeps for its history.
 const maxAnswerBytes = 256 << 10
 
+func replayKind(trace, conversations bool) string {
+	switch {
+	case trace:
+		return ReplayTrace
+	case conversations:
+		return ReplayConversations
+	}
+	return ""
+}
+
 // broadcast wakes every goroutine waiting for a change of the load or a finished request.
 func (r *Runner) broadcast() {
 	r.mu.Lock()

@@ -63,6 +63,7 @@ type Runner struct {
 	hold        string        // PauseFor's reason; "" when not held
 	holdGen     int           // counts PauseFor calls, so a stale ResumeAfter lifts nothing
 	changed     chan struct{} // closed and replaced at every change and finished request
+	replay      string        // LoaderStats.Replay
 
 	// now and after are the back-off's clock (tests replace them).
 	now   func() time.Time
@@ -82,7 +83,7 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	}
 	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
 		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1), breaker: newBreaker(cfg.Backoff, cfg.Seed),
-		now: time.Now, after: time.After, changed: make(chan struct{})}
+		now: time.Now, after: time.After, changed: make(chan struct{}), replay: replayKind(cfg.Arrivals != nil, cfg.Conversations != nil)}
 }
 
 func (r *Runner) poke() {
@@ -220,7 +221,16 @@ type LoaderStats struct {
 	FailStreak int
 	Failing    string
 	Backoff    time.Duration
+	// Replay is ReplayTrace or ReplayConversations when the load replays one ("" for a
+	// workload): a trace's requests come at its times, whatever the concurrency.
+	Replay string
 }
+
+// LoaderStats.Replay's values.
+const (
+	ReplayTrace         = "trace"
+	ReplayConversations = "conversations"
+)
 
 // Status is a line for a status bar when the load is held back ("load paused: 50 requests in
 // a row failed with HTTP 401 Unauthorized; one request every 10s to see if it recovers", or
@@ -239,6 +249,12 @@ func (s LoaderStats) Status() string {
 
 // Settings names the load: "C=4" in the closed loop, "rate 2.5/s" in the open one.
 func (s LoaderStats) Settings() string {
+	switch s.Replay {
+	case ReplayTrace:
+		return "trace replay"
+	case ReplayConversations:
+		return "C=" + strconv.Itoa(s.Concurrency) + " conv"
+	}
 	if s.Rate > 0 {
 		return "rate " + strconv.FormatFloat(s.Rate, 'f', -1, 64) + "/s"
 	}
@@ -248,7 +264,7 @@ func (s LoaderStats) Settings() string {
 // Stats returns the runner's state now.
 func (r *Runner) Stats() LoaderStats {
 	r.mu.Lock()
-	s := LoaderStats{Concurrency: r.concurrency, Rate: r.rate, Paused: r.paused, Epoch: r.epoch}
+	s := LoaderStats{Concurrency: r.concurrency, Rate: r.rate, Paused: r.paused, Epoch: r.epoch, Replay: r.replay}
 	b := r.breaker
 	if s.FailStreak = b.streak.N; s.FailStreak > 0 {
 		s.Failing = b.streak.String()

@@ -110,6 +110,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	}
 	s.runner = NewRunner(client, RunnerConfig{Workload: s.short, Concurrency: cfg.Concurrency, Rate: max(cfg.Rate, 0),
 		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight, ITL: itl})
+	if d := cfg.Dataset; d != nil && d.Replays() {
+		s.runner.replay = replayKind(!d.cfg.MultiTurn.On, d.cfg.MultiTurn.On)
+	}
 	s.begin(0, "")
 	return s, nil
 }

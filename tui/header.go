@@ -184,6 +184,12 @@ func (h *header) loadLine() string {
 	if s.rateMode {
 		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
 	}
+	switch ls.Replay {
+	case loadgen.ReplayTrace:
+		mode, settings = "trace", "replay"
+	case loadgen.ReplayConversations:
+		mode = "conversations"
+	}
 	items := []item{{st.Label.Render("load ") + st.Value.Render(mode+" "+settings), 0}}
 	switch {
 	case s.autoPause != "":
