@@ -1,10 +1,12 @@
 package benchcli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/loadgen"
@@ -151,7 +153,20 @@ func (b *Bench) SetPromptOffset(n int) { b.offset = n }
 // progress is a run's start: its traffic line, and a progress line on stderr.
 func (b *Bench) progress(cfg loadgen.SweepConfig, traffic bool) func(loadgen.RunInfo) ([]func(loadgen.Result), func()) {
 	return func(info loadgen.RunInfo) ([]func(loadgen.Result), func()) {
-		if traffic {
+		conc := "None"
+		if info.MaxConcurrency > 0 {
+			conc = strconv.Itoa(info.MaxConcurrency)
+		}
+		switch {
+		case !traffic:
+		case cfg.Trace != nil:
+			fmt.Fprintf(b.env.Stderr, "Traffic: the trace's timestamps, sped up %gx, maximum request concurrency: %s\n", cmp.Or(b.o.Dataset.Trace.Speedup, 1), conc)
+		case cfg.Conversations != nil:
+			if info.MaxConcurrency == 0 {
+				conc = "all"
+			}
+			fmt.Fprintf(b.env.Stderr, "Traffic: conversations turn by turn, think time %v, conversations at once: %s\n", cfg.Conversations.Think.Mean, conc)
+		default:
 			loadgen.PrintTraffic(b.env.Stderr, info)
 		}
 		if b.o.Quiet || b.virtual != nil {
