@@ -130,13 +130,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	} else {
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
-	start := time.Now()
-	err := NewRunner(c, rc).Run(ctx)
-	run.Duration = time.Since(start)
-	if errors.As(err, &run.Stopped) {
-		err = nil
-	}
-	return run, err
+	return timed(ctx, c, rc, run)
 }
 
 // benchReplay is Bench for a trace or conversations: no warm-ups (a replay's first requests
@@ -173,6 +167,12 @@ func benchReplay(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, err
 	rc.Backoff.Stop = true
 	rc.Sinks = append([]func(Result){tally.Add}, cfg.Sinks...)
 	run := BenchRun{Tally: tally}
+	return timed(ctx, c, rc, run)
+}
+
+// timed runs rc's Runner to its end and notes how long it took, and whether the back-off
+// stopped it.
+func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (BenchRun, error) {
 	start := time.Now()
 	err := NewRunner(c, rc).Run(ctx)
 	run.Duration = time.Since(start)

@@ -481,14 +481,7 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	if s.watch != nil {
 		s.watch.end(res)
 	}
-	r.mu.Lock()
-	r.breaker.note(&res, r.now())
-	r.mu.Unlock()
-	r.inFlight.Add(-1)
-	r.finished.Add(1)
-	for _, sink := range r.cfg.Sinks {
-		sink(res)
-	}
+	r.finish(res)
 	select {
 	case done <- struct{}{}:
 	default:

@@ -318,23 +318,30 @@ func (r *runState) deliver(step *sim.StepResult) {
 		if !ok || r.live[out.Seq] != req {
 			continue // a request of an earlier run, aborted
 		}
-		res := &req.res
-		if res.Chunks == 0 {
-			res.TTFT = end.Sub(res.Start)
-		} else {
-			res.ITLs = append(res.ITLs, end.Sub(req.lastContent))
-		}
-		req.lastContent = end
-		res.Chunks++
-		res.OutputTokens += len(out.Tokens)
-		if out.Finished {
-			res.FinishReason = string(out.Reason)
-			res.E2EL = end.Sub(res.Start)
-			res.Status, res.OutputFromUsage = 200, true
+		if chunk(&req.res, &req.lastContent, out, end) {
 			delete(r.live, out.Seq)
 			r.finish(req, end)
 		}
 	}
+}
+
+// chunk records one step's output of a request, delivered at end as one chunk, as a client
+// measures it (last is the previous chunk's time); it reports whether the request finished.
+func chunk(res *loadgen.Result, last *time.Time, out sim.Output, end time.Time) bool {
+	if res.Chunks == 0 {
+		res.TTFT = end.Sub(res.Start)
+	} else {
+		res.ITLs = append(res.ITLs, end.Sub(*last))
+	}
+	*last = end
+	res.Chunks++
+	res.OutputTokens += len(out.Tokens)
+	if out.Finished {
+		res.FinishReason = string(out.Reason)
+		res.E2EL = end.Sub(res.Start)
+		res.Status, res.OutputFromUsage = 200, true
+	}
+	return out.Finished
 }
 
 // finish reports a request's result, ended at at, to the back-off and the sinks.

@@ -334,19 +334,7 @@ func (p *player) deliver(step *sim.StepResult) {
 		if !ok || p.live[out.Seq] != r {
 			continue // a request of an earlier run, aborted
 		}
-		res := &r.res
-		if res.Chunks == 0 {
-			res.TTFT = end.Sub(res.Start)
-		} else {
-			res.ITLs = append(res.ITLs, end.Sub(r.last))
-		}
-		r.last = end
-		res.Chunks++
-		res.OutputTokens += len(out.Tokens)
-		if out.Finished {
-			res.FinishReason = string(out.Reason)
-			res.E2EL = end.Sub(res.Start)
-			res.Status, res.OutputFromUsage = 200, true
+		if chunk(&r.res, &r.last, out, end) {
 			delete(p.live, out.Seq)
 			p.finish(r, end)
 		}
