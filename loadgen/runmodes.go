@@ -222,8 +222,12 @@ func (r *Runner) runArrivals(ctx context.Context) error {
 			r.finish(res)
 		}()
 	})
+	wg.Wait()
 	if fe := failed.Load(); fe != nil {
 		return fe
+	}
+	if g := r.gate(r.now()); g.stop != nil {
+		return g.stop // the last requests reached the threshold
 	}
 	if err != nil && sendCtx.Err() == nil && ctx.Err() != nil {
 		return nil // the duration ran out
@@ -329,6 +333,9 @@ func (r *Runner) runConversations(ctx context.Context) error {
 	wg.Wait()
 	if fe := failed.Load(); fe != nil {
 		return fe
+	}
+	if g := r.gate(r.now()); g.stop != nil {
+		return g.stop
 	}
 	return sendCtx.Err()
 }

@@ -170,3 +170,40 @@ func TestRunnerConversationsStopAtTheRequestCount(t *testing.T) {
 	require.NoError(t, r.Run(context.Background()))
 	assert.Len(t, rec.Results(), 7)
 }
+
+// Requests of a replay that fail before any output back off, and at the threshold a headless
+// run stops with the streak; the rest of the trace is not sent.
+func TestRunnerReplayBacksOffAndStops(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, "no key", http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t, srv.URL, EndpointCompletions)
+	var rec Recorder
+	ats := make([]time.Duration, 50)
+	for i := range ats {
+		ats[i] = time.Duration(i) * 5 * time.Millisecond
+	}
+	r := NewRunner(c, RunnerConfig{Arrivals: arrivalsAt(ats...), Sinks: []func(Result){rec.Add},
+		Backoff: BackoffConfig{Base: time.Millisecond, Max: 2 * time.Millisecond, PauseAfter: 5, Stop: true}})
+	err := r.Run(context.Background())
+	var fe *FailingError
+	require.ErrorAs(t, err, &fe)
+	assert.GreaterOrEqual(t, len(rec.Results()), 5, "the streak's requests")
+	assert.Less(t, len(rec.Results()), 50, "then the rest of the trace is not sent")
+	for i, x := range byIndex(rec.Results())[1:] {
+		assert.False(t, x.Start.Before(rec.Results()[0].Start.Add(time.Millisecond/2)), "request %d waited the back-off", i+1)
+	}
+}
+
+// Duration stops a replay's sending: arrivals after it are not sent, and Run ends without error.
+func TestRunnerReplayStopsAtItsDuration(t *testing.T) {
+	g := newGateServer(t)
+	close(g.release) // every request answered at once
+	c := newTestClient(t, g.URL, EndpointCompletions)
+	var rec Recorder
+	r := NewRunner(c, RunnerConfig{Arrivals: arrivalsAt(0, 10*time.Millisecond, time.Hour), Duration: 200 * time.Millisecond, Sinks: []func(Result){rec.Add}})
+	require.NoError(t, r.Run(context.Background()))
+	assert.Len(t, rec.Results(), 2, "the arrival an hour in is past the duration")
+}
