@@ -15,6 +15,7 @@ type KeyMap struct {
 	UtilDown, UtilUp, UtilDownBig, UtilUpBig key.Binding
 	Restart, Confirm, Cancel                 key.Binding
 	Theme, Help, Quit, ForceQuit             key.Binding
+	Tune                                     tuneKeys
 }
 
 func binding(keys []string, k, desc string) key.Binding {
@@ -46,6 +47,7 @@ func DefaultKeyMap() KeyMap {
 		Help:        b([]string{"?"}, "?", "help"),
 		Quit:        b([]string{"q"}, "q", "quit (twice: force)"),
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
+		Tune:        defaultTuneKeys(),
 	}
 }
 
@@ -63,6 +65,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen},
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
+		{k.Tune.Search, k.Tune.Sweep, k.Tune.Export},
 	}
 }
 

@@ -57,6 +57,8 @@ type state struct {
 
 	status    string // the footer's message
 	statusBad bool
+
+	tune tuneState // the SLO search or utilisation sweep, and their curves
 }
 
 // epochNote is what the dashboard saw during one epoch: the server's capacity and

@@ -1,0 +1,200 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/loadgen"
+)
+
+// exportDoneMsg is a finished export: the files written, or why not.
+type exportDoneMsg struct {
+	paths []string
+	err   error
+}
+
+// exportData is what the export key writes, copied on the UI goroutine so the writing can
+// run off it.
+type exportData struct {
+	dir, stamp string
+	runs       []loadgen.ResultDoc
+	probes     []loadgen.ResultDoc // every probe of the tuning curves, in their order
+	curves     []exportCurve
+}
+
+type exportCurve struct {
+	Name     string  `json:"name"`
+	Util     float64 `json:"gpu_memory_utilization"`
+	Variable string  `json:"variable"`
+	SLO      string  `json:"slo,omitempty"`
+	Knee     int     `json:"knee"`
+	Probes   int     `json:"probes"`
+}
+
+// export writes the Runs and the tuning results as CSV and JSON, in a command.
+func (m *Model) export() tea.Cmd {
+	c, s := m.c, &m.c.s
+	d := exportData{dir: c.deps.ExportDir, stamp: c.now().UTC().Format("20060102-150405")}
+	if d.dir == "" {
+		d.dir = "."
+	}
+	now := c.now()
+	for i, e := range s.runs {
+		d.runs = append(d.runs, runDoc(e, s.notes[e.Epoch], s.active(i, now)))
+	}
+	t := &s.tune
+	for _, cv := range t.curves {
+		d.curves = append(d.curves, exportCurve{Name: cv.Name, Util: cv.Util, Variable: t.variable, SLO: t.slo.Text(","), Knee: cv.Knee, Probes: len(cv.Probes)})
+		for _, p := range cv.Probes {
+			for _, doc := range p.Docs {
+				doc = doc.Set("phase", p.Phase)
+				if t.slo != nil {
+					doc = doc.Set("slo", t.slo.Text(",")).Set("slo_met", p.Passed())
+				}
+				d.probes = append(d.probes, doc)
+			}
+		}
+	}
+	if len(d.runs) == 0 && len(d.probes) == 0 {
+		c.setStatus("nothing to export yet: no run has results", true)
+		return nil
+	}
+	c.setStatus("exporting to "+clean(d.dir)+" ...", false)
+	return func() tea.Msg {
+		paths, err := d.write()
+		return exportDoneMsg{paths: paths, err: err}
+	}
+}
+
+// exported shows where the export went.
+func (m *Model) exported(msg exportDoneMsg) {
+	c := m.c
+	if msg.err != nil {
+		c.setStatus("export failed: "+clean(msg.err.Error()), true)
+		return
+	}
+	c.setStatus("exported "+clean(joinPaths(msg.paths)), false)
+}
+
+func joinPaths(ps []string) string {
+	out := ""
+	for i, p := range ps {
+		if i > 0 {
+			out += ", "
+		}
+		out += p
+	}
+	return out
+}
+
+// write writes vllmtop-runs-STAMP.{csv,json} and, with tuning results,
+// vllmtop-tuning-STAMP.{csv,json}: the probes as summary.csv rows and a JSON of the curves
+// with their probes. A file that exists is not overwritten.
+func (d exportData) write() ([]string, error) {
+	var paths []string
+	save := func(name string, data []byte) error {
+		path := filepath.Join(d.dir, loadgen.SanitizeFilename(name))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		paths = append(paths, path)
+		return nil
+	}
+	if len(d.runs) > 0 {
+		csvData, err := docsCSV(d.runs)
+		if err != nil {
+			return paths, err
+		}
+		js, err := json.MarshalIndent(d.runs, "", "  ")
+		if err != nil {
+			return paths, err
+		}
+		if err := save("vllmtop-runs-"+d.stamp+".csv", csvData); err != nil {
+			return paths, err
+		}
+		if err := save("vllmtop-runs-"+d.stamp+".json", append(js, '\n')); err != nil {
+			return paths, err
+		}
+	}
+	if len(d.probes) > 0 {
+		csvData, err := docsCSV(d.probes)
+		if err != nil {
+			return paths, err
+		}
+		js, err := json.MarshalIndent(struct {
+			Curves []exportCurve       `json:"curves"`
+			Probes []loadgen.ResultDoc `json:"probes"`
+		}{d.curves, d.probes}, "", "  ")
+		if err != nil {
+			return paths, err
+		}
+		if err := save("vllmtop-tuning-"+d.stamp+".csv", csvData); err != nil {
+			return paths, err
+		}
+		if err := save("vllmtop-tuning-"+d.stamp+".json", append(js, '\n')); err != nil {
+			return paths, err
+		}
+	}
+	return paths, nil
+}
+
+// docsCSV writes documents as summary.csv does.
+func docsCSV(docs []loadgen.ResultDoc) ([]byte, error) {
+	var b bytes.Buffer
+	err := loadgen.WriteSummaryCSV(&b, docs)
+	return b.Bytes(), err
+}
+
+// runDoc is one row of Runs as a document, with the dashboard's notes beside the load's
+// statistics; active is how long its load ran (less pauses).
+func runDoc(e loadgen.EpochStats, n *epochNote, active time.Duration) loadgen.ResultDoc {
+	f := func(x float64) loadgen.PyFloat { return loadgen.PyFloat(x) }
+	d := loadgen.ResultDoc{
+		{Key: "epoch", Value: e.Epoch},
+		{Key: "start", Value: e.Start.UTC().Format(time.RFC3339)},
+		{Key: "settings", Value: clean(e.Settings)},
+		{Key: "label", Value: clean(e.Label)},
+	}
+	if n != nil {
+		d = append(d, loadgen.Field{Key: "gpu_memory_utilization", Value: f(n.util)}, loadgen.Field{Key: "workload", Value: clean(n.workload)},
+			loadgen.Field{Key: "kv_cache_tokens", Value: n.kvTokens}, loadgen.Field{Key: "preemptions", Value: f(n.preempt)})
+	}
+	d = append(d, loadgen.ResultDoc{
+		{Key: "active_s", Value: f(active.Seconds())},
+		{Key: "completed", Value: e.Requests},
+		{Key: "failed", Value: e.Failures},
+		{Key: "good", Value: e.Good},
+		{Key: "total_input_tokens", Value: e.PromptTokens},
+		{Key: "total_output_tokens", Value: e.OutputTokens},
+		{Key: "output_throughput", Value: f(e.OutputTokensPerSec())},
+	}...)
+	return append(d, quantileFields(e)...)
+}
+
+// quantileFields are an epoch's latency percentiles with vLLM's key names (median_ttft_ms,
+// p90_ttft_ms, p99_ttft_ms, ... for TTFT, TPOT, ITL and E2EL).
+func quantileFields(e loadgen.EpochStats) []loadgen.Field {
+	ms := func(d time.Duration) loadgen.PyFloat { return loadgen.PyFloat(float64(d) / float64(time.Millisecond)) }
+	var out []loadgen.Field
+	for _, q := range []struct {
+		name string
+		q    loadgen.Quantiles
+	}{{"ttft", e.TTFT}, {"tpot", e.TPOT}, {"itl", e.ITL}, {"e2el", e.E2EL}} {
+		out = append(out, loadgen.Field{Key: "median_" + q.name + "_ms", Value: ms(q.q.P50)},
+			loadgen.Field{Key: "p90_" + q.name + "_ms", Value: ms(q.q.P90)},
+			loadgen.Field{Key: "p99_" + q.name + "_ms", Value: ms(q.q.P99)})
+	}
+	return out
+}
