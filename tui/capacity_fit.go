@@ -86,7 +86,11 @@ func renderFit(st *Styles, f capacityFit, width int) []string {
 	switch {
 	case f.Report != nil:
 		col := f.Report.Columns[0]
-		out = append(out, limits(col.Fit, false))
+		if col.Refused != "" {
+			out = append(out, st.Bad.Render(truncate("as given, vLLM would refuse to start: "+col.Refused, width)))
+		} else {
+			out = append(out, limits(col.Fit, false))
+		}
 		out = append(out, memoryBar(st, col.Memory, width)...)
 		out = append(out, whatIfColumns(st, f.Report.Columns, width)...)
 	case f.Estimate != nil:
