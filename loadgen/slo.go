@@ -216,6 +216,10 @@ type SLOSearch struct {
 	// doubles from Start (a live load searching from where it runs, where a probe at Max
 	// would flood the server the user is watching).
 	Start int
+	// Tolerance, when above 0, ends the bisection once the bracket is within this fraction of
+	// its lower end (0.05: 5%) rather than one step: a live probe's p99 moves by more than a
+	// step's difference near the knee.
+	Tolerance float64
 }
 
 // SLOProbe is one value tried: its runs, the criteria's metrics averaged over them, and the
@@ -322,7 +326,7 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 		}
 	}
 	lo, hi := res.bounds(s.Max)
-	for hi-lo > 1 {
+	for hi-lo > max(1, int(s.Tolerance*float64(lo))) {
 		mid := (lo + hi) / 2
 		p, err := try(mid, "bisect")
 		if err != nil {

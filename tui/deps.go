@@ -128,10 +128,13 @@ type Deps struct {
 // warm-up's requests to finish (those started before the probe's setting are not counted),
 // then measures until enough requests completed or the time is up.
 type TuneConfig struct {
-	ProbeRequests  int           // completed requests a probe measures (0: 48)
-	WarmupRequests int           // completed requests of the warm-up, at most the value probed (0: 16)
+	ProbeRequests  int           // completed requests a probe measures, at least two a slot (0: 48)
+	WarmupRequests int           // completed requests of the warm-up, at least one a slot (0: 16)
 	ProbeTimeout   time.Duration // the longest a probe's measurement runs (0: 3 minutes)
-	Max            int           // the highest concurrency or rate tried (0: 256)
+	Max            int           // the highest concurrency or rate tried (0: 1024)
+	// Tolerance ends the bisection once the knee is known within this fraction (0: 5%): near
+	// the knee a live p99 moves more than one step's difference.
+	Tolerance float64
 }
 
 func (t TuneConfig) withDefaults() TuneConfig {
@@ -145,7 +148,10 @@ func (t TuneConfig) withDefaults() TuneConfig {
 		t.ProbeTimeout = 3 * time.Minute
 	}
 	if t.Max <= 0 {
-		t.Max = 256
+		t.Max = 1024
+	}
+	if t.Tolerance <= 0 {
+		t.Tolerance = 0.05
 	}
 	return t
 }

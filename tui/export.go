@@ -112,40 +112,33 @@ func (d exportData) write() ([]string, error) {
 		paths = append(paths, path)
 		return nil
 	}
-	if len(d.runs) > 0 {
-		csvData, err := docsCSV(d.runs)
+	// pair writes name.csv from docs and name.json from what.
+	pair := func(name string, docs []loadgen.ResultDoc, what any) error {
+		if len(docs) == 0 {
+			return nil
+		}
+		csvData, err := docsCSV(docs)
 		if err != nil {
-			return paths, err
+			return err
 		}
-		js, err := json.MarshalIndent(d.runs, "", "  ")
+		js, err := json.MarshalIndent(what, "", "  ")
 		if err != nil {
-			return paths, err
+			return err
 		}
-		if err := save("vllmtop-runs-"+d.stamp+".csv", csvData); err != nil {
-			return paths, err
+		if err := save(name+".csv", csvData); err != nil {
+			return err
 		}
-		if err := save("vllmtop-runs-"+d.stamp+".json", append(js, '\n')); err != nil {
-			return paths, err
-		}
+		return save(name+".json", append(js, '\n'))
 	}
-	if len(d.probes) > 0 {
-		csvData, err := docsCSV(d.probes)
-		if err != nil {
-			return paths, err
-		}
-		js, err := json.MarshalIndent(struct {
-			Curves []exportCurve       `json:"curves"`
-			Probes []loadgen.ResultDoc `json:"probes"`
-		}{d.curves, d.probes}, "", "  ")
-		if err != nil {
-			return paths, err
-		}
-		if err := save("vllmtop-tuning-"+d.stamp+".csv", csvData); err != nil {
-			return paths, err
-		}
-		if err := save("vllmtop-tuning-"+d.stamp+".json", append(js, '\n')); err != nil {
-			return paths, err
-		}
+	if err := pair("vllmtop-runs-"+d.stamp, d.runs, d.runs); err != nil {
+		return paths, err
+	}
+	tuning := struct {
+		Curves []exportCurve       `json:"curves"`
+		Probes []loadgen.ResultDoc `json:"probes"`
+	}{d.curves, d.probes}
+	if err := pair("vllmtop-tuning-"+d.stamp, d.probes, tuning); err != nil {
+		return paths, err
 	}
 	return paths, nil
 }

@@ -71,6 +71,7 @@ type epochNote struct {
 	workload string
 	paused   time.Duration
 	pausedAt time.Time // when a pause still under way began; zero otherwise
+	warmup   bool      // a tuning probe's warm-up, folded away in Runs
 }
 
 const maxMarks = 200

@@ -48,6 +48,7 @@ type tuneState struct {
 	touched  []int  // the curves of this run, by index in curves
 	probes   int    // probes begun in this run
 	step     string // "util 0.90 (2/3)" during a sweep
+	settings int    // how many server settings the run tries
 	lastOK   string // the last finished probe, for the progress line
 	prompt   *string
 	promptOf int // the run the prompt's SLO is for
@@ -65,6 +66,17 @@ type probeRun struct {
 	reply        chan tuneReply
 	warmTarget   int
 	measureSince time.Time
+	rate         bool // the value is a request rate
+}
+
+// measureTarget is how many completed requests the probe measures: --probe-requests, and at
+// least two of each slot, so that the quick requests of a high concurrency, which finish
+// first, are not all it sees.
+func (p *probeRun) measureTarget(cfg TuneConfig) int {
+	if p.rate {
+		return cfg.ProbeRequests
+	}
+	return max(cfg.ProbeRequests, 2*p.value)
 }
 
 type tuneReply struct {
@@ -208,9 +220,10 @@ func (m *Model) runTune(kind int, slo loadgen.SLO) tea.Cmd {
 	if s.rateMode {
 		t.variable, start = loadgen.SLORate, max(int(math.Round(s.rate)), 1)
 	}
-	plan := tunePlan{variable: t.variable, slo: slo, max: cfg.Max, start: min(start, cfg.Max)}
+	plan := tunePlan{variable: t.variable, slo: slo, max: cfg.Max, start: min(start, cfg.Max), tolerance: cfg.Tolerance}
 	if kind == tuneSweep {
 		plan.utils, plan.restart = m.sweepUtils(), true
+		t.settings = len(plan.utils)
 		// A new sweep is a new set of curves.
 		t.curves = nil
 	} else {
@@ -296,8 +309,9 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 			n = c.deps.Load.SetConcurrency(msg.value)
 		}
 		c.beginEpoch(n, s.util)
-		t.cur = &probeRun{value: msg.value, n: t.probes, label: msg.label, warm: n, epoch: -1, since: c.now(), reply: msg.reply,
-			warmTarget: min(c.deps.Tune.withDefaults().WarmupRequests, msg.value)}
+		s.note(n).warmup = true
+		t.cur = &probeRun{value: msg.value, n: t.probes, label: msg.label, warm: n, epoch: -1, since: c.now(), reply: msg.reply, rate: t.variable == loadgen.SLORate,
+			warmTarget: max(c.deps.Tune.withDefaults().WarmupRequests, msg.value)}
 		m.tuneProgress()
 	case tuneRestartReq:
 		if s.phase == phaseConfirming {
@@ -325,7 +339,7 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		}
 		t.touched = append(t.touched, at)
 		if t.kind == tuneSweep {
-			t.step = fmt.Sprintf("%s (%d)", msg.curve.Name, len(t.touched))
+			t.step = fmt.Sprintf("%s (%d/%d)", msg.curve.Name, len(t.touched), t.settings)
 		}
 	case tuneProbeMsg:
 		if n := len(t.touched); n > 0 {
@@ -384,7 +398,7 @@ func (m *Model) tuneSecond(now time.Time) {
 		st = s.runs[i]
 	}
 	timedOut := now.Sub(p.measureSince) >= cfg.ProbeTimeout
-	if st.Requests >= cfg.ProbeRequests || timedOut {
+	if st.Requests >= p.measureTarget(cfg) || timedOut {
 		var err error
 		if st.Requests == 0 {
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
@@ -410,7 +424,7 @@ func (m *Model) tuneProgress() {
 		if p.epoch >= 0 {
 			stage = "measuring"
 			if i := c.s.runIndex(p.epoch); i >= 0 {
-				stage += fmt.Sprintf(" %d/%d", c.s.runs[i].Requests, c.deps.Tune.withDefaults().ProbeRequests)
+				stage += fmt.Sprintf(" %d/%d", c.s.runs[i].Requests, p.measureTarget(c.deps.Tune.withDefaults()))
 			}
 		}
 		parts = append(parts, fmt.Sprintf("probe %d %s %s", p.n, m.valueLabel(p.value), stage))
@@ -475,7 +489,11 @@ func (m *Model) tuneDone(err error) {
 	knee := 0
 	for _, i := range t.touched {
 		if cv := t.curves[i]; cv.Knee > 0 {
-			knees = append(knees, fmt.Sprintf("%s %s", cv.Name, m.valueLabel(cv.Knee)))
+			k := fmt.Sprintf("%s %s", cv.Name, m.valueLabel(cv.Knee))
+			if cv.Knee >= c.deps.Tune.withDefaults().Max {
+				k += " (the most tried)"
+			}
+			knees = append(knees, k)
 			knee = cv.Knee
 		}
 	}
@@ -563,6 +581,7 @@ type tunePlan struct {
 	variable   string
 	slo        loadgen.SLO
 	max, start int
+	tolerance  float64
 	utils      []float64
 	restart    bool
 }
@@ -602,11 +621,11 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 		name := fmt.Sprintf("util %.2f", util)
 		out <- tuneCurveMsg{curve: tuneCurve{Name: name, Util: util}}
 		n := 0
-		probe := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		probe := func(ctx context.Context, v int, _ string) ([]loadgen.ResultDoc, error) {
 			n++
-			label := fmt.Sprintf("probe %d %s", n, phase)
+			label := fmt.Sprintf("probe %d", n)
 			if p.restart {
-				label = name + " " + label
+				label += " " + name
 			}
 			reply := make(chan tuneReply, 1)
 			r := ask(tuneProbeReq{value: v, label: label, reply: reply}, reply)
@@ -618,7 +637,7 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 		onProbe := func(pr loadgen.SLOProbe) { out <- tuneProbeMsg{probe: pr} }
 		var err error
 		if p.slo != nil {
-			_, err = loadgen.SearchSLO(ctx, loadgen.SLOSearch{Variable: p.variable, SLO: p.slo, Max: p.max, Start: p.start}, probe, onProbe)
+			_, err = loadgen.SearchSLO(ctx, loadgen.SLOSearch{Variable: p.variable, SLO: p.slo, Max: p.max, Start: p.start, Tolerance: p.tolerance}, probe, onProbe)
 		} else {
 			for _, v := range p.ladder() {
 				var docs []loadgen.ResultDoc

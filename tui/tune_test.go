@@ -60,7 +60,7 @@ func (r *tuneRig) press(k string) { r.exec(r.send(keyMsg(k))) }
 func (r *tuneRig) finishRequests() {
 	c := r.td.load.Stats().Concurrency
 	ttft := time.Duration(c) * r.perC
-	for i := 0; i < min(max(c, 1), 12); i++ {
+	for i := 0; i < min(max(c, 1), 24); i++ {
 		r.td.load.result(loadgen.Result{Start: r.td.clock.Add(-time.Second), TTFT: ttft, E2EL: time.Second, OutputTokens: 100, PromptTokens: 200})
 	}
 }
@@ -118,8 +118,9 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	for _, p := range cv.Probes {
 		values = append(values, p.Value)
 	}
-	// From the load's C=4: doubling to the first failure, then bisection.
-	assert.Equal(t, []int{4, 8, 16, 32, 64, 48, 56, 52, 50, 51}, values)
+	// From the load's C=4: doubling to the first failure, then bisection until the knee is
+	// known within 5% ([50, 52]).
+	assert.Equal(t, []int{4, 8, 16, 32, 64, 48, 56, 52, 50}, values)
 	assert.Contains(t, r.m.c.s.status, "knee util 0.92 C=50")
 	assert.Contains(t, r.m.c.s.status, "Maximum max_concurrency for SLA: 50")
 	assert.Equal(t, 50, r.td.load.Stats().Concurrency, "the load is left at the knee")
@@ -137,10 +138,14 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	}
 	p := cv.Probes[len(cv.Probes)-1]
 	ttft, _ := docNumber(p.Docs, "p99_ttft_ms")
-	assert.InDelta(t, 510, ttft, 6, "the probe's p99 is the measured epoch's, not the warm-up's")
+	assert.InDelta(t, 500, ttft, 6, "the probe's p99 is the measured epoch's, not the warm-up's")
 
-	r.m.setView(len(tabs) - 1)
+	r.m.setView(3)
 	out := r.view()
+	assert.Contains(t, out, "(probe 9)", "Runs shows the probes")
+	assert.Contains(t, out, "or a probe's warm-up folded away", "and folds their warm-ups")
+	r.m.setView(len(tabs) - 1)
+	out = r.view()
 	assert.Contains(t, out, "knee C=50")
 	assert.Contains(t, out, "SLO p99_ttft_ms<=505")
 }
@@ -212,7 +217,7 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 	assert.Contains(t, r.m.c.s.status, "tuning stopped")
 	found := false
 	for _, e := range r.m.c.s.runs {
-		if strings.HasPrefix(e.Label, "util 0.85 probe ") {
+		if strings.HasPrefix(e.Label, "probe ") && strings.HasSuffix(e.Label, " util 0.85") {
 			found = true
 		}
 	}
