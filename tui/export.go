@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -70,25 +71,50 @@ func (m *Model) export() tea.Cmd {
 	}
 }
 
-// exported shows where the export went.
+// exported shows where the export went, short enough for the status line:
+// ./vllmtop-{runs,tuning}-STAMP.{csv,json}.
 func (m *Model) exported(msg exportDoneMsg) {
 	c := m.c
 	if msg.err != nil {
 		c.setStatus("export failed: "+clean(msg.err.Error()), true)
 		return
 	}
-	c.setStatus("exported "+clean(joinPaths(msg.paths)), false)
+	c.setStatus("exported "+clean(summarisePaths(msg.paths)), false)
 }
 
-func joinPaths(ps []string) string {
-	out := ""
-	for i, p := range ps {
-		if i > 0 {
-			out += ", "
-		}
-		out += p
+// summarisePaths writes files named DIR/vllmtop-KIND-STAMP.EXT as one brace pattern.
+func summarisePaths(ps []string) string {
+	if len(ps) == 0 {
+		return "nothing"
 	}
-	return out
+	var kinds, exts []string
+	dir, stamp := filepath.Dir(ps[0]), ""
+	for _, p := range ps {
+		base := filepath.Base(p)
+		ext := filepath.Ext(base)
+		parts := strings.SplitN(strings.TrimSuffix(base, ext), "-", 3)
+		if filepath.Dir(p) != dir || len(parts) != 3 || (stamp != "" && parts[2] != stamp) {
+			return strings.Join(ps, ", ")
+		}
+		stamp = parts[2]
+		kinds, exts = appendNew(kinds, parts[1]), appendNew(exts, strings.TrimPrefix(ext, "."))
+	}
+	brace := func(xs []string) string {
+		if len(xs) == 1 {
+			return xs[0]
+		}
+		return "{" + strings.Join(xs, ",") + "}"
+	}
+	return filepath.Join(dir, "vllmtop-"+brace(kinds)+"-"+stamp+"."+brace(exts))
+}
+
+func appendNew(xs []string, x string) []string {
+	for _, v := range xs {
+		if v == x {
+			return xs
+		}
+	}
+	return append(xs, x)
 }
 
 // write writes vllmtop-runs-STAMP.{csv,json} and, with tuning results,

@@ -243,7 +243,8 @@ func TestExportWritesRunsAndCurves(t *testing.T) {
 	r.press("E")
 	msg := <-r.pending
 	r.send(msg)
-	assert.Contains(t, r.m.c.s.status, "exported "+dir)
+	assert.Contains(t, r.m.c.s.status, "exported "+filepath.Join(dir, "vllmtop-{runs,tuning}-20261130-12"))
+	assert.Regexp(t, `-\d{8}-\d{6}\.\{csv,json\}$`, r.m.c.s.status)
 
 	files, err := filepath.Glob(filepath.Join(dir, "vllmtop-*"))
 	require.NoError(t, err)
