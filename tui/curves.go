@@ -79,6 +79,9 @@ func (p *curvesPanel) render() string {
 		title += st.Muted.Render("  (utilisation sweep under way)")
 	}
 	out := []string{title}
+	if t.kind != tuneIdle && t.progress != "" {
+		out = append(out, st.Warn.Render(truncate(t.progress+" · "+sloMetric(t.slo)+" of the last probe · S/W stops", p.w)))
+	}
 	chart := tuneChart(t)
 	points := 0
 	for _, s := range chart.Series {

@@ -50,6 +50,7 @@ type tuneState struct {
 	step     string // "util 0.90 (2/3)" during a sweep
 	settings int    // how many server settings the run tries
 	lastOK   string // the last finished probe, for the progress line
+	progress string // the progress line of the run under way
 	prompt   *string
 	promptOf int // the run the prompt's SLO is for
 	// origConc and origRate are the load before the run, set again when it ends without a knee.
@@ -415,28 +416,31 @@ func (m *Model) tuneProgress() {
 	if t.kind == tuneIdle {
 		return
 	}
+	// The status line has half a narrow screen: the words are few, the Curves panel has them all.
 	parts := []string{"search"}
 	if t.kind == tuneSweep {
-		parts[0] = "sweep " + t.step
+		parts[0] = "sweep " + strings.TrimPrefix(t.step, "util ")
 	}
 	if p := t.cur; p != nil {
 		stage := "warm-up"
 		if p.epoch >= 0 {
 			stage = "measuring"
 			if i := c.s.runIndex(p.epoch); i >= 0 {
-				stage += fmt.Sprintf(" %d/%d", c.s.runs[i].Requests, p.measureTarget(c.deps.Tune.withDefaults()))
+				stage = fmt.Sprintf("%d/%d", c.s.runs[i].Requests, p.measureTarget(c.deps.Tune.withDefaults()))
 			}
 		}
-		parts = append(parts, fmt.Sprintf("probe %d %s %s", p.n, m.valueLabel(p.value), stage))
+		parts = append(parts, fmt.Sprintf("#%d %s %s", p.n, m.valueLabel(p.value), stage))
 	}
 	if t.lastOK != "" {
-		parts = append(parts, "last "+t.lastOK)
+		parts = append(parts, t.lastOK)
 	}
 	if n := len(t.touched); n > 0 && t.slo != nil {
-		lo, hi := bracket(t.curves[t.touched[n-1]].Probes)
-		parts = append(parts, fmt.Sprintf("knee in [%d, %s]", lo, orDash(hi > 0, fmt.Sprint(hi))))
+		if lo, hi := bracket(t.curves[t.touched[n-1]].Probes); lo > 0 || hi > 0 {
+			parts = append(parts, fmt.Sprintf("knee [%d,%s]", lo, orDash(hi > 0, fmt.Sprint(hi))))
+		}
 	}
-	c.setStatus(strings.Join(parts, " · ")+" · S/W stops", false)
+	t.progress = strings.Join(parts, " · ")
+	c.setStatus(t.progress, false)
 }
 
 // bracket is the largest passing value and the smallest failing one above it (0: none yet).
@@ -454,14 +458,13 @@ func bracket(probes []loadgen.SLOProbe) (lo, hi int) {
 	return lo, hi
 }
 
-// probeText is a finished probe in a few words: "C=16 p99_ttft_ms 212 ms ✓".
+// probeText is a finished probe against the SLO's first bound in a few words: "C=16 212≤500".
 func (m *Model) probeText(p loadgen.SLOProbe) string {
 	t := &m.c.s.tune
-	metric := sloMetric(t.slo)
-	v, _ := docNumber(p.Docs, metric)
-	out := fmt.Sprintf("%s %s %s", m.valueLabel(p.Value), metric, trimFloat(math.Round(v)))
-	if t.slo != nil {
-		out += map[bool]string{true: " ✓", false: " ✗"}[p.Passed()]
+	v, _ := docNumber(p.Docs, sloMetric(t.slo))
+	out := fmt.Sprintf("%s %s", m.valueLabel(p.Value), trimFloat(math.Round(v)))
+	if len(t.slo) > 0 {
+		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target)
 	}
 	return out
 }

@@ -106,7 +106,15 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	r.press("S")
 	require.Equal(t, tuneSearch, r.m.c.s.tune.kind)
 	assert.Contains(t, r.m.c.s.status, "SLO search of max_concurrency for p99_ttft_ms<=505.00")
+	var progress []string
+	r.keyAt = func(int) { progress = append(progress, r.m.c.s.status) }
 	r.runUntilIdle(400)
+	// The status line follows the probe (its number, value and stage), the last result against
+	// the SLO and the knee's bracket.
+	assert.Contains(t, progress, "search · #1 C=4 warm-up")
+	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40≤505 · knee [4,–]")
+	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643>505 · knee [32,64]")
+	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520>505 · knee [48,52]")
 
 	tn := &r.m.c.s.tune
 	require.Len(t, tn.curves, 1)
