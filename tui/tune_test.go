@@ -58,7 +58,11 @@ func (r *tuneRig) press(k string) { r.exec(r.send(keyMsg(k))) }
 
 // finishRequests completes a second's requests at the load's concurrency.
 func (r *tuneRig) finishRequests() {
-	c := r.td.load.Stats().Concurrency
+	st := r.td.load.Stats()
+	c := st.Concurrency
+	if st.Rate > 0 {
+		c = int(st.Rate) // in rate mode the fake server slows with the rate
+	}
 	ttft := time.Duration(c) * r.perC
 	for i := 0; i < min(max(c, 1), 24); i++ {
 		r.td.load.result(loadgen.Result{Start: r.td.clock.Add(-time.Second), TTFT: ttft, E2EL: time.Second, OutputTokens: 100, PromptTokens: 200})
@@ -230,6 +234,22 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the sweep's runs are labelled with util and probe")
+}
+
+func TestSLOSearchOverTheRateInRateMode(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 205}} })
+	r.press("r") // rate mode at 1 req/s
+	r.press("S")
+	r.runUntilIdle(400)
+	tn := &r.m.c.s.tune
+	assert.Equal(t, loadgen.SLORate, tn.variable)
+	require.Len(t, tn.curves, 1)
+	assert.Equal(t, 20, tn.curves[0].Knee, "10 ms a request a second: 20 req/s is the last within 205 ms")
+	assert.Contains(t, r.m.c.s.status, "Maximum request_rate for SLA: 20 req/s.")
+	assert.Equal(t, 20.0, r.td.load.Stats().Rate, "the load is left at the knee's rate")
+	v, ok := tn.curves[0].Probes[0].Docs[0].Get(loadgen.SLORate)
+	require.True(t, ok)
+	assert.Equal(t, 1, v, "from the current rate")
 }
 
 func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
