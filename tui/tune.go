@@ -26,6 +26,18 @@ const (
 	tuneSweep
 )
 
+// maxCurves is how many curves are kept: the text plot's markers tell six apart.
+const maxCurves = 6
+
+func hasCurve(cs []tuneCurve, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // tuneCurve is one server setting's probes: the curve panel's series.
 type tuneCurve struct {
 	Name   string // "util 0.90"
@@ -326,19 +338,17 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		t.step = fmt.Sprintf("util %.2f", msg.util)
 		return tea.Batch(m.startRestart(), waitTune(t.events)), true
 	case tuneCurveMsg:
-		// A search at a setting already plotted replaces its curve.
-		at := len(t.curves)
-		for i, cv := range t.curves {
-			if cv.Name == msg.curve.Name {
-				at = i
-			}
+		// A setting searched again is a curve of its own ("util 0.90 (2)"): the earlier one
+		// stays. The oldest go beyond what the plot tells apart.
+		cv, base := msg.curve, msg.curve.Name
+		for n := 2; hasCurve(t.curves, cv.Name); n++ {
+			cv.Name = fmt.Sprintf("%s (%d)", base, n)
 		}
-		if at == len(t.curves) {
-			t.curves = append(t.curves, msg.curve)
-		} else {
-			t.curves[at] = msg.curve
+		if len(t.curves) >= maxCurves && len(t.touched) == 0 {
+			t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-maxCurves+1:]...)
 		}
-		t.touched = append(t.touched, at)
+		t.curves = append(t.curves, cv)
+		t.touched = append(t.touched, len(t.curves)-1)
 		if t.kind == tuneSweep {
 			t.step = fmt.Sprintf("%s (%d/%d)", msg.curve.Name, len(t.touched), t.settings)
 		}

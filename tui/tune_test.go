@@ -359,3 +359,24 @@ func demoTune() tuneState {
 	}
 	return t
 }
+
+// A search at a setting already plotted adds a curve: a stopped search never replaces a
+// finished one.
+func TestSearchingASettingAgainKeepsItsCurve(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}} })
+	r.press("S")
+	r.runUntilIdle(200)
+	r.keyAt = func(int) {
+		if tn := &r.m.c.s.tune; tn.kind != tuneIdle && len(tn.touched) == 1 && len(tn.curves[tn.touched[0]].Probes) == 1 {
+			r.press("S")
+		}
+	}
+	r.press("S")
+	r.runUntilIdle(200)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Equal(t, "util 0.92", tn.curves[0].Name)
+	assert.Equal(t, 6, tn.curves[0].Knee)
+	assert.Equal(t, "util 0.92 (2)", tn.curves[1].Name)
+	assert.Len(t, tn.curves[1].Probes, 1)
+}
