@@ -99,6 +99,10 @@ func (p *curvesPanel) render() string {
 	for i, cv := range t.curves {
 		glyph := string(curve.Markers[i%len(curve.Markers)])
 		line := st.series(i).Style.Render(glyph+" "+cv.Name) + "  "
+		if cv.Err != "" {
+			notes = append(notes, truncate(line+st.Bad.Render("did not start: "+clean(cv.Err)), p.w))
+			continue
+		}
 		if cv.Knee > 0 {
 			line += st.Good.Render("knee " + p.valueText(cv.Knee))
 		} else if t.slo != nil && len(cv.Probes) > 0 {

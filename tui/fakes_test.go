@@ -41,8 +41,9 @@ type fakeSupervisor struct {
 	restarts [][]server.ArgEdit
 	stopped  bool
 	killed   bool
-	// restartHook, when set, sees each restart's edits after it is recorded.
-	restartHook func([]server.ArgEdit)
+	// restartHook, when set, sees each restart's edits after it is recorded; its error is
+	// the restart's.
+	restartHook func([]server.ArgEdit) error
 }
 
 func newFakeSupervisor() *fakeSupervisor {
@@ -71,7 +72,7 @@ func (f *fakeSupervisor) Restart(_ context.Context, edits ...server.ArgEdit) err
 	hook := f.restartHook
 	f.mu.Unlock()
 	if hook != nil {
-		hook(edits)
+		return hook(edits)
 	}
 	return nil
 }

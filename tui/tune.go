@@ -44,6 +44,7 @@ type tuneCurve struct {
 	Util   float64
 	Probes []loadgen.SLOProbe // in the order they ran
 	Knee   int                // the largest value that met the SLO (0: none, or no SLO)
+	Err    string             // why the server did not start with this setting ("" when it did)
 }
 
 // tuneState is the dashboard's side of the tuning: what runs, the probe under way, the
@@ -333,6 +334,12 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		if s.phase != phaseIdle {
 			msg.reply <- tuneReply{err: errors.New("a restart or a stop is under way")}
 			return waitTune(t.events), true
+		}
+		if s.paused {
+			// A setting before this one failed to start and paused the load; this restart
+			// resumes it when it succeeds.
+			s.paused = false
+			c.pauseChanged(false)
 		}
 		s.pendingUtil, t.restart = msg.util, msg.reply
 		t.step = fmt.Sprintf("util %.2f", msg.util)
@@ -624,14 +631,19 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 		}
 	}
 	for _, util := range p.utils {
+		name := fmt.Sprintf("util %.2f", util)
 		if p.restart {
 			reply := make(chan tuneReply, 1)
 			if r := ask(tuneRestartReq{util: util, reply: reply}, reply); r.err != nil {
-				out <- tuneDoneMsg{err: r.err}
-				return
+				if ctx.Err() != nil {
+					out <- tuneDoneMsg{err: ctx.Err()}
+					return
+				}
+				// A setting the server refuses is a result of the sweep: the next one is tried.
+				out <- tuneCurveMsg{curve: tuneCurve{Name: name, Util: util, Err: r.err.Error()}}
+				continue
 			}
 		}
-		name := fmt.Sprintf("util %.2f", util)
 		out <- tuneCurveMsg{curve: tuneCurve{Name: name, Util: util}}
 		n := 0
 		probe := func(ctx context.Context, v int, _ string) ([]loadgen.ResultDoc, error) {

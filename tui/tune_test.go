@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -211,9 +212,10 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 			r.press("W")
 		}
 	}
-	r.td.sup.restartHook = func(edits []server.ArgEdit) {
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
 		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
 		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
+		return nil
 	}
 	r.press("W")
 	require.Equal(t, tuneSweep, r.m.c.s.tune.kind)
@@ -250,6 +252,30 @@ func TestSLOSearchOverTheRateInRateMode(t *testing.T) {
 	v, ok := tn.curves[0].Probes[0].Docs[0].Get(loadgen.SLORate)
 	require.True(t, ok)
 	assert.Equal(t, 1, v, "from the current rate")
+}
+
+// A utilisation the server does not start with is noted, and the sweep goes on.
+func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.SweepUtils = []float64{0.05, 0.90}
+	})
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		if server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...)) < 0.1 {
+			return errors.New("the server exited: ValueError: No available memory for the cache blocks")
+		}
+		return nil
+	}
+	r.press("W")
+	r.runUntilIdle(300)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Contains(t, tn.curves[0].Err, "No available memory")
+	assert.Empty(t, tn.curves[0].Probes)
+	assert.Equal(t, 6, tn.curves[1].Knee, "the load resumed after the next restart")
+	assert.False(t, r.m.c.s.paused)
+	r.m.setView(len(tabs) - 1)
+	assert.Contains(t, r.view(), "util 0.05  did not start: the server exited: ValueError")
 }
 
 func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
