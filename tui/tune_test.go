@@ -406,3 +406,16 @@ func TestSearchingASettingAgainKeepsItsCurve(t *testing.T) {
 	assert.Equal(t, "util 0.92 (2)", tn.curves[1].Name)
 	assert.Len(t, tn.curves[1].Probes, 1)
 }
+
+// BenchmarkCurvesView is the cost of drawing the Curves panel at 200x60 with two curves:
+// it is drawn once a second while it is the active view.
+func BenchmarkCurvesView(b *testing.B) {
+	m := New(Deps{Theme: "dark"})
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	m.c.s.tune = demoTune()
+	p := m.panels[len(tabs)-1]
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Update(refreshMsg{second: true})
+	}
+}
