@@ -278,6 +278,30 @@ func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
 	assert.Contains(t, r.view(), "util 0.05  did not start: the server exited: ValueError")
 }
 
+// Without an SLO the sweep runs a short ladder of concurrencies at each setting: curves, no knee.
+func TestUtilSweepWithoutAnSLORunsALadder(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SweepUtils = []float64{0.85, 0.90} })
+	r.press("W")
+	assert.Contains(t, r.m.c.s.status, "a load ladder at each")
+	r.runUntilIdle(300)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	for _, cv := range tn.curves {
+		var values []int
+		for _, p := range cv.Probes {
+			values = append(values, p.Value)
+		}
+		assert.Equal(t, []int{1, 2, 4, 8, 16}, values, "a quarter of C=4 to four times it")
+		assert.Zero(t, cv.Knee)
+	}
+	assert.Len(t, r.td.sup.restarts, 2)
+	assert.Equal(t, 4, r.td.load.Stats().Concurrency, "the load is set back")
+	chart := tuneChart(tn)
+	assert.Empty(t, chart.SLOLabel, "no SLO line")
+	assert.Equal(t, "p99_ttft_ms", chart.YLabel)
+	assert.Len(t, chart.Series[1].Points, 5)
+}
+
 func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
 	r := newTuneRig(t, func(d *Deps) { d.Mode, d.RestartDisabled = ModeAttach, true })
 	r.press("W")
