@@ -254,7 +254,17 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 // Do sends one streaming request and measures it. It never panics on bad input and always
 // returns within the request deadline; failures come back as a Result with an ErrorClass.
 func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
-	res := Result{PromptTokens: p.InputTokens, ITLs: make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))}
+	return c.DoITL(ctx, p, watch, nil)
+}
+
+// DoITL is Do that hands each inter-token latency to itl as it arrives instead of keeping it
+// in the Result (itl nil: Do). A live view needs no per-request list, whose memory grows with
+// every token of every stream in flight: 64 KB a stream at 8,192 output tokens.
+func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(time.Duration)) Result {
+	res := Result{PromptTokens: p.InputTokens}
+	if itl == nil {
+		res.ITLs = make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))
+	}
 	body, err := c.body(p)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrHTTP400, err.Error()
@@ -291,7 +301,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
 		return res
 	}
-	st := &stream{c: c, res: &res, start: start, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	st := &stream{c: c, res: &res, start: start, watch: watch, itl: itl, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
 	switch err := c.read(resp.Body, st, stall); {
 	case err == nil:
 	case errors.Is(err, errJSONBody):
@@ -369,6 +379,7 @@ type stream struct {
 	res                    *Result
 	start                  time.Time
 	watch                  TokenSink
+	itl                    func(time.Duration) // nil: ITLs are kept in res
 	lastContent, lastEvent time.Time
 	done, usageSeen        bool
 	contentSeen            int
@@ -431,6 +442,8 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 			}
 			if st.contentSeen == 0 {
 				res.TTFT = at.Sub(st.start)
+			} else if st.itl != nil {
+				st.itl(at.Sub(st.lastContent))
 			} else {
 				res.ITLs = append(res.ITLs, at.Sub(st.lastContent))
 			}

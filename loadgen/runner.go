@@ -31,6 +31,10 @@ type RunnerConfig struct {
 	Backoff BackoffConfig
 	// Sinks receive every result, from the request goroutines.
 	Sinks []func(Result)
+	// ITL, when set, receives each inter-token latency of a measured request as it arrives,
+	// with the request's epoch, and results carry no ITLs: a long output's memory is then
+	// constant.
+	ITL func(epoch int, d time.Duration)
 }
 
 // Runner drives a workload against a Client. Its setters are safe from any goroutine and take
@@ -431,7 +435,14 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 		s.watch.begin(p)
 		sink = s.watch
 	}
-	res := r.client.Do(ctx, p, sink)
+	var itl func(time.Duration)
+	if r.cfg.ITL != nil {
+		itl = func(time.Duration) {} // a warm-up's are dropped
+		if !warm {
+			itl = func(d time.Duration) { r.cfg.ITL(s.epoch, d) }
+		}
+	}
+	res := r.client.DoITL(ctx, p, sink, itl)
 	res.Index, res.Warmup, res.Epoch = index, warm, s.epoch
 	res.Intended = intended
 	if intended.IsZero() {

@@ -77,14 +77,18 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	sinks := []func(Result){s.live.Add, s.epochs.Add}
+	// Inter-token latencies go to the live window and the epochs as they arrive, so a stream's
+	// memory does not grow with its output; the journal needs them in each result.
+	itl := func(epoch int, d time.Duration) { s.live.AddITL(d); s.epochs.AddITL(epoch, d) }
 	if cfg.Record != "" {
+		itl = nil
 		if s.journal, err = CreateJSONL(cfg.Record); err != nil {
 			return nil, err
 		}
 		sinks = append(sinks, s.journal.Add)
 	}
 	s.runner = NewRunner(client, RunnerConfig{Workload: s.short, Concurrency: cfg.Concurrency, Rate: max(cfg.Rate, 0),
-		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight})
+		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight, ITL: itl})
 	s.begin(0, "")
 	return s, nil
 }

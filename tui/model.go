@@ -505,7 +505,11 @@ func boolIndex(b bool) int {
 func (m *Model) nudgeUtil(d float64) {
 	c, s := m.c, &m.c.s
 	if c.deps.RestartDisabled {
-		c.setStatus("attached: the server's settings cannot be changed from here", true)
+		if c.deps.Mode == ModeAttach {
+			c.setStatus("attached: the server's settings cannot be changed from here", true)
+		} else {
+			c.setStatus(noRestartReason(c.deps.Mode), true)
+		}
 		return
 	}
 	base := s.pendingUtil
@@ -520,7 +524,11 @@ func (m *Model) askRestart() {
 	c, s := m.c, &m.c.s
 	switch {
 	case c.deps.RestartDisabled || c.deps.Supervisor == nil:
-		c.setStatus("attached: this server was not started here, so it cannot be restarted", true)
+		if c.deps.Mode == ModeAttach {
+			c.setStatus("attached: this server was not started here, so it cannot be restarted", true)
+		} else {
+			c.setStatus(noRestartReason(c.deps.Mode), true)
+		}
 	case s.phase == phaseRestarting:
 		c.setStatus("a restart is already under way", true)
 	case s.phase == phaseIdle:

@@ -310,7 +310,25 @@ func (p *runsPanel) draw() {
 	if len(p.picked) == 2 {
 		cmp = p.comparison()
 	}
-	room := max(p.h-2-len(cmp), 3)
+	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
+	if folded > 0 {
+		what := "shorter than " + fmtAge(foldBelow)
+		if p.warmups > 0 {
+			what += " or a probe's warm-up"
+		}
+		hint = fmt.Sprintf("%d runs %s folded away · ", folded, what) + hint
+	}
+	hints := wrapWords(hint, p.w) // wrapped, not cut: the last words say what the durations mean
+	rowsShown := min(max(len(rows), 1), 3)
+	// Short of rows, the comparison the user asked for comes before the hint's second line,
+	// then before the blank above it.
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		hints = []string{truncate(hint, p.w)}
+	}
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		cmp = cmp[1:]
+	}
+	room := max(p.h-1-len(hints)-len(cmp), 3)
 	cur := p.cursorIndex(rows)
 	first := min(max(cur-room+1, 0), max(len(rows)-room, 0))
 	for i := first; i < len(rows) && i < first+room; i++ {
@@ -343,15 +361,9 @@ func (p *runsPanel) draw() {
 	if len(rows) == 0 {
 		out = append(out, st.Muted.Render("no runs yet: every load change or restart starts one"))
 	}
-	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
-	if folded > 0 {
-		what := "shorter than " + fmtAge(foldBelow)
-		if p.warmups > 0 {
-			what += " or a probe's warm-up"
-		}
-		hint = fmt.Sprintf("%d runs %s folded away · ", folded, what) + hint
+	for _, l := range hints {
+		out = append(out, st.Muted.Render(truncate(l, p.w)))
 	}
-	out = append(out, st.Muted.Render(truncate(hint, p.w)))
 	out = append(out, cmp...)
 	p.cache = fit(strings.Join(out, "\n"), p.w, p.h)
 }

@@ -71,6 +71,7 @@ type epochNote struct {
 	workload string
 	paused   time.Duration
 	pausedAt time.Time // when a pause still under way began; zero otherwise
+	tokens0  int64     // output tokens the client had received when it began
 	warmup   bool      // a tuning probe's warm-up, folded away in Runs
 }
 
@@ -216,6 +217,9 @@ func (c *common) beginEpoch(n int, util float64) {
 	}
 	s.epoch = n
 	s.notes[n] = &epochNote{util: util, workload: s.workloadName(), pausedAt: pausedAt}
+	if c.deps.Load != nil {
+		s.notes[n].tokens0 = c.deps.Load.Stats().TokensReceived
+	}
 	if !pausedAt.IsZero() {
 		s.notes[n].pausedAt = now
 	}

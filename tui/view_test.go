@@ -126,6 +126,10 @@ func TestGoldenViews(t *testing.T) {
 						footer := lines[len(lines)-1]
 						assert.Contains(t, footer, "? help", "the footer always shows help")
 						assert.Contains(t, footer, "q quit", "the footer always shows quit")
+						if tb.name == "Overview" {
+							assert.Contains(t, out, "┊", "the scripted load changes are drawn as epoch rules")
+							assert.Contains(t, out, "≤300ms", "a bound quantile reads as a bound")
+						}
 						assert.NotContains(t, out, "pwned", "escape sequences from the server never reach the screen")
 						assert.NotContains(t, out, "\x07")
 						if noColor {
