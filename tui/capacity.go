@@ -27,6 +27,8 @@ type capacityData struct {
 	CanRestart bool
 	NoRestart  string // why not, when CanRestart is false
 	Why        string // why there is no prediction, when Predict is nil
+	// Fit is how the current workload fits, with the memory plan and the what-ifs.
+	Fit capacityFit
 }
 
 // gatherCapacity fills capacityData from the state: the log's figures first (they are what
@@ -76,6 +78,7 @@ type capacityPanel struct {
 	c     *common
 	w, h  int
 	cache string
+	memo  capacityReports
 }
 
 func newCapacity(c *common) panel { return &capacityPanel{c: c} }
@@ -86,8 +89,10 @@ func (p *capacityPanel) View() string { return p.cache }
 
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
-	case refreshMsg, restyleMsg, tea.KeyMsg:
-		p.cache = fit(p.render(gatherCapacity(p.c)), p.w, p.h)
+	case refreshMsg, restyleMsg, tea.KeyMsg, workloadMsg:
+		d := gatherCapacity(p.c)
+		d.Fit = gatherFit(p.c, d, &p.memo)
+		p.cache = fit(p.render(d), p.w, p.h)
 	}
 	return nil
 }
@@ -117,6 +122,9 @@ func (p *capacityPanel) render(d capacityData) string {
 	}
 	out = append(out, wrapItems(now, st.Muted.Render(" · "), p.w, 2)...)
 	out = append(out, "")
+	if f := renderFit(st, d.Fit, p.w); len(f) > 0 {
+		out = append(append(out, f...), "")
+	}
 	if d.Predict == nil {
 		return strings.Join(append(out, wrapWords(d.Why, p.w)...), "\n")
 	}

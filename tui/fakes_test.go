@@ -11,10 +11,21 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+	"github.com/vllmtop/vllmtop/capacity"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
+
+// simCapacity is the simulator's capacity model for a simulator command line, as the
+// dashboard's wiring gives it.
+func simCapacity(args ...string) func(float64, capacity.Workload) (capacity.Report, error) {
+	return func(u float64, w capacity.Workload) (capacity.Report, error) {
+		a := server.EditArgs(args, server.SetGPUMemoryUtilization(u))
+		return serve.CapacityReport(a, func(string) string { return "" }, w)
+	}
+}
 
 func TestMain(m *testing.M) {
 	lipgloss.SetColorProfile(termenv.Ascii)
@@ -30,6 +41,9 @@ type fakeSupervisor struct {
 	restarts [][]server.ArgEdit
 	stopped  bool
 	killed   bool
+	// restartHook, when set, sees each restart's edits after it is recorded; its error is
+	// the restart's.
+	restartHook func([]server.ArgEdit) error
 }
 
 func newFakeSupervisor() *fakeSupervisor {
@@ -54,8 +68,12 @@ func (f *fakeSupervisor) setStatus(change func(*server.Status)) {
 }
 func (f *fakeSupervisor) Restart(_ context.Context, edits ...server.ArgEdit) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.restarts = append(f.restarts, edits)
+	hook := f.restartHook
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(edits)
+	}
 	return nil
 }
 func (f *fakeSupervisor) Stop(context.Context) error {
@@ -289,6 +307,8 @@ func newTestDeps(t *testing.T) testDeps {
 			return int(u * 505000), u * 3.86, nil
 		},
 		Now: now, InitialUtil: 0.92, InitialConc: 4, Theme: "dark", Workload: "random 256 in / 128 out",
+		CapacityReport: simCapacity("meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100-SXM-80GB"),
+		Workloads:      [2]capacity.Workload{{PromptTokens: 256, OutputTokens: 128}, {PromptTokens: 4096, OutputTokens: 128}},
 	}
 	return testDeps{sup: sup, load: load, scr: scr, deps: d, clock: &clock}
 }

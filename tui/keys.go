@@ -16,6 +16,7 @@ type KeyMap struct {
 	Restart, Confirm, Cancel                 key.Binding
 	Theme, Help, Quit, ForceQuit             key.Binding
 	Prefix                                   key.Binding
+	Tune                                     tuneKeys
 }
 
 func binding(keys []string, k, desc string) key.Binding {
@@ -48,6 +49,7 @@ func DefaultKeyMap() KeyMap {
 		Quit:        b([]string{"q"}, "q", "quit (twice: force)"),
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
 		Prefix:      b([]string{"P"}, "P", "shared prefix on / off"),
+		Tune:        defaultTuneKeys(),
 	}
 }
 
@@ -65,6 +67,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.Prefix},
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
+		{k.Tune.Search, k.Tune.Sweep, k.Tune.Export},
 	}
 }
 

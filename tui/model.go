@@ -134,6 +134,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case stopDoneMsg:
 		return m, tea.Quit
 	}
+	if cmd, ok := m.tuneMsg(msg); ok {
+		m.refreshActive(false)
+		return m, cmd
+	}
 	// Anything else (a text field's blink) belongs to the active panel.
 	return m, m.panels[m.active].Update(msg)
 }
@@ -199,6 +203,7 @@ func (m *Model) tick(now time.Time) {
 			c.deps.Load.Tick(now)
 			s.live = c.deps.Load.Window()
 			s.setRuns(c.deps.Load.Epochs())
+			m.tuneSecond(now)
 		}
 		m.updateNote()
 		s.hist.push(now, recordSecond(c))
@@ -326,6 +331,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if cp, ok := p.(capturer); ok && cp.Capturing() {
 		return p.Update(msg), false
 	}
+	if s.tune.prompt != nil {
+		return m.promptKey(msg), false
+	}
 	if s.phase == phaseConfirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
@@ -345,6 +353,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 			m.setView(i)
 			return nil, false
 		}
+	}
+	if cmd, ok := m.tuneKey(msg); ok {
+		return cmd, false
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
@@ -541,6 +552,7 @@ func (m *Model) startRestart() tea.Cmd {
 
 func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 	c, s := m.c, &m.c.s
+	defer m.tuneRestarted(msg.err)
 	if s.phase == phaseStopping {
 		return stopCmd(c.deps.Supervisor)
 	}
@@ -563,6 +575,7 @@ func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 
 func (m *Model) quit() tea.Cmd {
 	c, s := m.c, &m.c.s
+	m.stopTune()
 	restarting := s.phase == phaseRestarting
 	s.phase = phaseStopping
 	if c.deps.Load != nil {

@@ -25,6 +25,8 @@ type runsPanel struct {
 	picked []int // epochs picked for comparison: A, then B
 	cache  string
 	keys   runsKeys
+	// warmups is how many of the folded runs were a probe's warm-up.
+	warmups int
 }
 
 type runsKeys struct {
@@ -79,12 +81,20 @@ type row struct {
 // rows are the runs shown, oldest first, and how many brief ones were folded away.
 func (p *runsPanel) rows() (rows []row, folded int) {
 	s, now := &p.c.s, p.c.now()
+	p.warmups = 0
 	for i, e := range s.runs {
 		r := row{e: e, active: s.active(i, now), live: e.Epoch == s.epoch}
 		if n, ok := s.notes[e.Epoch]; ok {
 			r.n = *n
 		}
-		if !r.live && !p.isPicked(e.Epoch) && r.active < foldBelow {
+		if !r.live && !p.isPicked(e.Epoch) && r.n.warmup {
+			// A probe's warm-up is not a result: its probe is the next run.
+			p.warmups++
+			folded++
+			continue
+		}
+		// A labelled run with results (a probe of a search) is kept however brief.
+		if !r.live && !p.isPicked(e.Epoch) && r.active < foldBelow && (e.Label == "" || e.Requests == 0) {
 			folded++
 			continue
 		}
@@ -306,7 +316,11 @@ func (p *runsPanel) draw() {
 	}
 	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
 	if folded > 0 {
-		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtAge(foldBelow)) + hint
+		what := "shorter than " + fmtAge(foldBelow)
+		if p.warmups > 0 {
+			what += " or a probe's warm-up"
+		}
+		hint = fmt.Sprintf("%d runs %s folded away · ", folded, what) + hint
 	}
 	hints := wrapWords(hint, p.w) // wrapped, not cut: the last words say what the durations mean
 	rowsShown := min(max(len(rows), 1), 3)

@@ -58,6 +58,8 @@ type state struct {
 
 	status    string // the footer's message
 	statusBad bool
+
+	tune tuneState // the SLO search or utilisation sweep, and their curves
 }
 
 // epochNote is what the dashboard saw during one epoch: the server's capacity and
@@ -71,6 +73,7 @@ type epochNote struct {
 	paused   time.Duration
 	pausedAt time.Time // when a pause still under way began; zero otherwise
 	tokens0  int64     // output tokens the client had received when it began
+	warmup   bool      // a tuning probe's warm-up, folded away in Runs
 }
 
 const maxMarks = 200

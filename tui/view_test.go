@@ -57,6 +57,7 @@ func scripted(t *testing.T, w, h int, theme string, noColor bool) *driver {
 	runs := panelOf[*runsPanel](d)
 	runs.pick(0)
 	runs.pick(d.m.c.s.epoch)
+	d.m.c.s.tune = demoTune()
 	d.m.c.s.status = ""
 	d.second()
 	return d

@@ -63,6 +63,8 @@ type Dashboard struct {
 	command     []string // after --
 	sup         *server.Supervisor
 	load        *loadgen.Session
+	sla         string
+	getenv      func(string) string
 }
 
 // SimStarter starts the built-in simulator with these flags, the model the client asks for and
@@ -101,6 +103,10 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	cliflag.AddReplay(fs, &o.dataset.Trace, &o.dataset.MultiTurn)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
+	fs.StringVar(&o.sla, "sla", "", `the SLO of the search (S) and the sweep (W) keys, as bench takes it, e.g. "p99_ttft_ms<=500" (none: S asks)`)
+	fs.Float64SliceVar(&o.deps.SweepUtils, "sweep-utils", nil, "the --gpu-memory-utilization values the sweep key (W) restarts with (default: the current value and 0.05 either side)")
+	fs.IntVar(&o.deps.Tune.ProbeRequests, "probe-requests", 48, "completed requests each probe of a search measures, after its warm-up")
+	fs.StringVar(&o.deps.ExportDir, "export-dir", "", "where the export key (E) writes its CSV and JSON (default: the current directory)")
 	return o
 }
 
@@ -123,7 +129,13 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return cliflag.Usagef("--theme %q: choose one of %s", o.deps.Theme, strings.Join(themes.Names(), ", "))
 	case l.Concurrency < 0 || l.Rate < 0 || l.Short.InputLen < 1 || l.Short.OutputLen < 1 || l.Long.InputLen < 1 || o.deps.ScrapeInterval < 100*time.Millisecond:
 		return cliflag.Usagef("load flags must be positive and --metrics-interval at least 100ms")
+	case o.deps.Tune.ProbeRequests < 1:
+		return cliflag.Usagef("--probe-requests must be at least 1")
 	}
+	if err := o.finishTuning(); err != nil {
+		return err
+	}
+	o.getenv = getenv
 	o.command, o.deps.InitialConc = after, l.Concurrency
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
@@ -149,6 +161,7 @@ func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
 	}
 	scr, err := scrape.NewClient(c.BaseURL, opts...)
 	d.deps.Supervisor, d.deps.Load, d.deps.Scraper, d.deps.Workload = d.sup, d.load, scr, d.load.WorkloadName()
+	d.wireCapacity()
 	return err
 }
 
