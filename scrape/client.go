@@ -249,7 +249,9 @@ func describe(err error) string {
 // returns the time the response headers arrived. Every error is an *Error.
 func (c *Client) Fetch(ctx context.Context) ([]byte, time.Time, error) {
 	limit := c.timeout
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit {
+	// A caller's deadline that is sooner bounds the fetch; one set from the same timeout a
+	// moment ago is a few microseconds sooner, and the message keeps the figure the user gave.
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit-10*time.Millisecond {
 		limit = time.Until(dl)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
