@@ -14,6 +14,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/vllmtop/vllmtop/diagnose"
+	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
@@ -104,4 +106,46 @@ type Deps struct {
 	Goodput loadgen.Goodput
 	// NoColor draws without colour (NO_COLOR): attributes and glyphs tell things apart.
 	NoColor bool
+	// FleetDeps are the fleet view's, the verdicts', the canary's and the recorder's.
+	FleetDeps
+}
+
+// FleetSource is what the Fleet view reads: fleet.Direct and fleet.Prometheus are one. The
+// dashboard runs it (its Run) in a goroutine of its own; the view takes its rows in a command
+// each time Updated fires, never in Update.
+type FleetSource interface {
+	Fleet(facts diagnose.Facts) fleet.Fleet
+	History() *fleet.History
+	Updated() <-chan struct{}
+}
+
+// Recorder writes a flight-recorder bundle of the last minutes and returns its path; the
+// dashboard calls it from a command, off the UI goroutine.
+type Recorder interface {
+	Record(verdicts []diagnose.Verdict) (path string, err error)
+}
+
+// Canary is the attach mode's probe: one small fixed request an interval, never two in
+// flight, its latencies shown apart from the load's.
+type Canary interface {
+	// SetOn starts or stops the probe.
+	SetOn(on bool)
+	On() bool
+	Interval() time.Duration
+	Last() (loadgen.CanarySample, bool)
+	Counts() loadgen.CanaryCounts
+}
+
+// FleetDeps are the fleet mode's collaborators and the verdicts' settings, added to Deps.
+type FleetDeps struct {
+	// Fleet, when set, is the fleet watched: the Fleet view comes first.
+	Fleet FleetSource
+	// DrillScraper scrapes one fleet row's endpoint for its drill-down (nil: no drill-down).
+	DrillScraper func(r fleet.Row) (Scraper, error)
+	// Thresholds are the verdicts' (nil: diagnose.DefaultThresholds).
+	Thresholds *diagnose.Thresholds
+	// MaxNumSeqs is the server's --max-num-seqs when known from its command line.
+	MaxNumSeqs int
+	Recorder   Recorder
+	Canary     Canary
 }

@@ -15,6 +15,7 @@ type KeyMap struct {
 	UtilDown, UtilUp, UtilDownBig, UtilUpBig key.Binding
 	Restart, Confirm, Cancel                 key.Binding
 	Theme, Help, Quit, ForceQuit             key.Binding
+	Canary, Record                           key.Binding
 }
 
 func binding(keys []string, k, desc string) key.Binding {
@@ -46,6 +47,8 @@ func DefaultKeyMap() KeyMap {
 		Help:        b([]string{"?"}, "?", "help"),
 		Quit:        b([]string{"q"}, "q", "quit (twice: force)"),
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
+		Canary:      b([]string{"C"}, "C", "canary probe on / off"),
+		Record:      b([]string{"B"}, "B", "write a flight-recorder bundle"),
 	}
 }
 
@@ -63,6 +66,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen},
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
+		{k.Canary, k.Record},
 	}
 }
 
