@@ -54,6 +54,7 @@ type Dashboard struct {
 	command     []string // after --
 	sup         *server.Supervisor
 	load        *loadgen.Session
+	fl          fleetOptions // the fleet's sources, the config file, canary and recorder
 }
 
 // SimStarter starts the built-in simulator with these flags, the model the client asks for and
@@ -69,7 +70,7 @@ type Sayer func(format string, a ...any)
 func Flags(fs *pflag.FlagSet) *Dashboard {
 	o := &Dashboard{}
 	l, c := &o.loadCfg, &o.loadCfg.Client
-	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load)")
+	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load); several URLs: a fleet")
 	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop)")
 	fs.Float64Var(&l.Rate, "request-rate", 0, "start in rate mode at this many requests/s")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
@@ -88,6 +89,7 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	cliflag.AddClient(fs, c)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
+	o.fleetFlags(fs)
 	return o
 }
 
@@ -98,7 +100,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	l := &o.loadCfg
 	_, themeKnown := themes.ByName(o.deps.Theme)
 	switch {
-	case len(before) > 0:
+	case len(before) > 0 && o.attach == "":
 		return cliflag.Usagef("unexpected argument %q: not a command (vllmtop help lists them); a server command goes after --", before[0])
 	case after != nil && len(after) == 0:
 		return cliflag.Usagef("nothing after --: give the server command, e.g. vllmtop -- vllm serve MODEL")
@@ -117,11 +119,14 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
 	}
-	return nil
+	return o.finishFleet(before, getenv)
 }
 
 // Build makes the server's supervisor, the load and the scraper.
 func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
+	if d.fleetMode() {
+		return d.buildFleet()
+	}
 	err := d.server(startSim, say)
 	if err != nil {
 		return err
@@ -136,7 +141,10 @@ func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
 	}
 	scr, err := scrape.NewClient(c.BaseURL, opts...)
 	d.deps.Supervisor, d.deps.Load, d.deps.Scraper, d.deps.Workload = d.sup, d.load, scr, d.load.WorkloadName()
-	return err
+	if err != nil {
+		return err
+	}
+	return d.singleOnCall(scr)
 }
 
 // server makes the supervisor (attached to --attach, of the command after --, or of the
@@ -200,8 +208,24 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
+	if d.fleetMode() {
+		stop := d.runFleet(ctx)
+		_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+		stop()
+		if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
 	if err := d.sup.Start(ctx); err != nil {
 		return err
+	}
+	if cn := d.fl.canaryRun; cn != nil {
+		cn.start(ctx)
+		defer cn.stop()
+		if d.fl.canary > 0 {
+			cn.SetOn(true)
+		}
 	}
 	loadDone := make(chan struct{})
 	go func() {
@@ -243,6 +267,9 @@ func (d *Dashboard) Close() error {
 }
 
 func (d *Dashboard) shutdown() {
+	if d.sup == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), server.DefaultGrace+5*time.Second)
 	defer cancel()
 	_ = d.sup.Stop(ctx)
