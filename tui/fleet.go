@@ -168,6 +168,14 @@ func stateCell(st *Styles, r *fleet.Row) (string, lipgloss.Style) {
 	return r.State.String(), st.Muted
 }
 
+// severity is a row's worst verdict's severity (-1 without one).
+func severity(r *fleet.Row) int {
+	if v, ok := r.Top(); ok {
+		return int(v.Severity)
+	}
+	return -1
+}
+
 func verdictStyle(st *Styles, v diagnose.Verdict) lipgloss.Style {
 	switch v.Severity {
 	case diagnose.Critical:
@@ -318,9 +326,20 @@ func (p *fleetPanel) rows() []fleet.Row {
 	}
 	rows := fleet.Filter(append([]fleet.Row(nil), f.Rows...), p.filter.Value())
 	sk := sortKeys[p.sortIdx]
-	if sk.field == "name" {
+	switch sk.field {
+	case "name":
 		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
-	} else {
+	case "":
+		// The worst first: by state, then by the worst verdict, so the sick replica is on top.
+		fleet.SortBy(rows, "")
+		sort.SliceStable(rows, func(i, j int) bool {
+			a, b := &rows[i], &rows[j]
+			if a.State != b.State {
+				return a.State > b.State
+			}
+			return severity(a) > severity(b)
+		})
+	default:
 		fleet.SortBy(rows, sk.field)
 	}
 	if p.reverse {
@@ -676,6 +695,9 @@ func (m *Model) judge() {
 		return
 	}
 	subject := "server"
+	if u := clean(s.server.URL); u != "" {
+		subject = u
+	}
 	if s.fleet.drill != nil {
 		subject = s.fleet.drill.Name
 	}
@@ -683,7 +705,7 @@ func (m *Model) judge() {
 }
 
 // verdictItem is the header's verdict line: HEALTHY, or the worst verdict and how many more.
-func verdictItem(c *common) (item, bool) {
+func verdictItem(c *common, w int) (item, bool) {
 	st := &c.styles
 	if c.s.snap == nil {
 		return item{}, false
@@ -692,5 +714,5 @@ func verdictItem(c *common) (item, bool) {
 	if o == diagnose.Healthy {
 		return item{st.Good.Render("HEALTHY"), 3}, true
 	}
-	return item{overallStyle(st, o).Render(truncate(clean(sum), 90)), 0}, true
+	return item{overallStyle(st, o).Render(truncate(clean(sum), max(w/2, 30))), 0}, true
 }

@@ -53,6 +53,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 	var opt []string
 	if s.phase != phaseConfirming {
 		for _, b := range append(p.ShortHelp(), k.ShortHelp()...) {
+			if !b.Enabled() {
+				continue
+			}
 			t := keyText(b)
 			if w := lipgloss.Width(t) + lipgloss.Width(sep); w <= room {
 				opt = append(opt, t)

@@ -232,7 +232,7 @@ func (h *header) loadLine() string {
 	if it, ok := canaryItem(c); ok {
 		items = append(items, it)
 	}
-	if it, ok := verdictItem(c); ok {
+	if it, ok := verdictItem(c, h.w); ok {
 		items = append(items, it)
 	}
 	return fitItems(items, st.Muted.Render(" · "), h.w)

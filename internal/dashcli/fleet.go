@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -394,5 +395,9 @@ func (b *bundleWriter) Record(verdicts []diagnose.Verdict) (string, error) {
 			bundle.ServerLog = append(bundle.ServerLog, l.Text)
 		}
 	}
-	return recorder.Write(f.recordDir, bundle)
+	dir, err := filepath.Abs(f.recordDir)
+	if err != nil {
+		return "", err
+	}
+	return recorder.Write(dir, bundle)
 }
