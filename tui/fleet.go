@@ -259,7 +259,11 @@ func (p *fleetPanel) Update(msg tea.Msg) tea.Cmd {
 }
 
 // page is how many rows the table shows.
-func (p *fleetPanel) page() int { return max(p.h-5, 1) }
+func (p *fleetPanel) page() int { return max(p.h-2-detailLines, 1) }
+
+// detailLines is the selected row's block under the table: its verdict (two lines), what the
+// verdict saw and the flags, and its notes.
+const detailLines = 4
 
 func (p *fleetPanel) key(msg tea.KeyMsg) tea.Cmd {
 	k := &p.keys
@@ -484,21 +488,22 @@ func (p *fleetPanel) rowLine(r *fleet.Row, cols []fleetColumn, vw int, selected 
 // does not export or why it is not up.
 func (p *fleetPanel) detail(rows []fleet.Row, cur int) []string {
 	st := &p.c.styles
-	out := make([]string, 3)
+	out := make([]string, detailLines)
 	if cur < 0 || cur >= len(rows) {
 		return out
 	}
 	r := &rows[cur]
 	name := st.Value.Render(clean(r.Name))
 	if v, ok := r.Top(); ok {
-		out[0] = name + " " + verdictStyle(st, v).Render(v.Severity.String()+" "+v.Rule) + ": " + clean(v.Text)
+		words := append([]string{name, verdictStyle(st, v).Render(v.Severity.String() + " " + v.Rule + ":")}, strings.Fields(clean(v.Text))...)
+		copy(out, wrapItems(words, " ", p.w, 2))
 		var ev []string
 		for _, e := range v.Evidence {
 			ev = append(ev, e.String())
 		}
-		out[1] = st.Label.Render("saw ") + strings.Join(ev, "; ")
+		out[2] = st.Label.Render("saw ") + strings.Join(ev, "; ")
 		if len(v.Flags) > 0 {
-			out[1] += st.Muted.Render(" · ") + st.Label.Render("change ") + strings.Join(v.Flags, " ")
+			out[2] += st.Muted.Render(" · ") + st.Label.Render("change ") + strings.Join(v.Flags, " ")
 		}
 	} else {
 		out[0] = name + " " + st.Good.Render("no verdict")
@@ -524,7 +529,7 @@ func (p *fleetPanel) detail(rows []fleet.Row, cur int) []string {
 	if r.URL != "" {
 		notes = append(notes, clean(r.URL))
 	}
-	out[2] = st.Muted.Render(strings.Join(notes, " · "))
+	out[3] = st.Muted.Render(strings.Join(notes, " · "))
 	for i := range out {
 		out[i] = truncate(out[i], p.w)
 	}
