@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/simtest"
 	"github.com/vllmtop/vllmtop/recorder"
+	"github.com/vllmtop/vllmtop/scrape"
 )
 
 // kvFull is the fixture with its KV cache nearly full and a queue: a KV-bound server.
@@ -62,4 +65,43 @@ func TestMetricsBundleReplaysTheScrapes(t *testing.T) {
 	code, _, stderr = metrics(t, "--bundle", path+".missing")
 	assert.Equal(t, 1, code)
 	assert.NotContains(t, strings.TrimSpace(stderr), "\n", "one line")
+}
+
+// TestMetricsWindowOnASimulatorAdmissionBound runs metrics --window against a simulator that
+// admits two sequences under a load of eight: its verdict is admission-bound. The window
+// ends when the server has finished a few more requests, not after a fixed wait.
+func TestMetricsWindowOnASimulatorAdmissionBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a simulator under load; skipped with -short")
+	}
+	s := simtest.Start(t, "Qwen/Qwen3-0.6B", "--sim-speed", "10", "--max-model-len", "4096", "--max-num-seqs", "2")
+	simtest.Load(t, s.URL, 8, 64, 32)
+	client, err := scrape.NewClient(s.URL)
+	require.NoError(t, err)
+	finished := func() float64 {
+		snap, err := client.Scrape(context.Background())
+		if err != nil || len(snap.Models) == 0 {
+			return 0
+		}
+		return snap.Models[0].Total.RequestsFinished.Or(0)
+	}
+	require.Eventually(t, func() bool { return finished() >= 4 }, 30*time.Second, 20*time.Millisecond, "the load runs")
+	old := waitWindow
+	t.Cleanup(func() { waitWindow = old })
+	waitWindow = func(ctx context.Context, _ time.Duration) error {
+		start := finished()
+		for finished() < start+6 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		return nil
+	}
+	code, out, stderr := metrics(t, "--window", "2s", "--timeout", "20s", s.URL)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "Verdicts")
+	assert.Contains(t, out, "admission-bound")
+	assert.Contains(t, out, "change: --max-num-seqs")
 }
