@@ -709,6 +709,34 @@ func (m *Model) judge() {
 	s.verdicts = diagnose.Server(subject, s.snap, w, m.facts(), m.thresholds())
 }
 
+// shortField names a field as the header says it.
+var shortField = map[fleet.Field]string{
+	fleet.FieldRunning: "running", fleet.FieldWaiting: "waiting", fleet.FieldKVCacheUsage: "KV %",
+	fleet.FieldGenTokens: "gen tok/s", fleet.FieldPromptTokens: "prompt tok/s", fleet.FieldTTFTP99: "TTFT",
+	fleet.FieldITLP99: "ITL", fleet.FieldPreemptions: "preemptions", fleet.FieldErrors: "errors",
+	fleet.FieldPrefixHits: "prefix hits", fleet.FieldQueueMean: "queue time", fleet.FieldPrefillMean: "prefill time",
+}
+
+// backendItem says, for SGLang and TGI, which of the fields vLLM has they do not export, so
+// a "--" or an empty chart reads as the server's silence, not a failure.
+func backendItem(c *common, w int) (item, bool) {
+	s, st := &c.s, &c.styles
+	if s.snap == nil {
+		return item{}, false
+	}
+	name := map[scrape.Backend]string{scrape.BackendSGLang: "SGLang", scrape.BackendTGI: "TGI"}[s.snap.Backend]
+	if name == "" {
+		return item{}, false
+	}
+	missing := fleet.NotExported(s.snap.Backend)
+	names := make([]string, len(missing))
+	for i, f := range missing {
+		names[i] = shortField[f]
+	}
+	text := truncate(name+" exports no "+strings.Join(names, ", "), max(w/3, 40))
+	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 1}, true
+}
+
 // verdictItem is the header's verdict line: HEALTHY, or the worst verdict and how many more.
 func verdictItem(c *common, w int) (item, bool) {
 	st := &c.styles

@@ -229,6 +229,9 @@ func (h *header) loadLine() string {
 	if w := h.metricsWarning(); w != "" {
 		items = append(items, item{w, 1})
 	}
+	if it, ok := backendItem(c, h.w); ok {
+		items = append(items, it)
+	}
 	if it, ok := canaryItem(c); ok {
 		items = append(items, it)
 	}
