@@ -44,15 +44,24 @@ type drillMsg struct{ row fleet.Row }
 // fleetRefreshEvery bounds how long the rows wait for news: states age (STALE) without any.
 const fleetRefreshEvery = 2 * time.Second
 
-// waitFleet waits for the source's news (or fleetRefreshEvery) and reads the rows, in the
-// command's goroutine.
+// fleetMinGap is the least time between two reads of the rows: a large fleet's endpoints are
+// scraped one after another, each with news, and a read (rows, verdicts, a redraw) a second
+// is all a person can follow. Tests shorten it.
+var fleetMinGap = time.Second
+
+// waitFleet waits for the source's news (or fleetRefreshEvery), at least fleetMinGap, and
+// reads the rows, in the command's goroutine.
 func waitFleet(src FleetSource, facts diagnose.Facts) tea.Cmd {
 	return func() tea.Msg {
+		start := time.Now()
 		t := time.NewTimer(fleetRefreshEvery)
 		defer t.Stop()
 		select {
 		case <-src.Updated():
 		case <-t.C:
+		}
+		if rest := fleetMinGap - time.Since(start); rest > 0 {
+			time.Sleep(rest)
 		}
 		return fleetMsg{f: src.Fleet(facts)}
 	}
@@ -200,6 +209,7 @@ type fleetPanel struct {
 	offset  int // first shown row
 	shown   []fleet.Row
 	cache   string
+	dirty   bool // the cache is out of date: a new size
 	keys    fleetKeys
 }
 
@@ -238,7 +248,7 @@ func (p *fleetPanel) FullHelp() [][]key.Binding {
 
 func (p *fleetPanel) Capturing() bool { return p.typing }
 
-func (p *fleetPanel) SetSize(w, h int) { p.w, p.h = w, h }
+func (p *fleetPanel) SetSize(w, h int) { p.w, p.h, p.dirty = w, h, true }
 
 func (p *fleetPanel) View() string { return p.cache }
 
@@ -247,7 +257,13 @@ func (p *fleetPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
 		cmd = p.key(msg)
-	case refreshMsg, restyleMsg, fleetMsg:
+	case refreshMsg:
+		// The rows change only when new ones arrive (a fleetMsg) or a key moves them: a
+		// 200-row table is not drawn again four times a second for nothing.
+		if !p.dirty && p.cache != "" {
+			return nil
+		}
+	case restyleMsg, fleetMsg:
 	default:
 		if !p.typing {
 			return nil
@@ -378,6 +394,7 @@ func (p *fleetPanel) draw() {
 	if p.w == 0 || p.h == 0 {
 		return
 	}
+	p.dirty = false
 	st := &p.c.styles
 	f := p.c.s.fleet.f
 	var lines []string

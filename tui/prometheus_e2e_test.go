@@ -24,6 +24,9 @@ func TestPrometheusFleetThroughTheDashboard(t *testing.T) {
 		t.Skip("starts prometheus and three simulators; skipped with -short")
 	}
 	simtest.Need(t, "prometheus")
+	gap := fleetMinGap
+	fleetMinGap = 0
+	t.Cleanup(func() { fleetMinGap = gap })
 	const scrapeEvery = 250 * time.Millisecond
 	sim := []string{"Qwen/Qwen3-0.6B", "--sim-speed", "10", "--max-model-len", "4096"}
 	a := simtest.Start(t, append(sim, "--max-num-seqs", "2")...) // admission-bound under load
