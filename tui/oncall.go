@@ -74,5 +74,6 @@ func canaryItem(c *common) (item, bool) {
 	default:
 		text += st.Label.Render("TTFT ") + fmtDur(last.TTFT.Round(time.Millisecond)) + st.Label.Render(" TPOT ") + fmtDur(last.TPOT.Round(100*time.Microsecond))
 	}
-	return item{text, 1}, true
+	// Turned on by the user: shown before the load's figures.
+	return item{text, 0}, true
 }

@@ -4,12 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
+	"github.com/vllmtop/vllmtop/recorder"
 )
 
 func parseWithEnv(env map[string]string, args ...string) (*Dashboard, error) {
@@ -96,4 +98,23 @@ endpoints = ["a", "b"]
 	assert.Contains(t, err.Error(), "bad.toml")
 	assert.Contains(t, err.Error(), "4")
 	assert.NotContains(t, err.Error(), "\n", "one line")
+}
+
+func TestBundleWriterWritesTheRingAndScrubsKeys(t *testing.T) {
+	o, err := parseWithEnv(map[string]string{}, "--attach", "http://a:8000", "http://b:8000", "--record-dir", t.TempDir(), "--api-key", "sekrit-key")
+	require.NoError(t, err)
+	require.NoError(t, o.buildFleet())
+	body := []byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\",engine=\"0\"} 3\n")
+	now := time.Now()
+	o.fl.ring.Add("a:8000", now.Add(-10*time.Second), body)
+	o.fl.ring.Add("a:8000", now, body)
+	path, err := o.deps.Recorder.Record(nil)
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(path), "the status line shows a path to copy")
+	b, err := recorder.Read(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a:8000"}, b.Endpoints())
+	for _, v := range b.Settings {
+		assert.NotContains(t, v, "sekrit-key")
+	}
 }
