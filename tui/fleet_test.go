@@ -185,11 +185,9 @@ func TestFleetSortFilterAndScroll(t *testing.T) {
 func TestFleetDrillDownAndBack(t *testing.T) {
 	d, ff := fleetDriver(t, 120, 40, 3)
 	now := t0.Add(-10 * time.Minute)
-	var rows []fleet.Row
 	for i := 0; i < 60; i++ {
 		r := ff.rows[1]
 		r.KVCacheUsage = v(0.5 + float64(i)/200)
-		rows = append(rows, r)
 		ff.history.Record(now.Add(time.Duration(i)*10*time.Second), []fleet.Row{r})
 	}
 	p := panelOf[*fleetPanel](d)
@@ -202,6 +200,13 @@ func TestFleetDrillDownAndBack(t *testing.T) {
 	require.NotNil(t, d.m.c.s.fleet.drill, "enter drills down")
 	assert.Equal(t, 1, d.m.active, "into the Overview")
 	assert.Contains(t, d.view(), "› gpu-02:8000")
+	filled := 0
+	for _, b := range d.m.c.s.hist.bins(serKV, timeWindow{End: t0, Span: 15 * time.Minute}, 90) {
+		if b.Kind == valueKind {
+			filled++
+		}
+	}
+	assert.GreaterOrEqual(t, filled, 50, "the fleet's ten minutes of KV are on the drill-down's chart")
 	d.second()
 	d.second()
 	assert.NotNil(t, d.m.c.s.snap, "the drill-down scrapes the endpoint")

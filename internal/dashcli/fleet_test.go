@@ -6,25 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/recorder"
 )
 
 func parseWithEnv(env map[string]string, args ...string) (*Dashboard, error) {
-	fs := pflag.NewFlagSet("vllmtop", pflag.ContinueOnError)
-	o := Flags(fs)
-	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput"})); err != nil {
-		return nil, err
-	}
-	before, after := fs.Args(), []string(nil)
-	if n := fs.ArgsLenAtDash(); n >= 0 {
-		before, after = fs.Args()[:n], fs.Args()[n:]
-	}
-	return o, o.Finish(before, after, func(k string) string { return env[k] })
+	return parseGetenv(func(k string) string { return env[k] }, args...)
 }
 
 func TestFleetSources(t *testing.T) {
