@@ -187,4 +187,16 @@ func TestWriteTextNamesRuleEvidenceAndFlags(t *testing.T) {
 	for _, want := range []string{"Verdicts", "kv-bound: KV cache full", "saw: kv_cache_usage 95% (≥ 90%)", "change: --gpu-memory-utilization"} {
 		assert.Contains(t, out, want)
 	}
+	b.Reset()
+	long := Verdict{Rule: RuleErrors, Severity: Critical, Text: strings.Repeat("word ", 60) + "http://" + strings.Repeat("x", 200)}
+	var many []Verdict
+	for i := 0; i < 30; i++ {
+		many = append(many, long)
+	}
+	WriteText(&b, many)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for _, l := range lines {
+		assert.LessOrEqual(t, len([]rune(l)), TextWidth, "%q", l)
+	}
+	assert.Contains(t, b.String(), "(+10 more)", "at most 20 verdicts")
 }
