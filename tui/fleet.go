@@ -52,6 +52,17 @@ var fleetMinGap = time.Second
 // waitFleet waits for the source's news (or fleetRefreshEvery), at least fleetMinGap, and
 // reads the rows, in the command's goroutine.
 func waitFleet(src FleetSource, facts diagnose.Facts) tea.Cmd {
+	return waitFleetEvery(src, facts, fleetMinGap)
+}
+
+// fleetGap is the least time between two reads of a fleet of n rows: a second, and 10 ms
+// more per row past 100 (2 s at 200), at most 3 s: a large fleet's rows cost more to judge
+// and draw, and each of its endpoints is scraped seldom (fleet.IntervalFor).
+func fleetGap(n int) time.Duration {
+	return min(fleetMinGap+time.Duration(max(n-100, 0))*10*time.Millisecond, max(fleetMinGap, 3*time.Second))
+}
+
+func waitFleetEvery(src FleetSource, facts diagnose.Facts, gap time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		start := time.Now()
 		t := time.NewTimer(fleetRefreshEvery)
@@ -60,7 +71,7 @@ func waitFleet(src FleetSource, facts diagnose.Facts) tea.Cmd {
 		case <-src.Updated():
 		case <-t.C:
 		}
-		if rest := fleetMinGap - time.Since(start); rest > 0 {
+		if rest := gap - time.Since(start); rest > 0 {
 			time.Sleep(rest)
 		}
 		return fleetMsg{f: src.Fleet(facts)}
@@ -483,7 +494,7 @@ func (p *fleetPanel) rowLine(r *fleet.Row, cols []fleetColumn, vw int, selected 
 		if r.Frozen && c.field != "name" && c.title != "state" {
 			style = st.Muted
 		}
-		cells = append(cells, style.Render(padRight(truncate(txt, c.width), c.width)))
+		cells = append(cells, style.Render(fixedWidth(txt, c.width)))
 	}
 	v, ok := r.Top()
 	switch {
@@ -498,7 +509,22 @@ func (p *fleetPanel) rowLine(r *fleet.Row, cols []fleetColumn, vw int, selected 
 	if selected {
 		return st.Selected.Render(padRight(truncate(line, p.w), p.w))
 	}
-	return truncate(line, p.w)
+	// Every cell has its width and the verdict was cut to what is left: the line fits.
+	return line
+}
+
+// fixedWidth is s cut or padded to width cells; plain ASCII (most cells) without measuring
+// graphemes, which was most of drawing a large table.
+func fixedWidth(s string, width int) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] < 0x20 {
+			return padRight(truncate(s, width), width)
+		}
+	}
+	if len(s) > width {
+		return truncate(s, width)
+	}
+	return s + strings.Repeat(" ", width-len(s))
 }
 
 // detail is the selected row's verdict in full, its evidence and flags, and what its backend

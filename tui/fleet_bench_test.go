@@ -68,8 +68,14 @@ func processCPU() time.Duration {
 // the screen built on every message. One op is one refresh interval of wall time; cpu-s/min
 // is this process's CPU (user and system) per minute of it.
 //
-//	go test ./tui/ -run '^$' -bench FleetView200 -benchtime 4x
-func BenchmarkFleetView200(b *testing.B) {
+//	go test ./tui/ -run '^$' -bench 'Fleet(View|Source)200' -benchtime 4x
+func BenchmarkFleetView200(b *testing.B) { benchFleetView(b, true) }
+
+// BenchmarkFleetSource200 is the same without the UI: the source's scrapes alone, to tell
+// the dashboard's share from the library's.
+func BenchmarkFleetSource200(b *testing.B) { benchFleetView(b, false) }
+
+func benchFleetView(b *testing.B, ui bool) {
 	const n = 200
 	child := exec.Command(os.Args[0], "-test.run=^TestFleetBenchServer$")
 	child.Env = append(os.Environ(), benchServeEnv+"="+fmt.Sprint(n))
@@ -103,8 +109,8 @@ func BenchmarkFleetView200(b *testing.B) {
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	msgs := make(chan tea.Msg, 1)
 	go func() {
-		for ctx.Err() == nil {
-			msgs <- waitFleet(src, diagnose.Facts{})()
+		for ui && ctx.Err() == nil {
+			msgs <- waitFleetEvery(src, diagnose.Facts{}, fleetGap(n))()
 		}
 	}()
 	go func() { _ = src.Run(ctx) }()
@@ -120,9 +126,13 @@ func BenchmarkFleetView200(b *testing.B) {
 			m.Update(msg)
 			reads++
 		case at := <-ticker.C:
-			m.Update(uiTickMsg{gen: m.tickGen, at: at})
+			if ui {
+				m.Update(uiTickMsg{gen: m.tickGen, at: at})
+			}
 		}
-		_ = m.View()
+		if ui {
+			_ = m.View()
+		}
 	}
 	cpu, wall := processCPU()-cpu0, time.Since(wall0)
 	b.StopTimer()

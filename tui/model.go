@@ -145,7 +145,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.c.s.fleet.f, m.c.s.fleet.at = &msg.f, m.c.now()
 		m.panels[0].Update(msg)
 		m.header.Update(refreshMsg{})
-		return m, waitFleet(m.c.deps.Fleet, m.facts())
+		return m, waitFleetEvery(m.c.deps.Fleet, m.facts(), fleetGap(len(msg.f.Rows)))
 	case drillMsg:
 		return m, m.drillInto(msg.row)
 	case recordDoneMsg:
