@@ -119,7 +119,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, benchcli.ErrFailed): // a benchmark that said what went wrong
 		return 1
 	case errors.As(err, &bad):
-		e.say("%s (see vllmtop help%s)", bad.Msg, strings.TrimPrefix(e.prog, "vllmtop"))
+		where := strings.TrimPrefix(e.prog, "vllmtop")
+		if where == " help" {
+			where = ""
+		}
+		e.say("%s (see vllmtop help%s)", bad.Msg, where)
 		return 2
 	}
 	e.say("%s", textfmt.OneLine(err.Error(), 0))
@@ -156,7 +160,27 @@ func newRoot(e *env) *cobra.Command {
 		})
 		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Msg: cliflag.Message(err)} })
 	}
+	strictHelp(root)
 	return root
+}
+
+// strictHelp makes `vllmtop help NAME` refuse a name that is no command: cobra's own help
+// takes it for the root's argument and prints the root's help.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	h, _, err := root.Find([]string{"help"})
+	if err != nil || h.Name() != "help" {
+		return
+	}
+	show := h.Run
+	h.Run = nil
+	h.RunE = func(c *cobra.Command, args []string) error {
+		if _, rest, err := root.Find(args); err != nil || len(rest) > 0 {
+			return usagef("no command %q", strings.Join(args, " "))
+		}
+		show(c, args)
+		return nil
+	}
 }
 
 // help is a command's help, generated from its flag set.

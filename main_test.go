@@ -153,3 +153,14 @@ func TestOneErrorStyle(t *testing.T) {
 		assert.True(t, strings.HasPrefix(errOut, c.want), "%v: %q", c.args, errOut)
 	}
 }
+
+// vllmtop help names an unknown command rather than printing the root's help.
+func TestHelpOfAnUnknownCommand(t *testing.T) {
+	code, out, errOut := runVllmtop("help", "nosuch")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Equal(t, "vllmtop help: no command \"nosuch\" (see vllmtop help)\n", errOut)
+	code, out, _ = runVllmtop("help", "metrics")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "usage: vllmtop metrics URL")
+}

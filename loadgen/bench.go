@@ -36,7 +36,18 @@ type BenchConfig struct {
 	Backoff BackoffConfig
 	// Sinks receive each measured result as it finishes, from the request goroutines.
 	Sinks []func(Result)
+	// Trace, when set, opens the trace each run replays at its own times (RequestRate and
+	// Burstiness unused; MaxConcurrency caps what is in flight; NumPrompts, when positive,
+	// ends the trace early). See Runner's Arrivals.
+	Trace func() (ArrivalSource, error)
+	// Conversations, when set, plays conversations instead: MaxConcurrency of them at once
+	// (0: all of Conversations.Count); NumPrompts, when positive, caps the turns sent.
+	Conversations *ConversationLoad
 }
+
+// Replays reports whether the run's requests come from a trace or conversations rather than
+// from Workload at a rate.
+func (cfg BenchConfig) Replays() bool { return cfg.Trace != nil || cfg.Conversations != nil }
 
 // BenchRun is what one run measured.
 type BenchRun struct {
@@ -74,6 +85,9 @@ func (cfg BenchConfig) slots() int {
 // finished and ctx's error. Requests fail into their Result's error class; Bench itself fails
 // only for a config it cannot run (and then returns no Tally).
 func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
+	if cfg.Replays() {
+		return benchReplay(ctx, c, cfg)
+	}
 	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
 		return BenchRun{}, ErrNoLimit
 	}
@@ -116,6 +130,49 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	} else {
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
+	return timed(ctx, c, rc, run)
+}
+
+// benchReplay is Bench for a trace or conversations: no warm-ups (a replay's first requests
+// are part of what it replays).
+func benchReplay(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
+	rc := RunnerConfig{NumRequests: max(cfg.NumPrompts, 0), Duration: cfg.Duration, Seed: cfg.Seed,
+		MaxConcurrency: cfg.MaxConcurrency, Concurrency: cfg.MaxConcurrency}
+	switch {
+	case cfg.Trace != nil:
+		src, err := cfg.Trace()
+		if err != nil {
+			return BenchRun{}, err
+		}
+		rc.Arrivals = src
+	default:
+		cl := cfg.Conversations
+		if cl.Count <= 0 && cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
+			return BenchRun{}, ErrNoLimit
+		}
+		if rc.Concurrency <= 0 {
+			if rc.Concurrency = cl.Count; cl.Count <= 0 {
+				return BenchRun{}, ErrUnboundedConcurrency
+			}
+		}
+		rc.Conversations = cl
+	}
+	tally := NewTally(cfg.Goodput)
+	if cfg.Detailed {
+		if err := tally.EnableDetail(cfg.DetailDir); err != nil {
+			return BenchRun{}, err
+		}
+	}
+	rc.Backoff = cfg.Backoff
+	rc.Backoff.Stop = true
+	rc.Sinks = append([]func(Result){tally.Add}, cfg.Sinks...)
+	run := BenchRun{Tally: tally}
+	return timed(ctx, c, rc, run)
+}
+
+// timed runs rc's Runner to its end and notes how long it took, and whether the back-off
+// stopped it.
+func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (BenchRun, error) {
 	start := time.Now()
 	err := NewRunner(c, rc).Run(ctx)
 	run.Duration = time.Since(start)

@@ -66,7 +66,7 @@ func NewCanary(c *Client, cfg CanaryConfig) (*Canary, error) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultCanaryInterval
 	}
-	if cfg.Prompt == (Prompt{}) {
+	if cfg.Prompt.zero() {
 		cfg.Prompt = CanaryPrompt
 	}
 	if cfg.Keep <= 0 {

@@ -151,6 +151,14 @@ type Prompt struct {
 	InputTokens  int // expected prompt tokens (the server's usage replaces it)
 	OutputTokens int // max_tokens
 	IgnoreEOS    bool
+	// Messages, when set, are the chat form of the prompt (a conversation's history and its
+	// next user message): a chat endpoint sends them instead of Text as one user message.
+	Messages []ChatMessage
+}
+
+// zero reports whether p is the zero Prompt.
+func (p Prompt) zero() bool {
+	return p.Text == "" && p.InputTokens == 0 && p.OutputTokens == 0 && !p.IgnoreEOS && p.Messages == nil
 }
 
 // ErrorClass names why a request failed; empty means it succeeded.
@@ -186,8 +194,11 @@ type Result struct {
 	Turn int `json:"turn,omitempty"`
 	// Intended is when the schedule wanted the request sent; Start is when it was. The
 	// difference is client-side queueing (open loop with a concurrency cap, or a late loader).
-	Intended     time.Time       `json:"intended"`
-	Start        time.Time       `json:"start"`
+	Intended time.Time `json:"intended"`
+	Start    time.Time `json:"start"`
+	// FromIntended is true when TTFT and E2EL count from Intended rather than Start (a
+	// replay's, see FromIntended).
+	FromIntended bool            `json:"from_intended,omitempty"`
 	TTFT         time.Duration   `json:"ttft_ns"`
 	E2EL         time.Duration   `json:"e2el_ns"`
 	ITLs         []time.Duration `json:"itl_ns,omitempty"`
@@ -243,6 +254,12 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	b := requestBody{Model: c.cfg.Model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
 	if c.chat {
 		b.Messages = []map[string]any{{"role": "user", "content": p.Text}}
+		if len(p.Messages) > 0 {
+			b.Messages = make([]map[string]any, len(p.Messages))
+			for i, m := range p.Messages {
+				b.Messages[i] = map[string]any{"role": m.Role, "content": m.Content}
+			}
+		}
 		b.MaxCompletionTokens = p.OutputTokens
 	} else {
 		b.Prompt = p.Text
@@ -254,7 +271,17 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 // Do sends one streaming request and measures it. It never panics on bad input and always
 // returns within the request deadline; failures come back as a Result with an ErrorClass.
 func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
-	res := Result{PromptTokens: p.InputTokens, ITLs: make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))}
+	return c.DoITL(ctx, p, watch, nil)
+}
+
+// DoITL is Do that hands each inter-token latency to itl as it arrives instead of keeping it
+// in the Result (itl nil: Do). A live view needs no per-request list, whose memory grows with
+// every token of every stream in flight: 64 KB a stream at 8,192 output tokens.
+func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(time.Duration)) Result {
+	res := Result{PromptTokens: p.InputTokens}
+	if itl == nil {
+		res.ITLs = make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))
+	}
 	body, err := c.body(p)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrHTTP400, err.Error()
@@ -291,7 +318,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
 		return res
 	}
-	st := &stream{c: c, res: &res, start: start, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	st := &stream{c: c, res: &res, start: start, watch: watch, itl: itl, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
 	switch err := c.read(resp.Body, st, stall); {
 	case err == nil:
 	case errors.Is(err, errJSONBody):
@@ -369,6 +396,7 @@ type stream struct {
 	res                    *Result
 	start                  time.Time
 	watch                  TokenSink
+	itl                    func(time.Duration) // nil: ITLs are kept in res
 	lastContent, lastEvent time.Time
 	done, usageSeen        bool
 	contentSeen            int
@@ -431,6 +459,8 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 			}
 			if st.contentSeen == 0 {
 				res.TTFT = at.Sub(st.start)
+			} else if st.itl != nil {
+				st.itl(at.Sub(st.lastContent))
 			} else {
 				res.ITLs = append(res.ITLs, at.Sub(st.lastContent))
 			}

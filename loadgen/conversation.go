@@ -375,7 +375,7 @@ func (d *Dialogue) Next() (TurnRequest, bool) {
 		Conversation: d.index,
 		Turn:         d.next + 1,
 		Messages:     msgs,
-		Prompt:       Prompt{Text: text, InputTokens: tokens + overhead, OutputTokens: t.AnswerTokens, IgnoreEOS: d.cfg.IgnoreEOS},
+		Prompt:       Prompt{Text: text, InputTokens: tokens + overhead, OutputTokens: t.AnswerTokens, IgnoreEOS: d.cfg.IgnoreEOS, Messages: msgs},
 	}, true
 }
 
@@ -455,6 +455,10 @@ type ThinkTime struct {
 	// RangeRatio draws each pause uniformly from [Mean(1-r), Mean(1+r)].
 	RangeRatio float64
 }
+
+// Draw is the pause after turn turn (1-based) of conversation conv, as PlayConversation
+// draws it for a dialogue of seed: a simulated client thinks as a real one does.
+func (t ThinkTime) Draw(seed int64, conv, turn int) time.Duration { return t.draw(seed, conv, turn) }
 
 func (t ThinkTime) draw(seed int64, conv, turn int) time.Duration {
 	if t.RangeRatio <= 0 || t.Mean <= 0 {

@@ -153,7 +153,8 @@ func TestDialogueGrowsTheHistoryTurnByTurn(t *testing.T) {
 	assert.Equal(t, 1, r1.Turn)
 	assert.Equal(t, 9, r1.Conversation)
 	assert.Equal(t, []ChatMessage{{"system", "be brief"}, {"user", "first question"}}, r1.Messages)
-	assert.Equal(t, Prompt{Text: "be brief\n\nfirst question", InputTokens: 2 + 1 + 2 + 2, OutputTokens: 5, IgnoreEOS: true}, r1.Prompt)
+	assert.Equal(t, Prompt{Text: "be brief\n\nfirst question", InputTokens: 2 + 1 + 2 + 2, OutputTokens: 5, IgnoreEOS: true, Messages: r1.Messages}, r1.Prompt,
+		"the prompt carries the chat form too, for a chat endpoint")
 	again, _ := d.Next()
 	assert.Equal(t, r1, again, "the same turn until answered")
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-
-	"github.com/vllmtop/vllmtop/internal/textfmt"
 )
 
 // Datasets a headless run can send, by vllm bench serve's --dataset-name.
@@ -25,6 +23,10 @@ type DatasetConfig struct {
 	ShareGPTOutputLen int
 	IgnoreEOS         bool // always on for the random dataset, as vLLM's
 	Seed              int64
+	// Trace is how a burstgpt or mooncake trace is replayed; MultiTurn plays sharegpt or
+	// synthetic conversations turn by turn.
+	Trace     TraceDatasetConfig
+	MultiTurn MultiTurnConfig
 }
 
 // Dataset is a checked dataset with its file read: it builds the workload once the server is
@@ -32,6 +34,10 @@ type DatasetConfig struct {
 type Dataset struct {
 	cfg      DatasetConfig
 	sharegpt *ShareGPT
+	// A replay's: the ShareGPT conversations, the trace's length, its skipped lines.
+	conversations *ShareGPTConversations
+	traceLen      int
+	skipped       int
 }
 
 // OpenDataset checks cfg and reads its file, so that a bad dataset fails before any server is
@@ -55,17 +61,21 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 		if cfg.Random.OutputLen < 1 {
 			return nil, fmt.Errorf("--random-output-len must be at least 1")
 		}
+	case DatasetBurstGPT, DatasetMooncake:
 	default:
-		return nil, fmt.Errorf("--dataset-name %q: this build has random, sharegpt and fixed", cfg.Name)
+		return nil, fmt.Errorf("--dataset-name %q: this build has random, sharegpt, fixed, burstgpt and mooncake", cfg.Name)
 	}
 	if cfg.Prompt != "" && cfg.Name != DatasetFixed {
 		return nil, fmt.Errorf("--prompt goes with --dataset-name fixed, not %s", cfg.Name)
 	}
-	if cfg.Path != "" && cfg.Name != DatasetShareGPT {
-		return nil, fmt.Errorf("--dataset-path goes with --dataset-name sharegpt, not %s", cfg.Name)
+	if cfg.Path != "" && cfg.Name != DatasetShareGPT && !cfg.isTrace() {
+		return nil, fmt.Errorf("--dataset-path goes with --dataset-name sharegpt, burstgpt or mooncake, not %s", cfg.Name)
 	}
 	d := &Dataset{cfg: cfg}
-	if cfg.Name == DatasetShareGPT {
+	if err := d.checkReplay(); err != nil {
+		return nil, err
+	}
+	if cfg.Name == DatasetShareGPT && !cfg.MultiTurn.On {
 		g, err := LoadShareGPT(cfg.Path, cfg.Seed, cfg.ShareGPTOutputLen, cfg.IgnoreEOS, nil)
 		if err != nil {
 			return nil, err
@@ -82,21 +92,27 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 func (d *Dataset) Workload(ctx context.Context, t Tokenizer) (Workload, string, error) {
 	switch d.cfg.Name {
 	case DatasetShareGPT:
+		if d.sharegpt == nil {
+			return nil, "", nil // conversations: see Replay
+		}
 		return d.sharegpt, d.sharegpt.Name() + " from " + d.cfg.Path + " (lengths estimated at 4 characters a token)", nil
 	case DatasetFixed:
 		p := Prompt{Text: d.cfg.Prompt, OutputTokens: d.cfg.Random.OutputLen, IgnoreEOS: d.cfg.IgnoreEOS}
 		return &Fixed{P: p}, fmt.Sprintf("one fixed prompt, %d output tokens", p.OutputTokens), nil
 	}
-	vocab, err := CalibrateVocab(ctx, t)
-	how := "exact lengths from the server's /tokenize"
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+	if d.cfg.MultiTurn.On || d.cfg.isTrace() && !d.cfg.Trace.Sample {
+		return nil, "", nil // see Replay
+	}
+	vocab, how, err := d.vocab(ctx, t)
+	if err != nil {
+		return nil, "", err
+	}
+	if d.cfg.isTrace() {
+		w, err := d.sampleTrace(vocab)
+		if err != nil {
+			return nil, "", err
 		}
-		vocab, how = EstimatedVocab(), "estimated lengths: "+textfmt.OneLine(err.Error(), 0)
-	case !vocab.Checked:
-		how = "estimated lengths: the server has no /tokenize"
+		return w, w.Name() + " sampled at the request rate (" + how + ")", nil
 	}
 	w, err := NewRandom(d.cfg.Random, vocab)
 	if err != nil {

@@ -128,6 +128,16 @@ func (e *Epochs) Add(r Result) {
 	}
 }
 
+// AddITL records one inter-token latency of a request in epoch n as it arrives (see
+// RunnerConfig.ITL).
+func (e *Epochs) AddITL(n int, d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.acc(n)
+	a.fresh = false
+	record(a.lat.itl, d)
+}
+
 // All returns every kept epoch's statistics, oldest first. Quantiles are computed again only
 // for epochs with new results since the last call.
 func (e *Epochs) All() []EpochStats {

@@ -174,6 +174,14 @@ func (l *Live) Add(r Result) {
 	}
 }
 
+// AddITL records one inter-token latency as it arrives (see RunnerConfig.ITL): the window's ITL
+// quantiles are then of the last seconds' tokens, not of the requests that ended in them.
+func (l *Live) AddITL(d time.Duration) {
+	l.mu.Lock()
+	record(l.cur.lat.itl, d)
+	l.mu.Unlock()
+}
+
 // Tick closes the current interval at now, adds it to the window and the chart points, and
 // returns its point.
 func (l *Live) Tick(now time.Time) Point {

@@ -233,7 +233,11 @@ func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) er
 // from when it was: an open-loop replay's latency includes the time the client held the
 // request (a late loader, a concurrency cap), which a closed loop would hide.
 func FromIntended(r Result) Result {
+	if r.FromIntended {
+		return r
+	}
 	q := r.QueueDelay()
+	r.FromIntended = true
 	r.TTFT += q
 	r.E2EL += q
 	return r

@@ -639,6 +639,9 @@ func (r *Report) Add(run SweepRun) {
 			fmt.Fprintln(r.Out)
 		}
 		_ = PrintResult(r.Out, run.Summary, run.Info)
+		if run.Turns != nil {
+			_ = PrintTurns(r.Out, *run.Turns)
+		}
 	}
 	if r.Save != nil {
 		opts := *r.Save

@@ -31,6 +31,16 @@ type RunnerConfig struct {
 	Backoff BackoffConfig
 	// Sinks receive every result, from the request goroutines.
 	Sinks []func(Result)
+	// ITL, when set, receives each inter-token latency of a measured request as it arrives,
+	// with the request's epoch, and results carry no ITLs: a long output's memory is then
+	// constant.
+	ITL func(epoch int, d time.Duration)
+	// Arrivals, when set, replays a trace: each arrival is sent open loop at its time (see
+	// runArrivals) instead of Workload's prompts at Concurrency or Rate.
+	Arrivals ArrivalSource
+	// Conversations, when set, plays conversations turn by turn instead: Concurrency is the
+	// number of conversations under way (see runConversations).
+	Conversations *ConversationLoad
 }
 
 // Runner drives a workload against a Client. Its setters are safe from any goroutine and take
@@ -50,8 +60,10 @@ type Runner struct {
 	watch       *Watched
 	kick        chan struct{}
 	breaker     *breaker
-	hold        string // PauseFor's reason; "" when not held
-	holdGen     int    // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+	hold        string        // PauseFor's reason; "" when not held
+	holdGen     int           // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+	changed     chan struct{} // closed and replaced at every change and finished request
+	replay      string        // LoaderStats.Replay
 
 	// now and after are the back-off's clock (tests replace them).
 	now   func() time.Time
@@ -71,10 +83,11 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	}
 	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
 		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1), breaker: newBreaker(cfg.Backoff, cfg.Seed),
-		now: time.Now, after: time.After}
+		now: time.Now, after: time.After, changed: make(chan struct{}), replay: replayKind(cfg.Arrivals != nil, cfg.Conversations != nil)}
 }
 
 func (r *Runner) poke() {
+	r.broadcast()
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -208,7 +221,16 @@ type LoaderStats struct {
 	FailStreak int
 	Failing    string
 	Backoff    time.Duration
+	// Replay is ReplayTrace or ReplayConversations when the load replays one ("" for a
+	// workload): a trace's requests come at its times, whatever the concurrency.
+	Replay string
 }
+
+// LoaderStats.Replay's values.
+const (
+	ReplayTrace         = "trace"
+	ReplayConversations = "conversations"
+)
 
 // Status is a line for a status bar when the load is held back ("load paused: 50 requests in
 // a row failed with HTTP 401 Unauthorized; one request every 10s to see if it recovers", or
@@ -227,6 +249,12 @@ func (s LoaderStats) Status() string {
 
 // Settings names the load: "C=4" in the closed loop, "rate 2.5/s" in the open one.
 func (s LoaderStats) Settings() string {
+	switch s.Replay {
+	case ReplayTrace:
+		return "trace replay"
+	case ReplayConversations:
+		return "C=" + strconv.Itoa(s.Concurrency) + " conv"
+	}
 	if s.Rate > 0 {
 		return "rate " + strconv.FormatFloat(s.Rate, 'f', -1, 64) + "/s"
 	}
@@ -236,7 +264,7 @@ func (s LoaderStats) Settings() string {
 // Stats returns the runner's state now.
 func (r *Runner) Stats() LoaderStats {
 	r.mu.Lock()
-	s := LoaderStats{Concurrency: r.concurrency, Rate: r.rate, Paused: r.paused, Epoch: r.epoch}
+	s := LoaderStats{Concurrency: r.concurrency, Rate: r.rate, Paused: r.paused, Epoch: r.epoch, Replay: r.replay}
 	b := r.breaker
 	if s.FailStreak = b.streak.N; s.FailStreak > 0 {
 		s.Failing = b.streak.String()
@@ -331,6 +359,12 @@ func (r *Runner) starting(g gate, now time.Time) {
 func (r *Runner) Run(ctx context.Context) error {
 	start := time.Now()
 	r.runStart.Store(start.UnixNano())
+	switch {
+	case r.cfg.Arrivals != nil:
+		return r.runArrivals(ctx)
+	case r.cfg.Conversations != nil:
+		return r.runConversations(ctx)
+	}
 	var deadline <-chan time.Time
 	if r.cfg.Duration > 0 {
 		t := time.NewTimer(r.cfg.Duration)
@@ -431,7 +465,14 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 		s.watch.begin(p)
 		sink = s.watch
 	}
-	res := r.client.Do(ctx, p, sink)
+	var itl func(time.Duration)
+	if r.cfg.ITL != nil {
+		itl = func(time.Duration) {} // a warm-up's are dropped
+		if !warm {
+			itl = func(d time.Duration) { r.cfg.ITL(s.epoch, d) }
+		}
+	}
+	res := r.client.DoITL(ctx, p, sink, itl)
 	res.Index, res.Warmup, res.Epoch = index, warm, s.epoch
 	res.Intended = intended
 	if intended.IsZero() {
@@ -440,14 +481,7 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 	if s.watch != nil {
 		s.watch.end(res)
 	}
-	r.mu.Lock()
-	r.breaker.note(&res, r.now())
-	r.mu.Unlock()
-	r.inFlight.Add(-1)
-	r.finished.Add(1)
-	for _, sink := range r.cfg.Sinks {
-		sink(res)
-	}
+	r.finish(res)
 	select {
 	case done <- struct{}{}:
 	default:

@@ -357,3 +357,35 @@ func TestRefusedConnectionsDoNotSpin(t *testing.T) {
 		assert.Equal(t, ErrConnect, x.Error)
 	}
 }
+
+// With RunnerConfig.ITL, each inter-token latency goes to it with the request's epoch as it
+// arrives, and the results keep none: a long output's memory stays constant.
+func TestITLsStreamToTheObserverNotTheResult(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, tok := range []string{" one", " two", " three", " four"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":%q,\"finish_reason\":null}]}\n\n", tok)
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer hs.Close()
+	c := newTestClient(t, hs.URL, EndpointCompletions)
+	var itls, kept atomic.Int64
+	epochs := make(chan int, 100)
+	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, NumRequests: 5, Warmup: 1,
+		ITL: func(epoch int, d time.Duration) {
+			itls.Add(1)
+			epochs <- epoch
+			assert.GreaterOrEqual(t, d, time.Duration(0))
+		},
+		Sinks: []func(Result){func(res Result) { kept.Add(int64(len(res.ITLs))) }}})
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, int64(5*3), itls.Load(), "three gaps for each of the five measured requests; the warm-up's are dropped")
+	assert.Zero(t, kept.Load(), "results carry no ITLs")
+	close(epochs)
+	for e := range epochs {
+		assert.Equal(t, 0, e)
+	}
+
+	res := c.Do(context.Background(), fixedWorkload().Prompt(0), nil)
+	assert.Len(t, res.ITLs, 3, "Do keeps them in the result")
+}

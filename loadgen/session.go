@@ -34,6 +34,13 @@ type SessionConfig struct {
 	// Goodput are service-level objectives: each epoch then counts the requests that met
 	// them all (EpochStats.Good).
 	Goodput Goodput
+	// PrefixLen is the shared system prompt SharedPrefix adds, in tokens (0:
+	// DefaultSharedPrefixLen).
+	PrefixLen int
+	// Dataset, when it is a trace or conversations (OpenDataset's), is replayed instead of
+	// the short and long workloads: the trace looped, the conversations without end unless
+	// counted.
+	Dataset *Dataset
 }
 
 // Session is a live load: the client, the runner that holds its concurrency or rate, the live
@@ -51,7 +58,18 @@ type Session struct {
 	mu          sync.Mutex
 	short, long Workload
 	longOn      bool
+	vocab       *Vocab
+	// prefix is the prefix demo's state: 0 before SharedPrefix was called, then on or off.
+	prefix prefixState
 }
+
+type prefixState int
+
+const (
+	prefixUnset prefixState = iota
+	prefixOn
+	prefixOff
+)
 
 // NewSession checks cfg and builds the session; nothing is sent until Run. Its workloads
 // start with estimated prompt lengths, fitted to the server's tokenizer by Run.
@@ -65,6 +83,9 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if cfg.MaxEpochs == 0 {
 		cfg.MaxEpochs = 100
 	}
+	if cfg.PrefixLen == 0 {
+		cfg.PrefixLen = DefaultSharedPrefixLen
+	}
 	cfg.Short.IgnoreEOS, cfg.Short.Seed = true, cfg.Seed
 	cfg.Long.IgnoreEOS, cfg.Long.Seed = true, cfg.Seed+1
 	client, err := NewClient(cfg.Client)
@@ -77,14 +98,21 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 		return nil, err
 	}
 	sinks := []func(Result){s.live.Add, s.epochs.Add}
+	// Inter-token latencies go to the live window and the epochs as they arrive, so a stream's
+	// memory does not grow with its output; the journal needs them in each result.
+	itl := func(epoch int, d time.Duration) { s.live.AddITL(d); s.epochs.AddITL(epoch, d) }
 	if cfg.Record != "" {
+		itl = nil
 		if s.journal, err = CreateJSONL(cfg.Record); err != nil {
 			return nil, err
 		}
 		sinks = append(sinks, s.journal.Add)
 	}
 	s.runner = NewRunner(client, RunnerConfig{Workload: s.short, Concurrency: cfg.Concurrency, Rate: max(cfg.Rate, 0),
-		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight})
+		Burstiness: cfg.Burstiness, Seed: cfg.Seed, Sinks: sinks, MaxConcurrency: cfg.MaxInFlight, ITL: itl})
+	if d := cfg.Dataset; d != nil && d.Replays() {
+		s.runner.replay = replayKind(!d.cfg.MultiTurn.On, d.cfg.MultiTurn.On)
+	}
 	s.begin(0, "")
 	return s, nil
 }
@@ -100,7 +128,7 @@ func (s *Session) fit(v *Vocab) error {
 		return err
 	}
 	s.mu.Lock()
-	s.short, s.long = short, long
+	s.short, s.long, s.vocab = short, long, v
 	s.mu.Unlock()
 	return nil
 }
@@ -116,6 +144,9 @@ func (s *Session) Run(ctx context.Context, ready func(context.Context) error) er
 		if err := ready(ctx); err != nil {
 			return err
 		}
+	}
+	if _, err := s.replayFrom(ctx); err != nil {
+		return err
 	}
 	if v, err := CalibrateVocab(ctx, s.client); err == nil && s.fit(v) == nil {
 		s.runner.SetWorkload(s.workload())
@@ -158,16 +189,40 @@ func (s *Session) UseLongPrompts(on bool) (string, int) {
 	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
 }
 
-// WorkloadName names the workload new requests use.
-func (s *Session) WorkloadName() string { return s.workload().Name() }
+// WorkloadName names the workload new requests use, or the dataset a session replays.
+func (s *Session) WorkloadName() string {
+	if d := s.cfg.Dataset; d != nil && d.Replays() {
+		return d.Name()
+	}
+	return s.workload().Name()
+}
 
 func (s *Session) workload() Workload {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w := s.short
 	if s.longOn {
-		return s.long
+		w = s.long
 	}
-	return s.short
+	if s.prefix != prefixUnset {
+		w = newPrefixed(w, s.vocab, s.cfg.PrefixLen, s.prefix == prefixOn, s.cfg.Seed)
+	}
+	return w
+}
+
+// SharedPrefix puts a system prompt of PrefixLen tokens, the same for every request, before
+// the current workload's prompts (on), or as many tokens of each request's own (off: the same
+// lengths, nothing for the prefix cache to share), the prefix-caching demo; it returns the
+// workload's name, which ends in "prefix on" or "prefix off", and the new epoch.
+func (s *Session) SharedPrefix(on bool) (string, int) {
+	s.mu.Lock()
+	s.prefix = prefixOff
+	if on {
+		s.prefix = prefixOn
+	}
+	s.mu.Unlock()
+	w := s.workload()
+	return w.Name(), s.begin(s.runner.SwitchWorkload(w), "")
 }
 
 // Pause stops starting requests; those in flight finish.

@@ -85,6 +85,7 @@ func TestSessionRunsAgainstTheSimulator(t *testing.T) {
 	assert.Equal(t, "C=2", all[1].Settings)
 	p := s.Tick(time.Now())
 	assert.Positive(t, p.Requests+s.WindowCounts().Requests, "the live window saw the results")
+	assert.Positive(t, all[1].ITL.N, "the epoch has its ITLs")
 
 	f, err := os.Open(cfg.Record)
 	require.NoError(t, err)
@@ -95,7 +96,27 @@ func TestSessionRunsAgainstTheSimulator(t *testing.T) {
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 		if r.OK() {
 			assert.Equal(t, 64, r.PromptTokens, "prompts fitted to the server's /tokenize have the exact length")
+			assert.Len(t, r.ITLs, r.OutputTokens-1, "a journal keeps each result's ITLs")
 		}
 	}
 	assert.GreaterOrEqual(t, lines, 10)
+}
+
+// Without a journal, ITLs stream into the live window and the epochs as they arrive.
+func TestSessionStreamsITLsWithoutAJournal(t *testing.T) {
+	url := startSim(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-speed", "20")
+	cfg := sessionConfig(url)
+	cfg.Now = time.Now
+	s, err := loadgen.NewSession(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, nil) }()
+	require.Eventually(t, func() bool { return s.Stats().Finished >= 4 }, 20*time.Second, 5*time.Millisecond)
+	cancel()
+	<-done
+	s.Tick(time.Now())
+	assert.Positive(t, s.Window().ITL.N, "the live window has ITLs")
+	require.NotEmpty(t, s.Epochs())
+	assert.GreaterOrEqual(t, s.Epochs()[0].ITL.N, int64(4*7), "seven gaps for each finished request at least")
 }

@@ -212,6 +212,14 @@ type SLOSearch struct {
 	SLO      SLO
 	// Max is the highest value tried, "everything at once" (SLOMaxValue when 0).
 	Max int
+	// Start, when above 0, replaces the everything-at-once probe and its guess: the bracket
+	// doubles from Start (a live load searching from where it runs, where a probe at Max
+	// would flood the server the user is watching).
+	Start int
+	// Tolerance, when above 0, ends the bisection once the bracket is within this fraction of
+	// its lower end (0.05: 5%) rather than one step: a live probe's p99 moves by more than a
+	// step's difference near the knee.
+	Tolerance float64
 }
 
 // SLOProbe is one value tried: its runs, the criteria's metrics averaged over them, and the
@@ -289,30 +297,36 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 		}
 		return last, err
 	}
-	first, err := try(s.Max, "max")
-	if err != nil {
-		return res.finish(), err
+	v := min(s.Start, s.Max)
+	if s.Start <= 0 {
+		first, err := try(s.Max, "max")
+		if err != nil {
+			return res.finish(), err
+		}
+		if first.Passed() {
+			return res.finish(), nil
+		}
+		guess := 0.0
+		for _, d := range first.Docs {
+			guess += littleEstimate(d, s.Variable)
+		}
+		v = min(max(1, int(math.Ceil(guess/float64(len(first.Docs))))), s.Max)
 	}
-	if first.Passed() {
-		return res.finish(), nil
-	}
-	guess := 0.0
-	for _, d := range first.Docs {
-		guess += littleEstimate(d, s.Variable)
-	}
-	v := min(max(1, int(math.Ceil(guess/float64(len(first.Docs))))), s.Max)
-	for v < s.Max {
+	for v < s.Max || (s.Start > 0 && v == s.Max) {
 		p, err := try(v, "bracket")
 		if err != nil {
 			return res.finish(), err
 		}
-		if !p.Passed() {
+		if !p.Passed() || v == s.Max {
 			break
 		}
 		v *= 2
+		if s.Start > 0 {
+			v = min(v, s.Max) // the top is probed, not assumed to fail
+		}
 	}
 	lo, hi := res.bounds(s.Max)
-	for hi-lo > 1 {
+	for hi-lo > max(1, int(s.Tolerance*float64(lo))) {
 		mid := (lo + hi) / 2
 		p, err := try(mid, "bisect")
 		if err != nil {

@@ -225,3 +225,39 @@ func TestSaveSLOLayoutAsServeSLA(t *testing.T) {
 	}
 	assert.Equal(t, "a_b__c", loadgen.SanitizeFilename("a/b..c\x1b"))
 }
+
+func TestSearchSLOFromAStart(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	res, err := loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200, Start: 8},
+		latencyAt(10, &calls), nil)
+	require.NoError(t, err)
+	// No probe at everything-at-once: doubling from 8 to the first failure, then bisection.
+	assert.Equal(t, []int{8, 16, 32, 64, 48, 56, 52, 50, 51}, calls)
+	assert.Equal(t, 50, res.Knee)
+
+	// A start that fails bisects below it; a top that passes is probed, not assumed to fail.
+	calls = nil
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200, Start: 80},
+		latencyAt(10, &calls), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{80, 40, 60, 50, 55, 52, 51}, calls)
+	assert.Equal(t, 50, res.Knee)
+	calls = nil
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 40, Start: 16},
+		latencyAt(10, &calls), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{16, 32, 40}, calls)
+	assert.Equal(t, 40, res.Knee)
+}
+
+func TestSearchSLOWithATolerance(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	res, err := loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 1000, Start: 8, Tolerance: 0.1},
+		latencyAt(10, &calls), nil)
+	require.NoError(t, err)
+	// [32, 64] narrows to [48, 56] (8 above 48: more than 10%), then to [48, 52] (4: within).
+	assert.Equal(t, []int{8, 16, 32, 64, 48, 56, 52}, calls)
+	assert.Equal(t, 48, res.Knee, "the largest value that passed, within the tolerance of the true knee (50)")
+}

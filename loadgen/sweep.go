@@ -47,6 +47,10 @@ type SweepConfig struct {
 	// nil), with Bench's contract (a Tally the sweep closes, Stopped for an early stop): the
 	// simulator on its virtual clock makes runs this way (package predict).
 	Bench func(ctx context.Context, cfg BenchConfig) (BenchRun, error)
+	// Trace and Conversations are BenchConfig's, for every run: each run replays the trace
+	// from its start (Rates then unused), or plays the conversations.
+	Trace         func() (ArrivalSource, error)
+	Conversations *ConversationLoad
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -59,7 +63,7 @@ func (cfg SweepConfig) Check() error {
 	switch {
 	case cfg.Duration < 0:
 		return errors.New("--duration must not be negative")
-	case cfg.Duration == 0 && cfg.NumPrompts < 1:
+	case cfg.Duration == 0 && cfg.NumPrompts < 1 && cfg.Trace == nil && (cfg.Conversations == nil || cfg.Conversations.Count < 1):
 		return fmt.Errorf("--num-prompts must be at least 1, got %d", cfg.NumPrompts)
 	case cfg.Warmups < 0:
 		return errors.New("--num-warmups must not be negative")
@@ -69,7 +73,7 @@ func (cfg SweepConfig) Check() error {
 		return errors.New("--max-concurrency and --request-rate are both lists: sweep one of them at a time")
 	case !(cfg.Burstiness > 0):
 		return fmt.Errorf("--burstiness must be greater than 0, got %g", cfg.Burstiness)
-	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1):
+	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1) && cfg.Trace == nil && cfg.Conversations == nil:
 		return errors.New("--duration with --request-rate inf needs --max-concurrency (or --num-prompts)")
 	}
 	return nil
@@ -112,7 +116,9 @@ type SweepRun struct {
 	Summary Summary // with the 99th percentile among its percentiles, for the summary table
 	// Doc is the run's result document; with Detailed its arrays are read from a file that
 	// lives until Release.
-	Doc     ResultDoc
+	Doc ResultDoc
+	// Turns compares first and later turns of a multi-turn run (nil for other runs).
+	Turns   *TurnGroups
 	release func()
 }
 
@@ -146,7 +152,8 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
-			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff}
+			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
+			Trace: cfg.Trace, Conversations: cfg.Conversations}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {
@@ -157,6 +164,11 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		var finish func()
 		if cfg.OnStart != nil {
 			bc.Sinks, finish = cfg.OnStart(info)
+		}
+		var turns *turnTally
+		if cfg.Conversations != nil {
+			turns = newTurnTally()
+			bc.Sinks = append(bc.Sinks, turns.Add)
 		}
 		run, err := cfg.bench(ctx, c, bc)
 		if finish != nil {
@@ -176,6 +188,10 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			Info: info, Summary: s, Doc: ResultJSON(s, info, run.Tally.DetailFields()), release: func() { _ = run.Tally.Close() }}
 		if run.Stopped != nil {
 			sr.Stopped = run.Stopped.Error()
+		}
+		if turns != nil {
+			sr.Turns = turns.groups()
+			sr.Doc = append(sr.Doc, turnFields(*sr.Turns)...)
 		}
 		done(sr)
 		if ctx.Err() != nil {

@@ -89,6 +89,9 @@ func (t *Tally) Add(r Result) {
 		t.good++
 	}
 	tm := timing{start: r.Start, ttft: r.TTFT, e2el: r.E2EL, wait: r.QueueDelay()}
+	if r.FromIntended && !r.Intended.IsZero() {
+		tm.start = r.Intended // so that start + TTFT is still when the first token came
+	}
 	tm.tpot, tm.hasTPOT = r.TPOT()
 	if t.est != nil {
 		tm.itls = r.ITLs

@@ -68,8 +68,11 @@ func TestFromIntended(t *testing.T) {
 	assert.Equal(t, 140*time.Millisecond, got.TTFT)
 	assert.Equal(t, 1040*time.Millisecond, got.E2EL)
 	assert.Equal(t, r.Start, got.Start)
+	assert.Equal(t, got, FromIntended(got), "applied once")
 	onTime := Result{Intended: at, Start: at, TTFT: time.Millisecond}
-	assert.Equal(t, onTime, FromIntended(onTime))
+	o := FromIntended(onTime)
+	assert.Equal(t, onTime.TTFT, o.TTFT)
+	assert.True(t, o.FromIntended)
 }
 
 func TestOpenTrace(t *testing.T) {

@@ -48,6 +48,10 @@ func (t *Target) Model() loadgen.ModelCard {
 // Plan is the server the target simulates.
 func (t *Target) Plan() *serve.Plan { return t.plan }
 
+// Counters are the simulated engine's counters since it started, as its /metrics counts them
+// (prefix-cache queries and hits among them).
+func (t *Target) Counters() sim.Counters { return t.engine.Counters() }
+
 // Now is the target's simulated time.
 func (t *Target) Now() time.Time { return t.now }
 
@@ -68,6 +72,9 @@ func (t *Target) PromptTokens(_ context.Context, text string) (int, error) {
 // reported canceled; when refusals reach the back-off's threshold the run stops early
 // (BenchRun.Stopped), as loadgen.Bench's does.
 func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.BenchRun, error) {
+	if cfg.Replays() {
+		return t.benchReplay(ctx, cfg)
+	}
 	closed := cfg.RequestRate <= 0 || math.IsInf(cfg.RequestRate, 1)
 	slots := cfg.MaxConcurrency
 	if slots <= 0 {
@@ -311,23 +318,30 @@ func (r *runState) deliver(step *sim.StepResult) {
 		if !ok || r.live[out.Seq] != req {
 			continue // a request of an earlier run, aborted
 		}
-		res := &req.res
-		if res.Chunks == 0 {
-			res.TTFT = end.Sub(res.Start)
-		} else {
-			res.ITLs = append(res.ITLs, end.Sub(req.lastContent))
-		}
-		req.lastContent = end
-		res.Chunks++
-		res.OutputTokens += len(out.Tokens)
-		if out.Finished {
-			res.FinishReason = string(out.Reason)
-			res.E2EL = end.Sub(res.Start)
-			res.Status, res.OutputFromUsage = 200, true
+		if chunk(&req.res, &req.lastContent, out, end) {
 			delete(r.live, out.Seq)
 			r.finish(req, end)
 		}
 	}
+}
+
+// chunk records one step's output of a request, delivered at end as one chunk, as a client
+// measures it (last is the previous chunk's time); it reports whether the request finished.
+func chunk(res *loadgen.Result, last *time.Time, out sim.Output, end time.Time) bool {
+	if res.Chunks == 0 {
+		res.TTFT = end.Sub(res.Start)
+	} else {
+		res.ITLs = append(res.ITLs, end.Sub(*last))
+	}
+	*last = end
+	res.Chunks++
+	res.OutputTokens += len(out.Tokens)
+	if out.Finished {
+		res.FinishReason = string(out.Reason)
+		res.E2EL = end.Sub(res.Start)
+		res.Status, res.OutputFromUsage = 200, true
+	}
+	return out.Finished
 }
 
 // finish reports a request's result, ended at at, to the back-off and the sinks.

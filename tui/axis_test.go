@@ -2,6 +2,8 @@ package tui
 
 import (
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,14 +126,57 @@ func TestXTicksAreRoundInstants(t *testing.T) {
 }
 
 func TestEveryChartHasTheSameTicks(t *testing.T) {
-	// The four charts of one refresh: the same window, the same width, so the same ticks.
+	// What the user sees: at every size and every window, the four charts' time axes are
+	// the same characters in the same columns, and every label is a round instant.
+	label := regexp.MustCompile(`┴(\d\d:\d\d(:\d\d)?)`)
+	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
+		d := scripted(t, sz[0], sz[1], "dark", false)
+		d.m.setView(0)
+		for range chartWindows {
+			span := chartWindows[d.m.c.s.window]
+			out := d.view()
+			var axes []string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "└") {
+					axes = append(axes, l)
+				}
+			}
+			require.Len(t, axes, 2, "%dx%d %v: two rows of charts", sz[0], sz[1], span)
+			assert.Equal(t, axes[0], axes[1], "%dx%d %v: top and bottom axes identical", sz[0], sz[1], span)
+			cells := []rune(axes[0])
+			w := (sz[0] - 1) / 2
+			assert.Equal(t, string(cells[:w]), string(cells[w+1:2*w+1]), "%dx%d %v: left and right axes identical", sz[0], sz[1], span)
+			var at []time.Time
+			for _, m := range label.FindAllStringSubmatch(string(cells[:w]), -1) {
+				layout := "15:04"
+				if m[2] != "" {
+					layout = "15:04:05"
+				}
+				tm, err := time.Parse(layout, m[1])
+				require.NoError(t, err)
+				at = append(at, tm)
+			}
+			t.Logf("%dx%d %v: %q", sz[0], sz[1], span, axes[0])
+			require.NotEmpty(t, at, "%dx%d %v: a labelled tick in %q", sz[0], sz[1], span, axes[0])
+			if len(at) < 2 {
+				d.press("z")
+				continue
+			}
+			step := at[1].Sub(at[0])
+			assert.Contains(t, []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+				time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour}, step,
+				"%dx%d %v: a round step", sz[0], sz[1], span)
+			for i, tm := range at {
+				assert.Zero(t, tm.Sub(tm.Truncate(step)), "%dx%d %v: %v is a round instant", sz[0], sz[1], span, tm)
+				if i > 0 {
+					assert.Equal(t, step, tm.Sub(at[i-1]), "%dx%d %v: evenly spaced", sz[0], sz[1], span)
+				}
+			}
+			d.press("z")
+		}
+	}
 	d := scripted(t, 120, 40, "dark", false)
 	win := newTimeWindow(d.m.c.now(), chartWindows[d.m.c.s.window])
-	ov := panelOf[*overview](d)
-	first := xTicks(win, ov.w/2-10)
-	for i := 0; i < 4; i++ {
-		assert.Equal(t, first, xTicks(win, ov.w/2-10))
-	}
 	assert.Equal(t, d.m.c.now().Truncate(time.Second), win.End, "the window ends on a whole second")
 }
 
@@ -172,4 +217,17 @@ func TestABoundNeverMovesTheYRange(t *testing.T) {
 		joined += l
 	}
 	assert.Contains(t, joined, "┈")
+}
+
+// A label at the right edge sits left of its tick; close to the label before, it would read as
+// that tick's, so it is left out.
+func TestAFlippedTickLabelKeepsClearOfTheOneBefore(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	st := NewStyles(th, true)
+	axis := func(second int) string {
+		return timeAxis(&st, plotSpec{Cols: 30, Ticks: []xTick{{Col: 14, Label: "12:02"}, {Col: second, Label: "12:04"}}})
+	}
+	assert.Contains(t, axis(29), "┴12:02────12:04┴", "room enough: left of its tick")
+	assert.NotContains(t, axis(26), "12:04", "one cell after 12:02 it would read as the tick between them")
+	assert.Contains(t, axis(26), "┴12:02──────┴")
 }

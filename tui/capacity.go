@@ -25,7 +25,10 @@ type capacityData struct {
 	Predict    CapacityFunc
 	Source     string // what Predict is
 	CanRestart bool
+	NoRestart  string // why not, when CanRestart is false
 	Why        string // why there is no prediction, when Predict is nil
+	// Fit is how the current workload fits, with the memory plan and the what-ifs.
+	Fit capacityFit
 }
 
 // gatherCapacity fills capacityData from the state: the log's figures first (they are what
@@ -34,7 +37,7 @@ func gatherCapacity(c *common) capacityData {
 	s := &c.s
 	d := capacityData{Util: s.util, PendingUtil: s.pendingUtil, CanRestart: !c.deps.RestartDisabled && c.deps.Supervisor != nil,
 		KVTokens: s.server.KVCacheTokens, KVBlocks: s.server.KVCacheBlocks, MaxConcurrency: s.server.MaxConcurrency,
-		MaxModelLen: s.server.MaxModelLen}
+		MaxModelLen: s.server.MaxModelLen, NoRestart: noRestartReason(c.deps.Mode)}
 	if d.KVTokens > 0 {
 		d.Reported = "the server's log"
 	}
@@ -75,6 +78,7 @@ type capacityPanel struct {
 	c     *common
 	w, h  int
 	cache string
+	memo  capacityReports
 }
 
 func newCapacity(c *common) panel { return &capacityPanel{c: c} }
@@ -85,8 +89,10 @@ func (p *capacityPanel) View() string { return p.cache }
 
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
-	case refreshMsg, restyleMsg, tea.KeyMsg:
-		p.cache = fit(p.render(gatherCapacity(p.c)), p.w, p.h)
+	case refreshMsg, restyleMsg, tea.KeyMsg, workloadMsg:
+		d := gatherCapacity(p.c)
+		d.Fit = gatherFit(p.c, d, &p.memo)
+		p.cache = fit(p.render(d), p.w, p.h)
 	}
 	return nil
 }
@@ -116,6 +122,9 @@ func (p *capacityPanel) render(d capacityData) string {
 	}
 	out = append(out, wrapItems(now, st.Muted.Render(" · "), p.w, 2)...)
 	out = append(out, "")
+	if f := renderFit(st, d.Fit, p.w); len(f) > 0 {
+		out = append(append(out, f...), "")
+	}
 	if d.Predict == nil {
 		return strings.Join(append(out, wrapWords(d.Why, p.w)...), "\n")
 	}
@@ -156,7 +165,7 @@ func (p *capacityPanel) render(d capacityData) string {
 	}
 	hint := "▶ current  → pending (u/U, ctrl+u/ctrl+y; enter restarts)"
 	if !d.CanRestart {
-		hint = "▶ current (attached: vllmtop cannot restart this server)"
+		hint = "▶ current (" + d.NoRestart + ")"
 	}
 	out = append(out, st.Muted.Render(hint))
 	return strings.Join(out, "\n")
@@ -184,4 +193,13 @@ func containsFloat(xs []float64, x float64) bool {
 		}
 	}
 	return false
+}
+
+// noRestartReason says why the dashboard cannot restart its server: it did not start it, or it
+// does not know the command's flags well enough to change --gpu-memory-utilization.
+func noRestartReason(m Mode) string {
+	if m == ModeAttach {
+		return "attached: vllmtop cannot restart this server"
+	}
+	return "not vllm serve or vllmtop sim: vllmtop does not restart it with other flags"
 }

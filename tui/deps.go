@@ -14,6 +14,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/vllmtop/vllmtop/capacity"
 	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/loadgen"
@@ -60,6 +61,10 @@ type Load interface {
 	// UseLongPrompts switches between the short and the long workload; it returns the
 	// workload's name and the new epoch.
 	UseLongPrompts(on bool) (workload string, epoch int)
+	// SharedPrefix puts a system prompt shared by every request before the workload's
+	// prompts (on), or as many tokens of each request's own (off); it returns the workload's
+	// name, ending in "prefix on" or "prefix off", and the new epoch.
+	SharedPrefix(on bool) (workload string, epoch int)
 	Pause()
 	Resume()
 	Watch() *loadgen.Watched
@@ -106,8 +111,57 @@ type Deps struct {
 	Goodput loadgen.Goodput
 	// NoColor draws without colour (NO_COLOR): attributes and glyphs tell things apart.
 	NoColor bool
+
+	// SLO is the objective of the SLO search and the utilisation sweep (--sla); none: the
+	// search key asks for one and the sweep runs a fixed concurrency ladder.
+	SLO loadgen.SLO
+	// SweepUtils are the --gpu-memory-utilization values the sweep key restarts the server
+	// with (--sweep-utils); none: three around the current value.
+	SweepUtils []float64
+	// Tune is how long the probes of a search run.
+	Tune TuneConfig
+	// ExportDir is where the export key writes its files ("": the current directory).
+	ExportDir string
+	// CapacityReport sizes the server at a utilisation for a request of the workload, with
+	// what-ifs, as the simulator's model does; nil when the server's command is not one it
+	// models (the Capacity view then estimates from vllm:cache_config_info).
+	CapacityReport func(util float64, w capacity.Workload) (capacity.Report, error)
+	// Workloads are the short and the long workload's requests, in tokens.
+	Workloads [2]capacity.Workload
 	// FleetDeps are the fleet view's, the verdicts', the canary's and the recorder's.
 	FleetDeps
+}
+
+// TuneConfig is how a probe of an SLO search runs on the live load: it waits for the
+// warm-up's requests to finish (those started before the probe's setting are not counted),
+// then measures until enough requests completed or the time is up.
+type TuneConfig struct {
+	ProbeRequests  int           // completed requests a probe measures, at least two a slot (0: 48)
+	WarmupRequests int           // completed requests of the warm-up, at least one a slot (0: 16)
+	ProbeTimeout   time.Duration // the longest a probe's measurement runs (0: 3 minutes)
+	Max            int           // the highest concurrency or rate tried (0: 1024)
+	// Tolerance ends the bisection once the knee is known within this fraction (0: 5%): near
+	// the knee a live p99 moves more than one step's difference.
+	Tolerance float64
+}
+
+func (t TuneConfig) withDefaults() TuneConfig {
+	if t.ProbeRequests <= 0 {
+		t.ProbeRequests = 48
+	}
+	if t.WarmupRequests <= 0 {
+		t.WarmupRequests = 16
+	}
+	if t.ProbeTimeout <= 0 {
+		t.ProbeTimeout = 3 * time.Minute
+	}
+	if t.Max <= 0 {
+		t.Max = 1024
+	}
+	if t.Tolerance <= 0 {
+		t.Tolerance = 0.05
+	}
+	return t
 }
 
 // FleetSource is what the Fleet view reads: fleet.Direct and fleet.Prometheus are one. The

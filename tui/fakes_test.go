@@ -11,10 +11,21 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+	"github.com/vllmtop/vllmtop/capacity"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
+
+// simCapacity is the simulator's capacity model for a simulator command line, as the
+// dashboard's wiring gives it.
+func simCapacity(args ...string) func(float64, capacity.Workload) (capacity.Report, error) {
+	return func(u float64, w capacity.Workload) (capacity.Report, error) {
+		a := server.EditArgs(args, server.SetGPUMemoryUtilization(u))
+		return serve.CapacityReport(a, func(string) string { return "" }, w)
+	}
+}
 
 func TestMain(m *testing.M) {
 	lipgloss.SetColorProfile(termenv.Ascii)
@@ -30,6 +41,9 @@ type fakeSupervisor struct {
 	restarts [][]server.ArgEdit
 	stopped  bool
 	killed   bool
+	// restartHook, when set, sees each restart's edits after it is recorded; its error is
+	// the restart's.
+	restartHook func([]server.ArgEdit) error
 }
 
 func newFakeSupervisor() *fakeSupervisor {
@@ -54,8 +68,12 @@ func (f *fakeSupervisor) setStatus(change func(*server.Status)) {
 }
 func (f *fakeSupervisor) Restart(_ context.Context, edits ...server.ArgEdit) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.restarts = append(f.restarts, edits)
+	hook := f.restartHook
+	f.mu.Unlock()
+	if hook != nil {
+		return hook(edits)
+	}
 	return nil
 }
 func (f *fakeSupervisor) Stop(context.Context) error {
@@ -84,6 +102,7 @@ type fakeLoad struct {
 	finished    int64
 	tokens      int64
 	short, long loadgen.Workload
+	prefix      []bool // SharedPrefix's calls
 	live        *loadgen.Live
 	epochs      *loadgen.Epochs
 	now         func() time.Time
@@ -133,6 +152,21 @@ func (f *fakeLoad) UseLongPrompts(on bool) (string, int) {
 	f.epoch++
 	return f.workload.Name(), f.begin("")
 }
+func (f *fakeLoad) SharedPrefix(on bool) (string, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	base := "random 256 in / 128 out" // Deps.Workload's
+	if f.workload != nil {
+		base = f.workload.Name()
+	}
+	f.prefix = append(f.prefix, on)
+	f.epoch++
+	name := base + ", prefix off"
+	if on {
+		name = base + ", prefix on"
+	}
+	return name, f.begin("")
+}
 func (f *fakeLoad) Pause() {
 	f.mu.Lock()
 	f.paused = true
@@ -176,13 +210,15 @@ func (f *fakeLoad) result(r loadgen.Result) {
 
 // fakeScraper serves exposition(k) on its k-th scrape, stamped with the fake clock.
 type fakeScraper struct {
-	mu    sync.Mutex
-	k     int
-	ttft  float64 // the TTFT every request of the next scrape has, in seconds
-	spec  bool
-	err   error
-	now   func() time.Time
-	start float64 // process_start_time_seconds
+	mu   sync.Mutex
+	k    int
+	ttft float64 // the TTFT every request of the next scrape has, in seconds
+	spec bool
+	// prefix adds vLLM's prefix-cache counters: a quarter of the prompt tokens hit.
+	prefix bool
+	err    error
+	now    func() time.Time
+	start  float64 // process_start_time_seconds
 }
 
 func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
@@ -192,7 +228,7 @@ func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
 		return scrape.Snapshot{}, f.err
 	}
 	f.k++
-	snap, err := scrape.Parse(strings.NewReader(exposition(f.k, f.ttft, f.start, f.spec)))
+	snap, err := scrape.Parse(strings.NewReader(exposition(f.k, f.ttft, f.start, f.spec) + prefixExposition(f.k, f.prefix)))
 	snap.Time = f.now()
 	return snap, err
 }
@@ -240,6 +276,17 @@ vllm:cache_config_info{block_size="16",engine="0",gpu_memory_utilization="0.92",
 	return b.String()
 }
 
+// prefixExposition is vLLM's prefix-cache counters for exposition(k): 64 of each request's
+// 256 prompt tokens found in the cache; "" when off.
+func prefixExposition(k int, on bool) string {
+	if !on {
+		return ""
+	}
+	l := `{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"}`
+	return fmt.Sprintf("# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total%s %d\n"+
+		"# TYPE vllm:prefix_cache_hits counter\nvllm:prefix_cache_hits_total%s %d\n", l, 256*3*k, l, 64*3*k)
+}
+
 type testDeps struct {
 	sup   *fakeSupervisor
 	load  *fakeLoad
@@ -260,6 +307,8 @@ func newTestDeps(t *testing.T) testDeps {
 			return int(u * 505000), u * 3.86, nil
 		},
 		Now: now, InitialUtil: 0.92, InitialConc: 4, Theme: "dark", Workload: "random 256 in / 128 out",
+		CapacityReport: simCapacity("meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100-SXM-80GB"),
+		Workloads:      [2]capacity.Workload{{PromptTokens: 256, OutputTokens: 128}, {PromptTokens: 4096, OutputTokens: 128}},
 	}
 	return testDeps{sup: sup, load: load, scr: scr, deps: d, clock: &clock}
 }

@@ -703,7 +703,8 @@ func backfill(h *history, fh *fleet.History, k fleet.Key) {
 // not, so the footer and the help do not offer them.
 func (k *KeyMap) fleetOnly() {
 	for _, b := range []*key.Binding{&k.More, &k.Less, &k.Double, &k.Halve, &k.RateMode, &k.Pause, &k.PromptLen,
-		&k.UtilDown, &k.UtilUp, &k.UtilDownBig, &k.UtilUpBig, &k.Restart, &k.Canary} {
+		&k.UtilDown, &k.UtilUp, &k.UtilDownBig, &k.UtilUpBig, &k.Restart, &k.Canary, &k.Prefix,
+		&k.Tune.Search, &k.Tune.Sweep, &k.Tune.Export} {
 		b.SetEnabled(false)
 	}
 }

@@ -56,6 +56,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 			if !b.Enabled() {
 				continue
 			}
+			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
+				continue // keys that only say they cannot work here (? lists them)
+			}
 			t := keyText(b)
 			if w := lipgloss.Width(t) + lipgloss.Width(sep); w <= room {
 				opt = append(opt, t)

@@ -69,8 +69,14 @@ func (h *header) serverLine() string {
 		{st.Title.Render("vllmtop"), 0},
 		{st.Muted.Render(c.deps.Mode.String()), 0},
 		{st.Value.Render(truncate(clean(model), 48)), 0},
-		{style.Render(state), 0},
 	}
+	// The state (an exit or an unreachable server says why) is cut to the room left, never
+	// left out: it is what the user most needs when something is wrong.
+	used := 0
+	for _, it := range items {
+		used += lipgloss.Width(it.text) + lipgloss.Width(" · ")
+	}
+	items = append(items, item{style.Render(truncate(state, max(h.w-used, 12))), 0})
 	if up, ok := h.uptime(); ok {
 		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 1})
 	}
@@ -117,9 +123,9 @@ func (h *header) state() (string, lipgloss.Style) {
 	case s.phase == phaseStopping || s.phase == phaseForced:
 		return "stopping", st.Warn
 	case srv.Unreachable != "":
-		return "unreachable: " + truncate(clean(srv.Unreachable), 60), st.Bad
+		return "unreachable: " + truncate(clean(srv.Unreachable), 160), st.Bad
 	case srv.State == server.Exited:
-		return "exited (" + truncate(clean(srv.Exit.String()), 60) + ")", st.Bad
+		return "exited (" + truncate(clean(srv.Exit.String()), 160) + ")", st.Bad
 	case srv.State == server.Ready:
 		return "ready", st.Good
 	case srv.State == server.Unhealthy:
@@ -182,6 +188,12 @@ func (h *header) loadLine() string {
 	if s.rateMode {
 		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
 	}
+	switch ls.Replay {
+	case loadgen.ReplayTrace:
+		mode, settings = "trace", "replay"
+	case loadgen.ReplayConversations:
+		mode = "conversations"
+	}
 	items := []item{{st.Label.Render("load ") + st.Value.Render(mode+" "+settings), 0}}
 	switch {
 	case s.autoPause != "":
@@ -205,7 +217,13 @@ func (h *header) loadLine() string {
 			if s.rateMode {
 				rps += st.Muted.Render(" of " + trimFloat(s.rate))
 			}
-			items = append(items, item{rps, 1}, item{siNumber(float64(e.OutputTokens)/sec) + st.Label.Render(" tok/s"), 2})
+			// Tokens as they arrive since the epoch began: long outputs finish minutes
+			// after their tokens were streamed.
+			tok := float64(e.OutputTokens)
+			if n, ok := s.notes[e.Epoch]; ok && ls.TokensReceived-n.tokens0 > 0 {
+				tok = float64(ls.TokensReceived - n.tokens0)
+			}
+			items = append(items, item{rps, 1}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 2})
 		}
 	}
 	if fails := s.live.FailuresByClass; len(fails) > 0 {

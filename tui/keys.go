@@ -15,6 +15,8 @@ type KeyMap struct {
 	UtilDown, UtilUp, UtilDownBig, UtilUpBig key.Binding
 	Restart, Confirm, Cancel                 key.Binding
 	Theme, Help, Quit, ForceQuit             key.Binding
+	Prefix                                   key.Binding
+	Tune                                     tuneKeys
 	Canary, Record                           key.Binding
 }
 
@@ -47,6 +49,8 @@ func DefaultKeyMap() KeyMap {
 		Help:        b([]string{"?"}, "?", "help"),
 		Quit:        b([]string{"q"}, "q", "quit (twice: force)"),
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
+		Prefix:      b([]string{"P"}, "P", "shared prefix on / off"),
+		Tune:        defaultTuneKeys(),
 		Canary:      b([]string{"C"}, "C", "canary probe on / off"),
 		Record:      b([]string{"B"}, "B", "write a flight-recorder bundle"),
 	}
@@ -63,9 +67,10 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	views := append([]key.Binding{k.NextView, k.PrevView}, k.Views...)
 	return [][]key.Binding{
 		views,
-		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen},
+		{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.Prefix},
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
+		{k.Tune.Search, k.Tune.Sweep, k.Tune.Export},
 		{k.Canary, k.Record},
 	}
 }

@@ -152,6 +152,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.recorded(msg)
 		return m, nil
 	}
+	if cmd, ok := m.tuneMsg(msg); ok {
+		m.refreshActive(false)
+		return m, cmd
+	}
 	// Anything else (a text field's blink) belongs to the active panel.
 	return m, m.panels[m.active].Update(msg)
 }
@@ -217,6 +221,7 @@ func (m *Model) tick(now time.Time) {
 			c.deps.Load.Tick(now)
 			s.live = c.deps.Load.Window()
 			s.setRuns(c.deps.Load.Epochs())
+			m.tuneSecond(now)
 		}
 		m.updateNote()
 		s.hist.push(now, recordSecond(c))
@@ -345,6 +350,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if cp, ok := p.(capturer); ok && cp.Capturing() {
 		return p.Update(msg), false
 	}
+	if s.tune.prompt != nil {
+		return m.promptKey(msg), false
+	}
 	if s.phase == phaseConfirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
@@ -368,6 +376,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 			m.setView(i)
 			return nil, false
 		}
+	}
+	if cmd, ok := m.tuneKey(msg); ok {
+		return cmd, false
 	}
 	switch {
 	case key.Matches(msg, k.Quit):
@@ -393,6 +404,8 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 		m.togglePause()
 	case key.Matches(msg, k.PromptLen):
 		m.togglePrompts()
+	case key.Matches(msg, k.Prefix):
+		m.togglePrefix()
 	case key.Matches(msg, k.UtilDown):
 		m.nudgeUtil(-0.01)
 	case key.Matches(msg, k.UtilUp):
@@ -521,7 +534,11 @@ func boolIndex(b bool) int {
 func (m *Model) nudgeUtil(d float64) {
 	c, s := m.c, &m.c.s
 	if c.deps.RestartDisabled {
-		c.setStatus("attached: the server's settings cannot be changed from here", true)
+		if c.deps.Mode == ModeAttach {
+			c.setStatus("attached: the server's settings cannot be changed from here", true)
+		} else {
+			c.setStatus(noRestartReason(c.deps.Mode), true)
+		}
 		return
 	}
 	base := s.pendingUtil
@@ -536,7 +553,11 @@ func (m *Model) askRestart() {
 	c, s := m.c, &m.c.s
 	switch {
 	case c.deps.RestartDisabled || c.deps.Supervisor == nil:
-		c.setStatus("attached: this server was not started here, so it cannot be restarted", true)
+		if c.deps.Mode == ModeAttach {
+			c.setStatus("attached: this server was not started here, so it cannot be restarted", true)
+		} else {
+			c.setStatus(noRestartReason(c.deps.Mode), true)
+		}
 	case s.phase == phaseRestarting:
 		c.setStatus("a restart is already under way", true)
 	case s.phase == phaseIdle:
@@ -558,6 +579,7 @@ func (m *Model) startRestart() tea.Cmd {
 
 func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 	c, s := m.c, &m.c.s
+	defer m.tuneRestarted(msg.err)
 	if s.phase == phaseStopping {
 		return stopCmd(c.deps.Supervisor)
 	}
@@ -580,6 +602,7 @@ func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 
 func (m *Model) quit() tea.Cmd {
 	c, s := m.c, &m.c.s
+	m.stopTune()
 	restarting := s.phase == phaseRestarting
 	s.phase = phaseStopping
 	if c.deps.Load != nil {

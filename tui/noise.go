@@ -93,6 +93,9 @@ func judge(a, b estimate, lowerBetter bool) (pct float64, v verdict) {
 	if math.IsNaN(a.V) || math.IsNaN(b.V) {
 		return math.NaN(), verdictNone
 	}
+	if a.V == 0 && b.V == 0 {
+		return math.NaN(), verdictNone // nothing in either (no failures): nothing to judge
+	}
 	pct = math.NaN()
 	if a.V != 0 {
 		pct = (b.V - a.V) / a.V * 100

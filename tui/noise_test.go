@@ -34,6 +34,7 @@ func TestJudgeColoursOnlyWhatIsOutsideTheNoise(t *testing.T) {
 		// Sad paths.
 		{"nothing measured", quantileEstimate(loadgen.Quantiles{}, 0.5), quantileEstimate(q(1, 2, 3, 100), 0.5), true, verdictNone},
 		{"no time", rateEstimate(10, 0), rateEstimate(10, 1), false, verdictNone},
+		{"no failures in either is nothing to judge", rateEstimate(0, 20), rateEstimate(0, 30), true, verdictNone},
 		{"a quantile not kept", quantileEstimate(q(1, 2, 3, 100), 0.9), quantileEstimate(q(1, 2, 3, 100), 0.9), true, verdictNone},
 	}
 	for _, c := range cases {

@@ -34,6 +34,7 @@ const (
 	serRunning
 	serWaiting
 	serPreempt
+	serPrefixHit
 )
 
 var seriesDefs = []seriesDef{
@@ -52,7 +53,8 @@ var seriesDefs = []seriesDef{
 	serWaiting: {"waiting", aggMean, func(c *common, _ time.Time) sample {
 		return gauge(c, func(st server.Stats) float64 { return float64(st.Waiting) }, "waiting")
 	}},
-	serPreempt: {"preempt/s", aggMean, preemptions},
+	serPreempt:   {"preempt/s", aggMean, preemptions},
+	serPrefixHit: {"prefix hit", aggMean, prefixHits},
 }
 
 func seriesAggregates() []aggregate {
@@ -152,6 +154,28 @@ func preemptions(c *common, _ time.Time) sample {
 	return sample{}
 }
 
+// prefixHits is the server's prefix-cache hit rate over the live window, in percent of the
+// prompt tokens looked up (vllm:prefix_cache_hits / vllm:prefix_cache_queries), else what its
+// log's periodic line says.
+func prefixHits(c *common, _ time.Time) sample {
+	if r := rates(c.s.slow); r != nil && r.PrefixCacheHitRate.OK {
+		return value(r.PrefixCacheHitRate.V * 100)
+	}
+	if c.s.snap == nil && c.s.server.StatsTime.After(c.now().Add(-15*time.Second)) && c.s.server.Stats.PrefixCacheHitRatePercent > 0 {
+		return value(c.s.server.Stats.PrefixCacheHitRatePercent)
+	}
+	return sample{}
+}
+
+// exportsPrefixCache reports whether the server tells its prefix-cache hits at all: the
+// Overview leaves the line out of its legend otherwise.
+func exportsPrefixCache(c *common) bool {
+	if m := c.s.model(); m != nil {
+		return m.Total.PrefixCacheQueries.OK
+	}
+	return c.s.server.Stats.PrefixCacheHitRatePercent > 0
+}
+
 // chartDef is one chart of the Overview: its series, its unit, and a fixed range if it has one.
 type chartDef struct {
 	title    string
@@ -163,7 +187,7 @@ type chartDef struct {
 var overviewCharts = []chartDef{
 	{"TTFT", unitMs, 0, []int{serTTFTp50, serTTFTp90, serTTFTp99, serSrvTTFTp99, serSrvQueueP99}},
 	{"Throughput", unitTokPerSec, 0, []int{serClientTok, serSrvGenTok, serSrvPromptTok}},
-	{"KV cache", unitPercent, 100, []int{serKV}},
+	{"KV cache", unitPercent, 100, []int{serKV, serPrefixHit}},
 	{"Queue", unitRequests, 0, []int{serRunning, serWaiting, serPreempt}},
 }
 
@@ -305,6 +329,9 @@ func (o *overview) legend(def chartDef, width int) []string {
 	c, st := o.c, &o.c.styles
 	items := []string{st.Title.Render(def.title)}
 	for i, id := range def.series {
+		if id == serPrefixHit && !exportsPrefixCache(c) {
+			continue
+		}
 		ss := st.series(i)
 		var last sample
 		if id < len(c.s.last) {

@@ -35,6 +35,7 @@ var tabs = []tab{
 	{"Log", newLogPanel},
 	{"Runs", newRuns},
 	{"Capacity", newCapacity},
+	{curvesTab, newCurves},
 }
 
 // viewKeys are the number keys of the tabs.

@@ -289,10 +289,12 @@ func timeAxis(st *Styles, p plotSpec) string {
 		// Just right of its tick (just left of it at the right edge), left out if it would
 		// touch another.
 		start := t.Col + 1
+		gap := 1
 		if start+lw > p.Cols {
-			start = t.Col - lw
+			// Left of its tick, a label close to the one before reads as that tick's.
+			start, gap = t.Col-lw, 3
 		}
-		if start <= end || start < 0 {
+		if start < end+gap || start < 0 {
 			continue
 		}
 		copy(line[start:], []rune(t.Label))

@@ -25,6 +25,8 @@ type runsPanel struct {
 	picked []int // epochs picked for comparison: A, then B
 	cache  string
 	keys   runsKeys
+	// warmups is how many of the folded runs were a probe's warm-up.
+	warmups int
 }
 
 type runsKeys struct {
@@ -79,12 +81,20 @@ type row struct {
 // rows are the runs shown, oldest first, and how many brief ones were folded away.
 func (p *runsPanel) rows() (rows []row, folded int) {
 	s, now := &p.c.s, p.c.now()
+	p.warmups = 0
 	for i, e := range s.runs {
 		r := row{e: e, active: s.active(i, now), live: e.Epoch == s.epoch}
 		if n, ok := s.notes[e.Epoch]; ok {
 			r.n = *n
 		}
-		if !r.live && !p.isPicked(e.Epoch) && r.active < foldBelow {
+		if !r.live && !p.isPicked(e.Epoch) && r.n.warmup {
+			// A probe's warm-up is not a result: its probe is the next run.
+			p.warmups++
+			folded++
+			continue
+		}
+		// A labelled run with results (a probe of a search) is kept however brief.
+		if !r.live && !p.isPicked(e.Epoch) && r.active < foldBelow && (e.Label == "" || e.Requests == 0) {
 			folded++
 			continue
 		}
@@ -193,7 +203,7 @@ func (p *runsPanel) columns() []column {
 			}
 			return settingsOf(r)
 		}},
-		{"workload", 16, 3, true, func(r row) string { return shortWorkload(r.n.workload) }},
+		{"workload", 18, 3, true, func(r row) string { return shortWorkload(r.n.workload) }},
 		{"util", 5, 6, false, func(r row) string { return orDash(r.n.util > 0, fmt.Sprintf("%.2f", r.n.util)) }},
 		{"KV tok", 9, 7, false, func(r row) string { return orDash(r.n.kvTokens > 0, commas(r.n.kvTokens)) }},
 		{"dur", 6, 3, false, func(r row) string { return fmtAge(r.active) }},
@@ -257,11 +267,15 @@ func settingsOf(r row) string {
 	return s
 }
 
-// shortWorkload names a workload compactly: "random 256 in / 128 out" is "random 256→128".
+// shortWorkload names a workload compactly: "random 256 in / 128 out" is "random 256→128",
+// and with the prefix demo's "…, prefix on" it is "256→128 prefix on".
 func shortWorkload(name string) string {
-	name = clean(name)
+	name, prefix := loadgen.SplitPrefixName(clean(name))
 	if strings.HasSuffix(name, " out") && strings.Contains(name, " in / ") {
 		name = strings.Replace(strings.TrimSuffix(name, " out"), " in / ", "→", 1)
+	}
+	if prefix != "" {
+		name = strings.TrimPrefix(name, "random ") + " " + prefix
 	}
 	return orDash(name != "", name)
 }
@@ -300,7 +314,25 @@ func (p *runsPanel) draw() {
 	if len(p.picked) == 2 {
 		cmp = p.comparison()
 	}
-	room := max(p.h-2-len(cmp), 3)
+	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
+	if folded > 0 {
+		what := "shorter than " + fmtAge(foldBelow)
+		if p.warmups > 0 {
+			what += " or a probe's warm-up"
+		}
+		hint = fmt.Sprintf("%d runs %s folded away · ", folded, what) + hint
+	}
+	hints := wrapWords(hint, p.w) // wrapped, not cut: the last words say what the durations mean
+	rowsShown := min(max(len(rows), 1), 3)
+	// Short of rows, the comparison the user asked for comes before the hint's second line,
+	// then before the blank above it.
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		hints = []string{truncate(hint, p.w)}
+	}
+	if len(cmp) > 0 && 1+rowsShown+len(hints)+len(cmp) > p.h {
+		cmp = cmp[1:]
+	}
+	room := max(p.h-1-len(hints)-len(cmp), 3)
 	cur := p.cursorIndex(rows)
 	first := min(max(cur-room+1, 0), max(len(rows)-room, 0))
 	for i := first; i < len(rows) && i < first+room; i++ {
@@ -333,11 +365,9 @@ func (p *runsPanel) draw() {
 	if len(rows) == 0 {
 		out = append(out, st.Muted.Render("no runs yet: every load change or restart starts one"))
 	}
-	hint := "↑/↓ move · x picks A then B to compare · live: the current run · paused time is not counted"
-	if folded > 0 {
-		hint = fmt.Sprintf("%d runs shorter than %s folded away · ", folded, fmtAge(foldBelow)) + hint
+	for _, l := range hints {
+		out = append(out, st.Muted.Render(truncate(l, p.w)))
 	}
-	out = append(out, st.Muted.Render(truncate(hint, p.w)))
 	out = append(out, cmp...)
 	p.cache = fit(strings.Join(out, "\n"), p.w, p.h)
 }
@@ -364,7 +394,7 @@ func (p *runsPanel) comparison() []string {
 		return nil
 	}
 	nameW := 12
-	valW := max(min((p.w-nameW-26)/2, 18), 10)
+	valW := max(min((p.w-nameW-26)/2, 19), 10)
 	title := fmt.Sprintf("A (run %d) -> B (run %d)", a.e.Epoch, b.e.Epoch)
 	head := padRight("", nameW) + padLeft(fmt.Sprintf("A · run %d", a.e.Epoch), valW) + padLeft(fmt.Sprintf("B · run %d", b.e.Epoch), valW) + padLeft("change", 10) + "  "
 	out := []string{"", st.Title.Render(title), st.Label.Render(truncate(head, p.w))}

@@ -40,6 +40,7 @@ type state struct {
 	autoPause   string // why the dashboard paused the load itself ("" when it did not)
 	longPrompts bool
 	workloads   [2]string // short, long
+	prefixOn    bool      // the prefix-caching demo's shared system prompt
 
 	// --gpu-memory-utilization: what the server runs with, and what the next restart uses.
 	util, pendingUtil float64
@@ -59,6 +60,8 @@ type state struct {
 	status    string // the footer's message
 	statusBad bool
 
+	tune tuneState // the SLO search or utilisation sweep, and their curves
+
 	fleet    fleetState         // fleet mode: the rows and the row drilled into
 	verdicts []diagnose.Verdict // the verdicts on the one server watched, after each scrape
 }
@@ -73,6 +76,8 @@ type epochNote struct {
 	workload string
 	paused   time.Duration
 	pausedAt time.Time // when a pause still under way began; zero otherwise
+	tokens0  int64     // output tokens the client had received when it began
+	warmup   bool      // a tuning probe's warm-up, folded away in Runs
 }
 
 const maxMarks = 200
@@ -217,6 +222,9 @@ func (c *common) beginEpoch(n int, util float64) {
 	}
 	s.epoch = n
 	s.notes[n] = &epochNote{util: util, workload: s.workloadName(), pausedAt: pausedAt}
+	if c.deps.Load != nil {
+		s.notes[n].tokens0 = c.deps.Load.Stats().TokensReceived
+	}
 	if !pausedAt.IsZero() {
 		s.notes[n].pausedAt = now
 	}

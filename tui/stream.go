@@ -145,6 +145,19 @@ func measure(v loadgen.WatchedView) request {
 }
 
 // pctile is the q-quantile (0..1) of ds by the nearest rank, 0 when empty.
+// engineSteps are the gaps that can be an engine step: a gap under a quarter of the median is
+// a token that arrived with the one before it (read late, in one chunk), not a faster step.
+func engineSteps(gaps []time.Duration) []time.Duration {
+	med := pctile(gaps, 0.5)
+	out := make([]time.Duration, 0, len(gaps))
+	for _, g := range gaps {
+		if 4*g >= med {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 func pctile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -245,12 +258,22 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []
 	queue := time.Duration(0)
 	var detail string
 	if sl.known {
-		queue = min(sl.queue, r.ttft)
-		detail = "░ queue " + fmtDur(sl.queue)
+		times := "queue " + fmtDur(sl.queue)
 		if sl.prefill > 0 {
-			detail += " ▓ prefill " + fmtDur(sl.prefill)
+			times += ", prefill " + fmtDur(sl.prefill)
 		}
-		detail += " (server means)"
+		// The means are of every request around this one: when they add up to more than its
+		// TTFT (a short prompt among long ones) they do not describe it, and the bar stays whole.
+		if sl.queue+sl.prefill <= r.ttft+r.ttft/10 {
+			queue = min(sl.queue, r.ttft)
+			detail = "░ queue " + fmtDur(sl.queue)
+			if sl.prefill > 0 {
+				detail += " ▓ prefill " + fmtDur(sl.prefill)
+			}
+			detail += " (server means)"
+		} else {
+			detail = "server means of all requests: " + times
+		}
 	}
 	qCells := 0
 	if r.ttft > 0 {
@@ -258,8 +281,8 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []
 	}
 	bar := st.Warn.Render(strings.Repeat("░", qCells)) + st.series(0).Style.Render(strings.Repeat("▓", cells-qCells))
 	out := []string{label + " " + bar}
-	if detail != "" {
-		out = append(out, st.Muted.Render(truncate("       "+detail, w)))
+	for _, l := range wrapWords(detail, max(w-7, 8)) {
+		out = append(out, st.Muted.Render(truncate("       "+l, w)))
 	}
 	return out
 }
@@ -324,7 +347,7 @@ func (p *stream) interference(r request, clean time.Duration, cleanName string) 
 	if len(r.gaps) < 8 {
 		return ""
 	}
-	base, name := pctile(r.gaps, 0.1), "its fastest steps"
+	base, name := pctile(engineSteps(r.gaps), 0.1), "its fastest steps"
 	if clean > 0 && clean < base {
 		base, name = clean, cleanName
 	}

@@ -101,3 +101,43 @@ func TestTokenTextWrapsAtWords(t *testing.T) {
 	assert.Len(t, tokenText(&th, toks, 12, 2), 2, "only the last lines that fit")
 	assert.Empty(t, tokenText(&th, nil, 12, 2))
 }
+
+// The server's means are of every request around the watched one: a short prompt among long
+// ones has a TTFT below them, and its bar is not split by figures that are not its own.
+func TestStreamDoesNotSplitATTFTByMeansThatAreNotItsOwn(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	p.slots[0] = watchSlot{cur: watchedRequest(now, 256, 60, 39*time.Millisecond, 9*time.Millisecond, false, true)}
+	d.second()
+	p.slots[0].queue, p.slots[0].prefill = 90*time.Millisecond, 200*time.Millisecond // as noted at its first token
+	d.second()
+	out := d.view()
+	var ttft string
+	var lefts []string
+	for _, l := range strings.Split(out, "\n") {
+		left, _, _ := strings.Cut(l, "│")
+		lefts = append(lefts, left)
+		if strings.Contains(left, "TTFT   39ms") {
+			ttft = left
+		}
+	}
+	require.NotEmpty(t, ttft)
+	assert.NotContains(t, ttft, "░", "no queue share in the bar")
+	assert.Contains(t, strings.Join(strings.Fields(strings.Join(lefts, " ")), " "), "server means of all requests: queue 90ms, prefill 200ms")
+}
+
+// Tokens read together (one chunk after a late read) have near-zero gaps; they are not engine
+// steps, and the note's reference is not made of them.
+func TestStreamFastestStepsIgnoreTokensReadTogether(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	w := watchedRequest(now, 256, 60, 30*time.Millisecond, 9*time.Millisecond, true, true)
+	for i := 20; i < 30; i++ { // ten tokens that arrived 3µs apart
+		w.v.Tokens[i].At = w.v.Tokens[19].At.Add(time.Duration(i-19) * 3 * time.Microsecond)
+	}
+	p.slots[0] = watchSlot{cur: w}
+	d.second()
+	out := strings.Join(strings.Fields(d.view()), " ")
+	assert.NotContains(t, out, "µs):", "no microsecond reference")
+	assert.Contains(t, out, "its fastest steps (9.0ms)")
+}

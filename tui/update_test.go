@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/server"
@@ -185,6 +186,11 @@ func TestAttachModeCannotRestart(t *testing.T) {
 	assert.Nil(t, cmd)
 	assert.Equal(t, phaseIdle, d.m.c.s.phase)
 	assert.Contains(t, d.m.c.s.status, "attached")
+	d.m.c.s.status = ""
+	footer := d.view()[strings.LastIndex(d.view(), "\n")+1:]
+	assert.NotContains(t, footer, "gpu util", "the footer does not offer keys that cannot work here")
+	assert.NotContains(t, footer, "restart")
+	assert.Contains(t, footer, "space pause / resume load")
 	d.press("3")
 	assert.Contains(t, d.view(), "log is not available")
 	d.press("space")
@@ -232,6 +238,20 @@ func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
 	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
 	assert.True(t, d.td.load.isPaused())
 	assert.Contains(t, d.view(), "server exited: exit status 1: ValueError: boom (load paused)")
+
+	// A cause longer than the line is cut to the room left, never left out.
+	long := "vllmtop sim: error: cannot listen on 127.0.0.1:8000: listen tcp 127.0.0.1:8000: bind: address already in use"
+	for _, w := range []int{80, 120, 200} {
+		d = newDriver(t, w, 40)
+		d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: long}}}})
+		d.m.header.Update(refreshMsg{})
+		top := strings.SplitN(d.view(), "\n", 2)[0]
+		assert.Contains(t, top, "exited (exit status 1", "%d columns", w)
+		assert.LessOrEqual(t, lipgloss.Width(top), w)
+		if w == 200 {
+			assert.Contains(t, top, "address already in use", "the whole cause where there is room")
+		}
+	}
 }
 
 func TestQuitStopsThenForces(t *testing.T) {
@@ -359,6 +379,18 @@ func TestHeaderRatesAreTheCurrentEpochs(t *testing.T) {
 	}
 	assert.Contains(t, d.view(), "epoch 1 2s")
 	assert.Contains(t, d.view(), "1.0 req/s", "a new epoch's rate is its own, not the last minute's")
+
+	// Long outputs: tokens stream for minutes before a request ends; the rate is of the tokens
+	// received, not of the requests finished.
+	d.press("+")
+	for i := 0; i < 2; i++ {
+		d.td.load.mu.Lock()
+		d.td.load.tokens += 5000
+		d.td.load.mu.Unlock()
+		d.second()
+	}
+	assert.Contains(t, d.view(), "0 done")
+	assert.Contains(t, d.view(), "5.0k tok/s", "10,000 tokens in the epoch's two seconds")
 }
 
 func TestRunsPickAndCompare(t *testing.T) {

@@ -24,6 +24,7 @@ func scripted(t *testing.T, w, h int, theme string, noColor bool) *driver {
 	t.Helper()
 	d := newDriver(t, w, h, func(dp *Deps) { dp.Theme, dp.NoColor = theme, noColor })
 	d.m.c.s.window = 0 // one minute: both epoch rules in view
+	d.td.scr.prefix = true
 	d.logs(
 		"(EngineCore pid=4310) INFO 11-30 12:00:01 [model_runner.py:309] Model loading took 14.99 GiB and 3.002100 seconds",
 		"(EngineCore pid=4310) INFO 11-30 12:00:02 [kv_cache_utils.py:2214] GPU KV cache size: 464,720 tokens",
@@ -56,6 +57,7 @@ func scripted(t *testing.T, w, h int, theme string, noColor bool) *driver {
 	runs := panelOf[*runsPanel](d)
 	runs.pick(0)
 	runs.pick(d.m.c.s.epoch)
+	d.m.c.s.tune = demoTune()
 	d.m.c.s.status = ""
 	d.second()
 	return d
@@ -125,6 +127,10 @@ func TestGoldenViews(t *testing.T) {
 						footer := lines[len(lines)-1]
 						assert.Contains(t, footer, "? help", "the footer always shows help")
 						assert.Contains(t, footer, "q quit", "the footer always shows quit")
+						if tb.name == "Overview" {
+							assert.Contains(t, out, "┊", "the scripted load changes are drawn as epoch rules")
+							assert.Contains(t, out, "≤300ms", "a bound quantile reads as a bound")
+						}
 						assert.NotContains(t, out, "pwned", "escape sequences from the server never reach the screen")
 						assert.NotContains(t, out, "\x07")
 						if noColor {

@@ -95,8 +95,8 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.StringVar(&c.Model, "model", "", "Model name to request (default: the first model of GET /v1/models); with --sim, the simulated model")
 	fs.StringVar(&r.Info.TokenizerID, "tokenizer", "", "Recorded as tokenizer_id in saved results (prompts are sized by the server's /tokenize)")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key sent as a Bearer token (default: OPENAI_API_KEY, else VLLM_API_KEY); --sim's server asks for it")
-	fs.StringVar(&d.Name, "dataset-name", loadgen.DatasetRandom, "random, sharegpt (with --dataset-path) or fixed (with --prompt)")
-	fs.StringVar(&d.Path, "dataset-path", "", "ShareGPT JSON file")
+	fs.StringVar(&d.Name, "dataset-name", loadgen.DatasetRandom, "random, sharegpt, burstgpt or mooncake (with --dataset-path), or fixed (with --prompt)")
+	fs.StringVar(&d.Path, "dataset-path", "", "ShareGPT JSON, BurstGPT CSV or Mooncake JSONL file")
 	fs.StringVar(&d.Prompt, "prompt", "", "The prompt of --dataset-name fixed")
 	fs.IntVar(&r.NumPrompts, "num-prompts", 1000, "Number of prompts to send")
 	fs.IntVar(&d.Random.InputLen, "random-input-len", 1024, "Prompt tokens of the random dataset")
@@ -106,6 +106,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.IntVar(&d.Random.InputLen, "input-len", 1024, "The same as --random-input-len")
 	fs.IntVar(&o.outLen, "output-len", 0, "Sets --random-output-len and --sharegpt-output-len")
 	fs.IntVar(&d.ShareGPTOutputLen, "sharegpt-output-len", 0, "Output tokens of each ShareGPT request (default: the answer's length)")
+	cliflag.AddReplay(fs, &d.Trace, &d.MultiTurn)
 	fs.BoolVar(&d.IgnoreEOS, "ignore-eos", false, "Send ignore_eos (always on for the random dataset, as vLLM does)")
 	fs.Var(cliflag.Counts(&r.Concurrency), "max-concurrency", "Maximum requests in flight; a comma list (1,8,32) runs a sweep")
 	fs.Var(cliflag.Rates(&r.Rates), "request-rate", "Requests per second (inf: all at once); a comma list runs a sweep")
@@ -182,14 +183,17 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	if r.Duration > 0 && !fs.Changed("num-prompts") {
 		r.NumPrompts = 0 // bound by time only
 	}
-	if err := r.Check(); err != nil {
-		return cliflag.Usagef("%v", err)
-	}
 	if err := o.finishSearch(fs); err != nil {
 		return err
 	}
+	if err := o.finishReplay(fs); err != nil {
+		return err
+	}
+	if err := checkRuns(*r, *d); err != nil {
+		return err
+	}
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
-	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom, o.Save || r.Detailed
+	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
 	if c.APIKey == "" {
 		c.APIKey = loadgen.APIKeyFromEnv(getenv)

@@ -1,10 +1,12 @@
 package benchcli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/vllmtop/vllmtop/internal/cliflag"
 	"github.com/vllmtop/vllmtop/loadgen"
@@ -76,11 +78,17 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		tok = b.client
 	}
 	w, how, err := dataset.Workload(ctx, tok)
+	if err == nil && w == nil {
+		o.Runs.Trace, o.Runs.Conversations, how, err = dataset.Replay(ctx, tok)
+	}
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
 	env.Note("Prompts: %s", how)
+	if n := dataset.Skipped(); n > 0 {
+		env.Say("skipped %d malformed lines of %s (--trace-skip-malformed)", n, o.Dataset.Path)
+	}
 	if n := dataset.MaxTokens(); b.card.MaxModelLen > 0 && n > b.card.MaxModelLen {
 		env.Say("warning: prompt plus output reach %d tokens, over the model's max_model_len %d: such requests fail with HTTP 400", n, b.card.MaxModelLen)
 	}
@@ -145,7 +153,20 @@ func (b *Bench) SetPromptOffset(n int) { b.offset = n }
 // progress is a run's start: its traffic line, and a progress line on stderr.
 func (b *Bench) progress(cfg loadgen.SweepConfig, traffic bool) func(loadgen.RunInfo) ([]func(loadgen.Result), func()) {
 	return func(info loadgen.RunInfo) ([]func(loadgen.Result), func()) {
-		if traffic {
+		conc := "None"
+		if info.MaxConcurrency > 0 {
+			conc = strconv.Itoa(info.MaxConcurrency)
+		}
+		switch {
+		case !traffic:
+		case cfg.Trace != nil:
+			fmt.Fprintf(b.env.Stderr, "Traffic: the trace's timestamps, sped up %gx, maximum request concurrency: %s\n", cmp.Or(b.o.Dataset.Trace.Speedup, 1), conc)
+		case cfg.Conversations != nil:
+			if info.MaxConcurrency == 0 {
+				conc = "all"
+			}
+			fmt.Fprintf(b.env.Stderr, "Traffic: conversations turn by turn, think time %v, conversations at once: %s\n", cfg.Conversations.Think.Mean, conc)
+		default:
 			loadgen.PrintTraffic(b.env.Stderr, info)
 		}
 		if b.o.Quiet || b.virtual != nil {

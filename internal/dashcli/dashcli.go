@@ -42,10 +42,19 @@ const (
 // second at that load, some 20 ms of CPU each.
 const gcPercent = 20
 
+// memoryLimit is the dashboard's soft limit on the Go runtime's memory (GOMEMLIMIT) unless the
+// environment sets one. At 1,000 streams the runtime holds some 66 MB (25 MB of live heap, 22
+// MB of goroutine stacks, the rest free spans it keeps), and the resident set crept towards it
+// as pages were touched; near the limit the runtime returns free spans to the system and
+// collects sooner, so the resident set stays flat. It is soft: a larger live heap is allowed,
+// at the cost of more frequent collections.
+const memoryLimit = 60 << 20
+
 // Dashboard is a parsed `vllmtop` command line and what it runs, so that every exit path can
 // stop it in order.
 type Dashboard struct {
 	loadCfg     loadgen.SessionConfig
+	dataset     loadgen.DatasetConfig // --dataset-name and the replay flags
 	deps        tui.Deps
 	attach      string
 	simArgsFlag string
@@ -54,6 +63,8 @@ type Dashboard struct {
 	command     []string // after --
 	sup         *server.Supervisor
 	load        *loadgen.Session
+	sla         string
+	getenv      func(string) string
 	fl          fleetOptions // the fleet's sources, the config file, canary and recorder
 }
 
@@ -87,8 +98,16 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
 	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
 	cliflag.AddClient(fs, c)
+	fs.IntVar(&l.PrefixLen, "prefix-len", loadgen.DefaultSharedPrefixLen, "tokens of the shared system prompt P toggles (the prefix-caching demo)")
+	fs.StringVar(&o.dataset.Name, "dataset-name", loadgen.DatasetRandom, "random, or a trace to replay (burstgpt, mooncake), or conversations with --multi-turn (sharegpt, random)")
+	fs.StringVar(&o.dataset.Path, "dataset-path", "", "the BurstGPT CSV, Mooncake JSONL or ShareGPT JSON file")
+	cliflag.AddReplay(fs, &o.dataset.Trace, &o.dataset.MultiTurn)
 	fs.StringVar(&o.simArgsFlag, "sim-args", "", `the simulator's flags in one string, e.g. "--sim-gpu L4 Qwen/Qwen2.5-0.5B-Instruct"`)
 	cliflag.AddSim(fs, &o.simFlags, map[string]string{"sim-gpu": defaultSimGPU, "sim-startup-seconds": "2", "port": "0"})
+	fs.StringVar(&o.sla, "sla", "", `the SLO of the search (S) and the sweep (W) keys, as bench takes it, e.g. "p99_ttft_ms<=500" (none: S asks)`)
+	fs.Float64SliceVar(&o.deps.SweepUtils, "sweep-utils", nil, "the --gpu-memory-utilization values the sweep key (W) restarts with (default: the current value and 0.05 either side)")
+	fs.IntVar(&o.deps.Tune.ProbeRequests, "probe-requests", 48, "completed requests each probe of a search measures, after its warm-up")
+	fs.StringVar(&o.deps.ExportDir, "export-dir", "", "where the export key (E) writes its CSV and JSON (default: the current directory)")
 	o.fleetFlags(fs)
 	return o
 }
@@ -112,12 +131,21 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return cliflag.Usagef("--theme %q: choose one of %s", o.deps.Theme, strings.Join(themes.Names(), ", "))
 	case l.Concurrency < 0 || l.Rate < 0 || l.Short.InputLen < 1 || l.Short.OutputLen < 1 || l.Long.InputLen < 1 || o.deps.ScrapeInterval < 100*time.Millisecond:
 		return cliflag.Usagef("load flags must be positive and --metrics-interval at least 100ms")
+	case o.deps.Tune.ProbeRequests < 1:
+		return cliflag.Usagef("--probe-requests must be at least 1")
 	}
+	if err := o.finishTuning(); err != nil {
+		return err
+	}
+	o.getenv = getenv
 	o.command, o.deps.InitialConc = after, l.Concurrency
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
+	}
+	if err := o.finishDataset(); err != nil {
+		return err
 	}
 	return o.finishFleet(before, getenv)
 }
@@ -141,6 +169,7 @@ func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
 	}
 	scr, err := scrape.NewClient(c.BaseURL, opts...)
 	d.deps.Supervisor, d.deps.Load, d.deps.Scraper, d.deps.Workload = d.sup, d.load, scr, d.load.WorkloadName()
+	d.wireCapacity()
 	if err != nil {
 		return err
 	}
@@ -207,6 +236,9 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	}()
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	if d.fleetMode() {
 		stop := d.runFleet(ctx)

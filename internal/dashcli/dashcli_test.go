@@ -102,3 +102,33 @@ func TestDashboardLeavesUnknownCommandsAlone(t *testing.T) {
 	assert.Empty(t, errOut.String())
 	assert.False(t, d.deps.RestartDisabled)
 }
+
+func TestDashboardReplayFlags(t *testing.T) {
+	o, err := parseDashboard("--dataset-name", "mooncake", "--dataset-path", "../../testdata/mooncake-sample.jsonl", "--trace-speedup", "4")
+	require.NoError(t, err)
+	require.NotNil(t, o.loadCfg.Dataset)
+	assert.True(t, o.loadCfg.Dataset.Replays())
+	assert.Equal(t, "mooncake trace", o.loadCfg.Dataset.Name())
+	o, err = parseDashboard("--multi-turn", "--num-turns", "3", "--think-time", "2s")
+	require.NoError(t, err)
+	assert.Equal(t, "multi-turn random", o.loadCfg.Dataset.Name())
+	assert.Equal(t, loadgen.DefaultSharedPrefixLen, o.loadCfg.PrefixLen)
+	o, err = parseDashboard("--prefix-len", "2048")
+	require.NoError(t, err)
+	assert.Nil(t, o.loadCfg.Dataset)
+	assert.Equal(t, 2048, o.loadCfg.PrefixLen)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dataset-name", "mooncake", "--dataset-path", "../../testdata/mooncake-malformed.jsonl"}, "mooncake-malformed.jsonl:2: "},
+		{[]string{"--think-time", "1s"}, "go with --multi-turn"},
+		{[]string{"--trace-speedup", "2"}, "go with --dataset-name burstgpt or mooncake"},
+		{[]string{"--dataset-name", "sharegpt", "--dataset-path", "../../testdata/sharegpt-conversations.json"}, "give --multi-turn"},
+		{[]string{"--dataset-name", "mooncake"}, "needs --dataset-path"},
+		{[]string{"--prefix-len", "0"}, "--prefix-len"},
+	} {
+		_, err := parseDashboard(c.args...)
+		assert.ErrorContains(t, err, c.want, c.args)
+	}
+}

@@ -272,5 +272,16 @@ func PromptIDs(text string, chat bool) []int {
 	return sim.Tokenize(text)
 }
 
+// ChatIDs are the token ids the server computes for a chat request's messages, given as
+// role and content pairs, with the generation prompt, as /v1/chat/completions computes them.
+func ChatIDs(roles, contents []string) []int {
+	msgs := make([]chatMessage, len(roles))
+	for i := range roles {
+		content, _ := json.Marshal(contents[i])
+		msgs[i] = chatMessage{Role: roles[i], Content: content}
+	}
+	return chatPrompt(msgs, true)
+}
+
 // TokenStrings is the text of each token of PromptIDs(text, false), as /tokenize returns it.
 func TokenStrings(text string) []string { return sim.TokenStrings(text) }

@@ -1,0 +1,204 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/vllmtop/vllmtop/capacity"
+)
+
+// capacityFit is the Capacity view's part tied to the workload: how many of its requests fit,
+// what limits concurrency first, the memory plan and the what-if columns. Report is the
+// simulator's model of the server (nil when it cannot model it); Estimate is the fit scaled
+// from vllm:cache_config_info when there is no Report.
+type capacityFit struct {
+	Workload  capacity.Workload
+	Report    *capacity.Report
+	ReportErr string
+	Estimate  *capacity.Fit
+}
+
+// capacityReports memoises the capacity model's reports by utilisation and workload: a
+// report parses a command line and resolves a memory plan, too much for every refresh.
+type capacityReports struct {
+	key  [3]float64
+	r    *capacity.Report
+	err  string
+	have bool
+}
+
+func (c *capacityReports) get(f func(float64, capacity.Workload) (capacity.Report, error), util float64, w capacity.Workload) (*capacity.Report, string) {
+	k := [3]float64{util, float64(w.PromptTokens), float64(w.OutputTokens)}
+	if !c.have || c.key != k {
+		r, err := f(util, w)
+		c.key, c.have, c.r, c.err = k, true, &r, ""
+		if err != nil {
+			c.r, c.err = nil, clean(err.Error())
+		}
+	}
+	return c.r, c.err
+}
+
+// gatherFit fills capacityFit for the current workload.
+func gatherFit(c *common, d capacityData, memo *capacityReports) capacityFit {
+	s := &c.s
+	f := capacityFit{Workload: c.deps.Workloads[boolIndex(s.longPrompts)]}
+	if f.Workload.Tokens() == 0 {
+		return f
+	}
+	if c.deps.CapacityReport != nil && d.Util > 0 {
+		f.Report, f.ReportErr = memo.get(c.deps.CapacityReport, math.Round(d.Util*100)/100, f.Workload)
+		if f.Report != nil && len(f.Report.Columns) > 0 {
+			return f
+		}
+		f.Report = nil
+	}
+	info := capacity.CacheInfo{BlockSize: d.BlockSize, NumGPUBlocks: d.KVBlocks, KVCacheTokens: d.KVTokens}
+	if fit, ok := capacity.FromCacheInfo(info, capacity.Limits{MaxModelLen: d.MaxModelLen}, f.Workload); ok {
+		f.Estimate = &fit
+	}
+	return f
+}
+
+// renderFit draws the workload's part of the Capacity view in width columns.
+func renderFit(st *Styles, f capacityFit, width int) []string {
+	w := f.Workload
+	if w.Tokens() == 0 {
+		return nil
+	}
+	out := []string{st.Title.Render("this workload") + st.Muted.Render(fmt.Sprintf("  (a request of %d prompt + %d output tokens)", w.PromptTokens, w.OutputTokens))}
+	limits := func(fit capacity.Fit, est bool) string {
+		if fit.Limiter == capacity.LimitLength && fit.Concurrency == 0 {
+			return st.Bad.Render("a request is longer than --max-model-len: vLLM answers it with HTTP 400")
+		}
+		parts := []string{
+			st.Value.Render(commas(fit.TokensPerRequest)) + st.Label.Render(fmt.Sprintf(" tok (%d blocks) a request", fit.BlocksPerRequest)),
+			st.Value.Render(commas(fit.ByKV)) + st.Label.Render(" fit in KV"),
+			st.Label.Render("max running ") + st.Value.Render(commas(fit.Concurrency)),
+			st.Label.Render("limits first: ") + st.Warn.Render(fit.Limiter),
+		}
+		if est {
+			parts = append(parts, st.Muted.Render("estimate (scaled from vllm:cache_config_info; --max-num-seqs not known)"))
+		}
+		return strings.Join(wrapItems(parts, st.Muted.Render(" · "), width, 3), "\n")
+	}
+	switch {
+	case f.Report != nil:
+		col := f.Report.Columns[0]
+		if col.Refused != "" {
+			out = append(out, st.Bad.Render(truncate("as given, vLLM would refuse to start: "+col.Refused, width)))
+		} else {
+			out = append(out, limits(col.Fit, false))
+		}
+		out = append(out, memoryBar(st, col.Memory, width)...)
+		out = append(out, whatIfColumns(st, f.Report.Columns, width)...)
+	case f.Estimate != nil:
+		out = append(out, limits(*f.Estimate, true))
+	default:
+		why := "waiting for the KV cache's block size (vllm:cache_config_info)"
+		if f.ReportErr != "" {
+			why = "the capacity model: " + f.ReportErr
+		}
+		out = append(out, st.Muted.Render(truncate(why, width)))
+	}
+	return out
+}
+
+// memoryBar is the GPU's memory plan as a bar with its legend in GiB: W weights, A activation
+// peak, N non-torch, G CUDA graphs, K the KV cache, . the rest. Each part has its series colour;
+// without colour the letters tell them apart.
+func memoryBar(st *Styles, m capacity.Memory, width int) []string {
+	barW := max(width-2, 10)
+	bar := capacity.Bar(m, barW)
+	if bar == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(st.Muted.Render("["))
+	for i := 0; i < len(bar); {
+		j := i
+		for j < len(bar) && bar[j] == bar[i] {
+			j++
+		}
+		part := bar[i:j]
+		if idx := strings.IndexByte("WANGK", bar[i]); idx >= 0 {
+			b.WriteString(st.series(idx).Style.Render(part))
+		} else {
+			b.WriteString(st.Muted.Render(part))
+		}
+		i = j
+	}
+	b.WriteString(st.Muted.Render("]"))
+	legend := []string{
+		fmt.Sprintf("memory %.2f GiB of %.2f", m.RequestedGiB, m.TotalGiB),
+		fmt.Sprintf("W weights %.2f", m.WeightsGiB), fmt.Sprintf("A activations %.2f", m.ActivationGiB),
+		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), fmt.Sprintf("G graphs %.2f", m.CUDAGraphGiB),
+		fmt.Sprintf("K KV %.2f", m.KVGiB), fmt.Sprintf(". free %.2f GiB", math.Max(0, m.TotalGiB-m.RequestedGiB)),
+	}
+	for i := range legend {
+		legend[i] = st.Label.Render(legend[i])
+	}
+	return append([]string{b.String()}, wrapItems(legend, st.Muted.Render(" · "), width, 2)...)
+}
+
+// whatIfColumns is the as-given setting beside the what-ifs (fp8 KV, quantised weights, a
+// shorter --max-model-len), as many as fit the width, each marked where vLLM refuses it.
+func whatIfColumns(st *Styles, cols []capacity.Column, width int) []string {
+	short := map[string]string{capacity.LimitKV: "KV blocks", capacity.LimitSeqs: "max-num-seqs", capacity.LimitBatched: "batched-tok", capacity.LimitLength: "model-len"}
+	labels := []string{"what-if", "KV tokens", "fit in KV", "max running", "limits first"}
+	labelW := 13
+	cells := make([][]string, 0, len(cols))
+	for _, c := range cols {
+		cell := []string{c.Name, commas(c.KVTokens), commas(c.Fit.ByKV), commas(c.Fit.Concurrency), short[c.Fit.Limiter]}
+		if c.Refused != "" {
+			cell = []string{c.Name, "-", "-", "-", "REFUSED"}
+		}
+		cells = append(cells, cell)
+	}
+	used, shown := labelW, 0
+	for _, cell := range cells {
+		w := maxLen(cell) + 2
+		if used+w > width {
+			break
+		}
+		used += w
+		shown++
+	}
+	out := make([]string, len(labels))
+	for r, l := range labels {
+		line := st.Label.Render(padRight(l, labelW))
+		for i := 0; i < shown; i++ {
+			v := padLeft(cells[i][r], maxLen(cells[i])+2)
+			switch {
+			case r == 0:
+				v = st.Title.Render(v)
+			case cols[i].Refused != "":
+				v = st.Bad.Render(v)
+			case i == 0:
+				v = st.Good.Render(v)
+			default:
+				v = st.Value.Render(v)
+			}
+			line += v
+		}
+		out[r] = line
+	}
+	if shown < len(cells) {
+		out[0] += st.Muted.Render(fmt.Sprintf("  +%d wider", len(cells)-shown))
+	}
+	for i, c := range cols[:shown] {
+		if c.Refused != "" {
+			out = append(out, st.Bad.Render(truncate(fmt.Sprintf("REFUSED %s: %s", cols[i].Name, c.Refused), width)))
+		}
+	}
+	return out
+}
+
+func maxLen(xs []string) int {
+	n := 0
+	for _, x := range xs {
+		n = max(n, len(x))
+	}
+	return n
+}

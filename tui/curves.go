@@ -1,0 +1,180 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/curve"
+	"github.com/vllmtop/vllmtop/loadgen"
+)
+
+const curvesTab = "Curves"
+
+// curvesPanel plots the tuning runs' probes: output throughput against the SLO's metric, one
+// series per server setting, the SLO line and each series' knee; below, each setting's knee
+// and probes. The plot is curve.Text, the CLI's terminal plot, coloured here by series.
+type curvesPanel struct {
+	noKeys
+	c     *common
+	w, h  int
+	cache string
+}
+
+func newCurves(c *common) panel { return &curvesPanel{c: c} }
+
+func (p *curvesPanel) SetSize(w, h int) { p.w, p.h = w, h }
+
+func (p *curvesPanel) View() string { return p.cache }
+
+func (p *curvesPanel) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case refreshMsg:
+		// The plot changes with a probe, at most once a second: redrawing it at every tick
+		// would cost a styled render per cell.
+		if !msg.second && p.cache != "" {
+			return nil
+		}
+		p.cache = fit(p.render(), p.w, p.h)
+	case restyleMsg, tea.KeyMsg:
+		p.cache = fit(p.render(), p.w, p.h)
+	}
+	return nil
+}
+
+// tuneChart is the curves as curve's chart: X the output throughput, Y the SLO's first metric.
+func tuneChart(t *tuneState) curve.Chart {
+	metric := sloMetric(t.slo)
+	c := curve.Chart{XLabel: "output tok/s", YLabel: metric}
+	if len(t.slo) > 0 {
+		c.SLO, c.SLOLabel = t.slo[0].Target, t.slo[0].Metric+t.slo[0].Op+trimFloat(t.slo[0].Target)
+	}
+	for _, cv := range t.curves {
+		s := curve.Series{Name: cv.Name, Knee: -1}
+		for _, pr := range (loadgen.SLOResult{Probes: cv.Probes}).ByValue() {
+			x, _ := docNumber(pr.Docs, "output_throughput")
+			y, ok := docNumber(pr.Docs, metric)
+			if !ok || math.IsNaN(y) {
+				continue
+			}
+			if cv.Knee > 0 && pr.Value == cv.Knee {
+				s.Knee = len(s.Points)
+			}
+			s.Points = append(s.Points, curve.Point{X: x, Y: y, Label: fmt.Sprint(pr.Value)})
+		}
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+func (p *curvesPanel) render() string {
+	st := &p.c.styles
+	t := &p.c.s.tune
+	title := st.Title.Render("Tuning curves")
+	switch {
+	case t.kind == tuneSearch:
+		title += st.Muted.Render("  (SLO search under way)")
+	case t.kind == tuneSweep:
+		title += st.Muted.Render("  (utilisation sweep under way)")
+	}
+	out := []string{title}
+	if t.kind != tuneIdle && t.progress != "" {
+		out = append(out, st.Warn.Render(truncate(t.progress+" · "+sloMetric(t.slo)+" of the last probe · S/W stops", p.w)))
+	}
+	chart := tuneChart(t)
+	points := 0
+	for _, s := range chart.Series {
+		points += len(s.Points)
+	}
+	if points == 0 {
+		out = append(out, "")
+		out = append(out, wrapWords("No tuning run yet. S searches the load for the largest concurrency (or rate, in rate mode) that meets "+
+			"the SLO (--sla, or typed when asked); W restarts the server at each --sweep-utils value and searches at each. "+
+			"Each probe is a run in Runs; E exports them.", p.w)...)
+		return strings.Join(out, "\n")
+	}
+	// The per-setting lines under the plot, then the plot in what is left.
+	var notes []string
+	for i, cv := range t.curves {
+		glyph := string(curve.Markers[i%len(curve.Markers)])
+		line := st.series(i).Style.Render(glyph+" "+cv.Name) + "  "
+		if cv.Err != "" {
+			notes = append(notes, truncate(line+st.Bad.Render("did not start: "+clean(cv.Err)), p.w))
+			continue
+		}
+		if cv.Knee > 0 {
+			line += st.Good.Render("knee " + p.valueText(cv.Knee))
+		} else if t.slo != nil && len(cv.Probes) > 0 {
+			line += st.Bad.Render("no probe met the SLO")
+		}
+		var probes []string
+		for _, pr := range (loadgen.SLOResult{Probes: cv.Probes}).ByValue() {
+			y, _ := docNumber(pr.Docs, sloMetric(t.slo))
+			x, _ := docNumber(pr.Docs, "output_throughput")
+			mark := ""
+			if t.slo != nil {
+				mark = map[bool]string{true: "✓", false: "✗"}[pr.Passed()]
+			}
+			probes = append(probes, fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark))
+		}
+		notes = append(notes, truncate(line+st.Muted.Render("  "+strings.Join(probes, "  ")), p.w))
+	}
+	legendNote := st.Muted.Render(fmt.Sprintf("each probe: %s / output tok/s", sloMetric(t.slo)))
+	room := p.h - len(out) - len(notes) - 1
+	plotH := max(room-4, 5) // curve.Text adds a title, the x axis, its labels and a legend line
+	text := curve.Text(chart, p.w, plotH)
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "|") && i > 0 {
+			l = p.colour(l)
+		}
+		out = append(out, l)
+	}
+	out = append(out, notes...)
+	out = append(out, legendNote)
+	return strings.Join(out, "\n")
+}
+
+func (p *curvesPanel) valueText(v int) string {
+	if p.c.s.tune.variable == loadgen.SLORate {
+		return fmt.Sprintf("%d req/s", v)
+	}
+	return fmt.Sprintf("C=%d", v)
+}
+
+// colour paints a plot line's markers in their series' colours (NO_COLOR keeps the glyphs,
+// which already tell the series apart), the knees in the good colour and the SLO line muted.
+func (p *curvesPanel) colour(line string) string {
+	st := &p.c.styles
+	if st.NoColor {
+		return line
+	}
+	bar := strings.Index(line, "|")
+	var b strings.Builder
+	b.WriteString(st.Axis.Render(line[:bar+1]))
+	for _, r := range line[bar+1:] {
+		ch := string(r)
+		switch {
+		case r == 'K':
+			b.WriteString(st.Good.Render(ch))
+		case r == '-':
+			b.WriteString(st.Bad.Render(ch))
+		case r == ' ':
+			b.WriteString(ch)
+		default:
+			done := false
+			for i, m := range curve.Markers {
+				if r == m && i < len(p.c.s.tune.curves) {
+					b.WriteString(st.series(i).Style.Render(ch))
+					done = true
+					break
+				}
+			}
+			if !done {
+				b.WriteString(st.Base.Render(ch))
+			}
+		}
+	}
+	return b.String()
+}

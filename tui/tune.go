@@ -1,0 +1,717 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/loadgen"
+)
+
+// The tuning runs: an SLO search over the load (S) and a sweep of --gpu-memory-utilization
+// with a search at each value (W). The search itself is loadgen.SearchSLO, run in a goroutine
+// of its own (the tuner); each probe it makes is a request to the UI, which sets the load,
+// watches the probe's epochs once a second and answers with the measured epoch's statistics.
+// The load and the restarts are thus driven from Update alone, as the keys drive them, and
+// the tuner never touches them.
+
+const (
+	tuneIdle = iota
+	tuneSearch
+	tuneSweep
+)
+
+// maxCurves is how many curves are kept: the text plot's markers tell six apart.
+const maxCurves = 6
+
+func hasCurve(cs []tuneCurve, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// tuneCurve is one server setting's probes: the curve panel's series.
+type tuneCurve struct {
+	Name   string // "util 0.90"
+	Util   float64
+	Probes []loadgen.SLOProbe // in the order they ran
+	Knee   int                // the largest value that met the SLO (0: none, or no SLO)
+	Err    string             // why the server did not start with this setting ("" when it did)
+}
+
+// tuneState is the dashboard's side of the tuning: what runs, the probe under way, the
+// curves so far (kept after a stop) and the SLO being typed.
+type tuneState struct {
+	kind     int
+	variable string // loadgen.SLOConcurrency or loadgen.SLORate
+	slo      loadgen.SLO
+	cancel   context.CancelFunc
+	events   chan tea.Msg
+	cur      *probeRun
+	restart  chan tuneReply // the sweep's restart under way, answered when it is done
+	curves   []tuneCurve
+	touched  []int  // the curves of this run, by index in curves
+	probes   int    // probes begun in this run
+	step     string // "util 0.90 (2/3)" during a sweep
+	settings int    // how many server settings the run tries
+	lastOK   string // the last finished probe, for the progress line
+	progress string // the progress line of the run under way
+	prompt   *string
+	promptOf int // the run the prompt's SLO is for
+	// origConc and origRate are the load before the run, set again when it ends without a knee.
+	origConc int
+	origRate float64
+}
+
+// probeRun is the probe the UI drives: a warm-up epoch, then the measured one.
+type probeRun struct {
+	value, n     int
+	label        string
+	warm, epoch  int // epoch is -1 during the warm-up
+	since        time.Time
+	reply        chan tuneReply
+	warmTarget   int
+	measureSince time.Time
+	rate         bool // the value is a request rate
+}
+
+// measureTarget is how many completed requests the probe measures: --probe-requests, and at
+// least two of each slot, so that the quick requests of a high concurrency, which finish
+// first, are not all it sees.
+func (p *probeRun) measureTarget(cfg TuneConfig) int {
+	if p.rate {
+		return cfg.ProbeRequests
+	}
+	return max(cfg.ProbeRequests, 2*p.value)
+}
+
+type tuneReply struct {
+	stats loadgen.EpochStats
+	err   error
+}
+
+// Messages between the tuner and the UI.
+type (
+	tuneProbeReq struct {
+		value int
+		label string
+		reply chan tuneReply
+	}
+	tuneRestartReq struct {
+		util  float64
+		reply chan tuneReply
+	}
+	tuneCurveMsg struct{ curve tuneCurve }
+	tuneProbeMsg struct{ probe loadgen.SLOProbe } // of the latest curve
+	tuneDoneMsg  struct{ err error }
+)
+
+// tuneKeys are the tuning's global keys.
+type tuneKeys struct{ Search, Sweep, Export key.Binding }
+
+func defaultTuneKeys() tuneKeys {
+	return tuneKeys{
+		Search: binding([]string{"S"}, "S", "SLO search (again: stop)"),
+		Sweep:  binding([]string{"W"}, "W", "sweep gpu util (again: stop)"),
+		Export: binding([]string{"E"}, "E", "export runs + curves"),
+	}
+}
+
+// tuneKey handles the tuning's keys and, while a run is under way, refuses the keys that
+// would change what it measures. ok is false for keys it leaves alone.
+func (m *Model) tuneKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
+	c, t, k := m.c, &m.c.s.tune, m.keys
+	tk := k.Tune
+	switch {
+	case key.Matches(msg, tk.Export):
+		return m.export(), true
+	case key.Matches(msg, tk.Search), key.Matches(msg, tk.Sweep):
+		kind := tuneSearch
+		if key.Matches(msg, tk.Sweep) {
+			kind = tuneSweep
+		}
+		if t.kind != tuneIdle {
+			m.stopTune()
+			return nil, true
+		}
+		return m.startTune(kind), true
+	}
+	if t.kind == tuneIdle {
+		return nil, false
+	}
+	for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig} {
+		if key.Matches(msg, b) {
+			c.setStatus("a tuning run sets the load and the server now: S or W stops it (what finished is kept)", true)
+			return nil, true
+		}
+	}
+	if key.Matches(msg, k.Restart) && !panelHas(m.panels[m.active], msg) {
+		c.setStatus("a tuning run sets the load and the server now: S or W stops it (what finished is kept)", true)
+		return nil, true
+	}
+	return nil, false
+}
+
+// startTune begins a search or a sweep, or asks for the SLO first.
+func (m *Model) startTune(kind int) tea.Cmd {
+	c, s := m.c, &m.c.s
+	t := &s.tune
+	switch {
+	case c.deps.Load == nil:
+		c.setStatus("no load to tune with", true)
+		return nil
+	case kind == tuneSweep && (c.deps.RestartDisabled || c.deps.Supervisor == nil):
+		c.setStatus("attached: vllmtop did not start this server, so it cannot restart it with other utilisations (S searches the load alone)", true)
+		return nil
+	case s.phase != phaseIdle:
+		c.setStatus("wait for the restart under way, then start the run", true)
+		return nil
+	}
+	slo := t.slo
+	if slo == nil {
+		slo = c.deps.SLO
+	}
+	if slo == nil && kind == tuneSearch {
+		text := "p99_ttft_ms<=500"
+		t.prompt, t.promptOf = &text, kind
+		m.showPrompt()
+		return nil
+	}
+	return m.runTune(kind, slo)
+}
+
+// showPrompt puts the SLO being typed in the status line.
+func (m *Model) showPrompt() {
+	m.c.setStatus("SLO for the search: "+*m.c.s.tune.prompt+"▏ (enter starts · esc cancels)", false)
+}
+
+// promptKey edits the SLO being typed.
+func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
+	c, t := m.c, &m.c.s.tune
+	switch msg.Type {
+	case tea.KeyEsc:
+		t.prompt = nil
+		c.setStatus("search cancelled", false)
+		return nil
+	case tea.KeyEnter:
+		slo, err := loadgen.ParseSLO(*t.prompt)
+		if err != nil {
+			c.setStatus(clean(err.Error())+" (esc cancels)", true)
+			return nil
+		}
+		t.prompt = nil
+		return m.runTune(t.promptOf, slo)
+	case tea.KeyBackspace:
+		if r := []rune(*t.prompt); len(r) > 0 {
+			*t.prompt = string(r[:len(r)-1])
+		}
+	case tea.KeyCtrlU:
+		*t.prompt = ""
+	case tea.KeyRunes, tea.KeySpace:
+		if len(*t.prompt) < 200 {
+			*t.prompt += string(msg.Runes)
+		}
+	}
+	m.showPrompt()
+	return nil
+}
+
+// runTune starts the tuner.
+func (m *Model) runTune(kind int, slo loadgen.SLO) tea.Cmd {
+	c, s := m.c, &m.c.s
+	t := &s.tune
+	cfg := c.deps.Tune.withDefaults()
+	*t = tuneState{kind: kind, slo: slo, curves: t.curves, variable: loadgen.SLOConcurrency, origConc: s.concurrency, origRate: s.rate}
+	start := max(s.concurrency, 1)
+	if s.rateMode {
+		t.variable, start = loadgen.SLORate, max(int(math.Round(s.rate)), 1)
+	}
+	plan := tunePlan{variable: t.variable, slo: slo, max: cfg.Max, start: min(start, cfg.Max), tolerance: cfg.Tolerance}
+	if kind == tuneSweep {
+		plan.utils, plan.restart = m.sweepUtils(), true
+		t.settings = len(plan.utils)
+		// A new sweep is a new set of curves.
+		t.curves = nil
+	} else {
+		plan.utils = []float64{s.util}
+	}
+	if s.paused && s.autoPause == "" {
+		s.paused = false
+		c.deps.Load.Resume()
+		c.pauseChanged(false)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel, t.events = cancel, make(chan tea.Msg, 64)
+	go plan.run(ctx, t.events)
+	what := "SLO search of " + t.variable + " for " + slo.Text(", ")
+	if slo == nil {
+		what = "load ladder"
+	}
+	if kind == tuneSweep {
+		what = fmt.Sprintf("sweep of --gpu-memory-utilization %s, a %s at each", joinUtils(plan.utils), what)
+	}
+	c.setStatus(what+" started (S/W stops it)", false)
+	return waitTune(t.events)
+}
+
+// sweepUtils are --sweep-utils, or the current utilisation and 0.05 either side.
+func (m *Model) sweepUtils() []float64 {
+	if u := m.c.deps.SweepUtils; len(u) > 0 {
+		return u
+	}
+	cur := m.c.s.util
+	if cur <= 0 {
+		cur = 0.9
+	}
+	var out []float64
+	for _, u := range []float64{cur - 0.05, cur, cur + 0.05} {
+		u = math.Round(u*100) / 100
+		if u >= 0.05 && u <= 0.98 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func joinUtils(us []float64) string {
+	parts := make([]string, len(us))
+	for i, u := range us {
+		parts[i] = fmt.Sprintf("%.2f", u)
+	}
+	return strings.Join(parts, ",")
+}
+
+// stopTune cancels the run; the tuner answers with tuneDoneMsg, and what finished stays.
+func (m *Model) stopTune() {
+	t := &m.c.s.tune
+	if t.cancel == nil {
+		return
+	}
+	t.cancel()
+	if t.cur != nil {
+		t.cur.reply <- tuneReply{err: context.Canceled}
+		t.cur = nil
+	}
+	m.c.setStatus("stopping the tuning run: what finished is kept", false)
+}
+
+func waitTune(ch <-chan tea.Msg) tea.Cmd {
+	return func() tea.Msg { return <-ch }
+}
+
+// tuneMsg handles the tuner's messages; ok is false for other messages.
+func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
+	c, s := m.c, &m.c.s
+	t := &s.tune
+	switch msg := msg.(type) {
+	case tuneProbeReq:
+		t.probes++
+		n := 0
+		if t.variable == loadgen.SLORate {
+			s.rate = float64(msg.value)
+			n = c.deps.Load.SetRate(s.rate)
+		} else {
+			s.concurrency = msg.value
+			n = c.deps.Load.SetConcurrency(msg.value)
+		}
+		c.beginEpoch(n, s.util)
+		s.note(n).warmup = true
+		t.cur = &probeRun{value: msg.value, n: t.probes, label: msg.label, warm: n, epoch: -1, since: c.now(), reply: msg.reply, rate: t.variable == loadgen.SLORate,
+			warmTarget: max(c.deps.Tune.withDefaults().WarmupRequests, msg.value)}
+		m.tuneProgress()
+	case tuneRestartReq:
+		if s.phase == phaseConfirming {
+			s.phase = phaseIdle
+		}
+		if s.phase != phaseIdle {
+			msg.reply <- tuneReply{err: errors.New("a restart or a stop is under way")}
+			return waitTune(t.events), true
+		}
+		if s.paused {
+			// A setting before this one failed to start and paused the load; this restart
+			// resumes it when it succeeds.
+			s.paused = false
+			c.pauseChanged(false)
+		}
+		s.pendingUtil, t.restart = msg.util, msg.reply
+		t.step = fmt.Sprintf("util %.2f", msg.util)
+		return tea.Batch(m.startRestart(), waitTune(t.events)), true
+	case tuneCurveMsg:
+		// A setting searched again is a curve of its own ("util 0.90 (2)"): the earlier one
+		// stays. The oldest go beyond what the plot tells apart.
+		cv, base := msg.curve, msg.curve.Name
+		for n := 2; hasCurve(t.curves, cv.Name); n++ {
+			cv.Name = fmt.Sprintf("%s (%d)", base, n)
+		}
+		if len(t.curves) >= maxCurves && len(t.touched) == 0 {
+			t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-maxCurves+1:]...)
+		}
+		t.curves = append(t.curves, cv)
+		t.touched = append(t.touched, len(t.curves)-1)
+		if t.kind == tuneSweep {
+			t.step = fmt.Sprintf("%s (%d/%d)", msg.curve.Name, len(t.touched), t.settings)
+		}
+	case tuneProbeMsg:
+		if n := len(t.touched); n > 0 {
+			cv := &t.curves[t.touched[n-1]]
+			cv.Probes = append(cv.Probes, msg.probe)
+			if t.slo != nil && msg.probe.Passed() && msg.probe.Value > cv.Knee {
+				cv.Knee = msg.probe.Value
+			}
+			t.lastOK = m.probeText(msg.probe)
+		}
+	case tuneDoneMsg:
+		m.tuneDone(msg.err)
+		return nil, true
+	case exportDoneMsg:
+		m.exported(msg)
+		return nil, true
+	default:
+		return nil, false
+	}
+	return waitTune(t.events), true
+}
+
+// tuneRestarted answers the sweep's restart; ok is false when the restart was not the sweep's.
+func (m *Model) tuneRestarted(err error) {
+	t := &m.c.s.tune
+	if t.restart != nil {
+		t.restart <- tuneReply{err: err}
+		t.restart = nil
+	}
+}
+
+// tuneSecond moves the probe under way on: from the warm-up to the measurement, and from the
+// measurement to its answer. It runs once a second, after the epochs were taken.
+func (m *Model) tuneSecond(now time.Time) {
+	c, s := m.c, &m.c.s
+	p := s.tune.cur
+	if p == nil {
+		return
+	}
+	cfg := c.deps.Tune.withDefaults()
+	if p.epoch < 0 {
+		done := 0
+		if i := s.runIndex(p.warm); i >= 0 {
+			done = s.runs[i].Requests + s.runs[i].Failures
+		}
+		if done >= p.warmTarget || now.Sub(p.since) >= cfg.ProbeTimeout/3 {
+			p.epoch = c.deps.Load.Mark(p.label)
+			c.beginEpoch(p.epoch, s.util)
+			p.measureSince = now
+		}
+		m.tuneProgress()
+		return
+	}
+	var st loadgen.EpochStats
+	if i := s.runIndex(p.epoch); i >= 0 {
+		st = s.runs[i]
+	}
+	timedOut := now.Sub(p.measureSince) >= cfg.ProbeTimeout
+	if st.Requests >= p.measureTarget(cfg) || timedOut {
+		var err error
+		if st.Requests == 0 {
+			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
+		}
+		p.reply <- tuneReply{stats: st, err: err}
+		s.tune.cur = nil
+	}
+	m.tuneProgress()
+}
+
+// tuneProgress is the status line of a run under way.
+func (m *Model) tuneProgress() {
+	c, t := m.c, &m.c.s.tune
+	if t.kind == tuneIdle {
+		return
+	}
+	// The status line has half a narrow screen: the words are few, the Curves panel has them all.
+	parts := []string{"search"}
+	if t.kind == tuneSweep {
+		parts[0] = "sweep " + strings.TrimPrefix(t.step, "util ")
+	}
+	if p := t.cur; p != nil {
+		stage := "warm-up"
+		if p.epoch >= 0 {
+			stage = "measuring"
+			if i := c.s.runIndex(p.epoch); i >= 0 {
+				stage = fmt.Sprintf("%d/%d", c.s.runs[i].Requests, p.measureTarget(c.deps.Tune.withDefaults()))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("#%d %s %s", p.n, m.valueLabel(p.value), stage))
+	}
+	if t.lastOK != "" {
+		parts = append(parts, t.lastOK)
+	}
+	if n := len(t.touched); n > 0 && t.slo != nil {
+		if lo, hi := bracket(t.curves[t.touched[n-1]].Probes); lo > 0 || hi > 0 {
+			parts = append(parts, fmt.Sprintf("knee [%d,%s]", lo, orDash(hi > 0, fmt.Sprint(hi))))
+		}
+	}
+	t.progress = strings.Join(parts, " · ")
+	c.setStatus(t.progress, false)
+}
+
+// bracket is the largest passing value and the smallest failing one above it (0: none yet).
+func bracket(probes []loadgen.SLOProbe) (lo, hi int) {
+	for _, p := range probes {
+		if p.Passed() {
+			lo = max(lo, p.Value)
+		}
+	}
+	for _, p := range probes {
+		if !p.Passed() && p.Value > lo && (hi == 0 || p.Value < hi) {
+			hi = p.Value
+		}
+	}
+	return lo, hi
+}
+
+// probeText is a finished probe against the SLO's first bound in a few words: "C=16 212≤500".
+func (m *Model) probeText(p loadgen.SLOProbe) string {
+	t := &m.c.s.tune
+	v, _ := docNumber(p.Docs, sloMetric(t.slo))
+	out := fmt.Sprintf("%s %s", m.valueLabel(p.Value), trimFloat(math.Round(v)))
+	if len(t.slo) > 0 {
+		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target)
+	}
+	return out
+}
+
+func (m *Model) valueLabel(v int) string {
+	if m.c.s.tune.variable == loadgen.SLORate {
+		return fmt.Sprintf("%d req/s", v)
+	}
+	return fmt.Sprintf("C=%d", v)
+}
+
+// tuneDone ends the run: the load goes to the knee found (or back to where it was).
+func (m *Model) tuneDone(err error) {
+	c, s := m.c, &m.c.s
+	t := &s.tune
+	if t.cancel != nil {
+		t.cancel()
+	}
+	if t.cur != nil {
+		t.cur = nil
+	}
+	was := t.kind
+	t.kind, t.cancel, t.restart = tuneIdle, nil, nil
+	var knees []string
+	knee := 0
+	for _, i := range t.touched {
+		if cv := t.curves[i]; cv.Knee > 0 {
+			k := fmt.Sprintf("%s %s", cv.Name, m.valueLabel(cv.Knee))
+			if cv.Knee >= c.deps.Tune.withDefaults().Max {
+				k += " (the most tried)"
+			}
+			knees = append(knees, k)
+			knee = cv.Knee
+		}
+	}
+	msg := "tuning done"
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = "tuning stopped"
+	case err != nil:
+		m.setLoadTo(0)
+		c.setStatus("tuning stopped: "+clean(err.Error()), true)
+		return
+	}
+	if len(knees) > 0 {
+		msg += ": knee " + strings.Join(knees, ", ")
+	} else if t.slo != nil {
+		msg += ": no probe met " + t.slo.Text(", ")
+	}
+	if was == tuneSearch && knee > 0 && err == nil {
+		msg += " (" + loadgen.KneeLine(t.variable, knee) + "; load set to it)"
+		m.setLoadTo(knee)
+	} else {
+		m.setLoadTo(0)
+	}
+	c.setStatus(msg+curvesHint(), false)
+}
+
+// setLoadTo sets the load to v of the run's variable, or back to where it was (v 0).
+func (m *Model) setLoadTo(v int) {
+	c, s := m.c, &m.c.s
+	t := &s.tune
+	n := 0
+	if t.variable == loadgen.SLORate {
+		s.rate = t.origRate
+		if v > 0 {
+			s.rate = float64(v)
+		}
+		n = c.deps.Load.SetRate(s.rate)
+	} else {
+		s.concurrency = t.origConc
+		if v > 0 {
+			s.concurrency = v
+		}
+		n = c.deps.Load.SetConcurrency(s.concurrency)
+	}
+	c.beginEpoch(n, s.util)
+}
+
+// sloMetric is the metric the curves plot: the SLO's first, or p99 TTFT.
+func sloMetric(slo loadgen.SLO) string {
+	if len(slo) > 0 {
+		return slo[0].Metric
+	}
+	return "p99_ttft_ms"
+}
+
+// docNumber is the mean of a numeric key over docs.
+func docNumber(docs []loadgen.ResultDoc, key string) (float64, bool) {
+	sum, n := 0.0, 0
+	for _, d := range docs {
+		v, ok := d.Get(key)
+		if !ok {
+			continue
+		}
+		switch x := v.(type) {
+		case loadgen.PyFloat:
+			sum += float64(x)
+		case float64:
+			sum += x
+		case int:
+			sum += float64(x)
+		default:
+			continue
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
+}
+
+// tunePlan is what the tuner runs: for each utilisation (restarting the server first in a
+// sweep), an SLO search, or a fixed ladder without an SLO.
+type tunePlan struct {
+	variable   string
+	slo        loadgen.SLO
+	max, start int
+	tolerance  float64
+	utils      []float64
+	restart    bool
+}
+
+// ladder is the values tried without an SLO: a quarter of the start to four times it.
+func (p tunePlan) ladder() []int {
+	var out []int
+	for _, v := range []int{p.start / 4, p.start / 2, p.start, p.start * 2, p.start * 4} {
+		v = min(max(v, 1), p.max)
+		if len(out) == 0 || out[len(out)-1] != v {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// run is the tuner's goroutine. It asks the UI for each restart and probe through out and
+// waits for the answer, and ends with tuneDoneMsg.
+func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
+	ask := func(req tea.Msg, reply chan tuneReply) tuneReply {
+		out <- req
+		select {
+		case r := <-reply:
+			return r
+		case <-ctx.Done():
+			return tuneReply{err: ctx.Err()}
+		}
+	}
+	for _, util := range p.utils {
+		name := fmt.Sprintf("util %.2f", util)
+		if p.restart {
+			reply := make(chan tuneReply, 1)
+			if r := ask(tuneRestartReq{util: util, reply: reply}, reply); r.err != nil {
+				if ctx.Err() != nil {
+					out <- tuneDoneMsg{err: ctx.Err()}
+					return
+				}
+				// A setting the server refuses is a result of the sweep: the next one is tried.
+				out <- tuneCurveMsg{curve: tuneCurve{Name: name, Util: util, Err: r.err.Error()}}
+				continue
+			}
+		}
+		out <- tuneCurveMsg{curve: tuneCurve{Name: name, Util: util}}
+		n := 0
+		probe := func(ctx context.Context, v int, _ string) ([]loadgen.ResultDoc, error) {
+			n++
+			label := fmt.Sprintf("probe %d", n)
+			if p.restart {
+				label += " " + name
+			}
+			reply := make(chan tuneReply, 1)
+			r := ask(tuneProbeReq{value: v, label: label, reply: reply}, reply)
+			if r.err != nil {
+				return nil, r.err
+			}
+			return []loadgen.ResultDoc{probeDoc(r.stats, p.variable, v, util, label)}, nil
+		}
+		onProbe := func(pr loadgen.SLOProbe) { out <- tuneProbeMsg{probe: pr} }
+		var err error
+		if p.slo != nil {
+			_, err = loadgen.SearchSLO(ctx, loadgen.SLOSearch{Variable: p.variable, SLO: p.slo, Max: p.max, Start: p.start, Tolerance: p.tolerance}, probe, onProbe)
+		} else {
+			for _, v := range p.ladder() {
+				var docs []loadgen.ResultDoc
+				if docs, err = probe(ctx, v, "ladder"); err != nil {
+					break
+				}
+				onProbe(loadgen.SLOProbe{Value: v, Phase: "ladder", Docs: docs, Means: map[string]float64{}, Margin: math.NaN()})
+			}
+		}
+		if err != nil {
+			out <- tuneDoneMsg{err: err}
+			return
+		}
+	}
+	out <- tuneDoneMsg{}
+}
+
+// probeDoc is a probe's measured epoch as a result document, with vLLM's key names so the SLO's
+// criteria (p99_ttft_ms, ...) read it and the export is the CLI's summary.csv form.
+func probeDoc(e loadgen.EpochStats, variable string, value int, util float64, label string) loadgen.ResultDoc {
+	f := func(x float64) loadgen.PyFloat { return loadgen.PyFloat(x) }
+	dur := e.Duration().Seconds()
+	rps, total := 0.0, 0.0
+	if dur > 0 {
+		rps, total = float64(e.Requests)/dur, float64(e.OutputTokens+e.PromptTokens)/dur
+	}
+	d := loadgen.ResultDoc{
+		{Key: variable, Value: value},
+		{Key: "gpu_memory_utilization", Value: f(util)},
+		{Key: "label", Value: label},
+		{Key: "epoch", Value: e.Epoch},
+		{Key: "duration", Value: f(dur)},
+		{Key: "completed", Value: e.Requests},
+		{Key: "failed", Value: e.Failures},
+		{Key: "total_input_tokens", Value: e.PromptTokens},
+		{Key: "total_output_tokens", Value: e.OutputTokens},
+		{Key: "request_throughput", Value: f(rps)},
+		{Key: "output_throughput", Value: f(e.OutputTokensPerSec())},
+		{Key: "total_token_throughput", Value: f(total)},
+	}
+	return append(d, quantileFields(e)...)
+}
+
+// curvesHint says which key shows the curve panel.
+func curvesHint() string {
+	for i, tb := range tabs {
+		if tb.name == curvesTab {
+			return fmt.Sprintf(" · %d shows the curves", i+1)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,445 @@
+package tui
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server"
+)
+
+// tuneRig runs the dashboard's commands as the program would, off the test goroutine, and
+// feeds their messages back to Update; the clock moves only when the test says so. Its fake
+// server's p99 TTFT is perC per request in flight.
+type tuneRig struct {
+	*driver
+	pending chan tea.Msg
+	perC    time.Duration
+	// keyAt, when set, is called before each second; it may press keys.
+	keyAt func(sec int)
+}
+
+func newTuneRig(t *testing.T, edit ...func(*Deps)) *tuneRig {
+	edit = append([]func(*Deps){func(d *Deps) {
+		d.Tune = TuneConfig{ProbeRequests: 10, WarmupRequests: 4, Max: 128}
+	}}, edit...)
+	return &tuneRig{driver: newDriver(t, 120, 40, edit...), pending: make(chan tea.Msg, 64), perC: 10 * time.Millisecond}
+}
+
+// exec runs cmd (and the commands of a batch) in goroutines, as Bubble Tea does.
+func (r *tuneRig) exec(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	go func() {
+		msg := cmd()
+		if b, ok := msg.(tea.BatchMsg); ok {
+			for _, c := range b {
+				r.exec(c)
+			}
+			return
+		}
+		if msg != nil {
+			r.pending <- msg
+		}
+	}()
+}
+
+func (r *tuneRig) press(k string) { r.exec(r.send(keyMsg(k))) }
+
+// finishRequests completes a second's requests at the load's concurrency.
+func (r *tuneRig) finishRequests() {
+	st := r.td.load.Stats()
+	c := st.Concurrency
+	if st.Rate > 0 {
+		c = int(st.Rate) // in rate mode the fake server slows with the rate
+	}
+	ttft := time.Duration(c) * r.perC
+	for i := 0; i < min(max(c, 1), 24); i++ {
+		r.td.load.result(loadgen.Result{Start: r.td.clock.Add(-time.Second), TTFT: ttft, E2EL: time.Second, OutputTokens: 100, PromptTokens: 200})
+	}
+}
+
+// runUntilIdle plays the run out: messages as they come; when none is waiting and a probe
+// is under way, a second of requests. It returns the seconds it played.
+func (r *tuneRig) runUntilIdle(maxSeconds int) int {
+	r.t.Helper()
+	sec := 0
+	for {
+		select {
+		case msg := <-r.pending:
+			r.exec(r.send(msg))
+			continue
+		default:
+		}
+		s := &r.m.c.s
+		if s.tune.kind == tuneIdle && s.tune.restart == nil {
+			return sec
+		}
+		if s.tune.cur == nil {
+			// The tuner is thinking or a restart is under way: its message will come.
+			select {
+			case msg := <-r.pending:
+				r.exec(r.send(msg))
+			case <-time.After(10 * time.Second):
+				r.t.Fatalf("no message from the tuner (status %q)", s.status)
+			}
+			continue
+		}
+		require.Less(r.t, sec, maxSeconds, "the run ends")
+		if r.keyAt != nil {
+			r.keyAt(sec)
+		}
+		r.finishRequests()
+		r.second()
+		sec++
+	}
+}
+
+func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 505}} })
+	r.press("S")
+	require.Equal(t, tuneSearch, r.m.c.s.tune.kind)
+	assert.Contains(t, r.m.c.s.status, "SLO search of max_concurrency for p99_ttft_ms<=505.00")
+	var progress []string
+	r.keyAt = func(int) { progress = append(progress, r.m.c.s.status) }
+	r.runUntilIdle(400)
+	// The status line follows the probe (its number, value and stage), the last result against
+	// the SLO and the knee's bracket.
+	assert.Contains(t, progress, "search · #1 C=4 warm-up")
+	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40≤505 · knee [4,–]")
+	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643>505 · knee [32,64]")
+	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520>505 · knee [48,52]")
+
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 1)
+	cv := tn.curves[0]
+	// 10 ms a request in flight: 50 is the last concurrency within 505 ms (the histograms
+	// keep two significant digits: a bound on a figure would be a coin toss).
+	assert.Equal(t, 50, cv.Knee)
+	var values []int
+	for _, p := range cv.Probes {
+		values = append(values, p.Value)
+	}
+	// From the load's C=4: doubling to the first failure, then bisection until the knee is
+	// known within 5% ([50, 52]).
+	assert.Equal(t, []int{4, 8, 16, 32, 64, 48, 56, 52, 50}, values)
+	assert.Contains(t, r.m.c.s.status, "knee util 0.92 C=50")
+	assert.Contains(t, r.m.c.s.status, "Maximum max_concurrency for SLA: 50")
+	assert.Equal(t, 50, r.td.load.Stats().Concurrency, "the load is left at the knee")
+
+	// Each probe is a labelled epoch with enough requests, its warm-up a separate one.
+	labels := map[string]int{}
+	for _, e := range r.m.c.s.runs {
+		if strings.HasPrefix(e.Label, "probe ") {
+			labels[e.Label] = e.Requests
+		}
+	}
+	require.Len(t, labels, len(values))
+	for l, n := range labels {
+		assert.GreaterOrEqual(t, n, 10, l)
+	}
+	p := cv.Probes[len(cv.Probes)-1]
+	ttft, _ := docNumber(p.Docs, "p99_ttft_ms")
+	assert.InDelta(t, 500, ttft, 6, "the probe's p99 is the measured epoch's, not the warm-up's")
+
+	r.m.setView(3)
+	out := r.view()
+	assert.Contains(t, out, "(probe 9)", "Runs shows the probes")
+	assert.Contains(t, out, "or a probe's warm-up folded away", "and folds their warm-ups")
+	r.m.setView(len(tabs) - 1)
+	out = r.view()
+	assert.Contains(t, out, "knee C=50")
+	assert.Contains(t, out, "SLO p99_ttft_ms<=505")
+}
+
+func TestSLOSearchPromptsForTheSLOAndStopsKeepingWhatFinished(t *testing.T) {
+	r := newTuneRig(t)
+	r.press("S")
+	require.NotNil(t, r.m.c.s.tune.prompt, "no --sla: the search asks for one")
+	assert.Contains(t, r.view(), "SLO for the search: p99_ttft_ms<=500")
+	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	r.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
+	r.send(tea.KeyMsg{Type: tea.KeyEnter})
+	assert.True(t, r.m.c.s.statusBad, "a bad SLO is refused: %q", r.m.c.s.status)
+	assert.NotEqual(t, phaseStopping, r.m.c.s.phase, "q typed in the prompt does not quit")
+	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	r.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("200")})
+	r.exec(r.send(tea.KeyMsg{Type: tea.KeyEnter}))
+	require.Equal(t, tuneSearch, r.m.c.s.tune.kind)
+	assert.Equal(t, "p99_ttft_ms<=200.00", r.m.c.s.tune.slo.Text(","))
+
+	// Load keys are refused while it runs; S again stops it after two probes.
+	r.keyAt = func(int) {
+		if len(r.m.c.s.tune.curves) == 1 && len(r.m.c.s.tune.curves[0].Probes) == 2 && r.m.c.s.tune.kind != tuneIdle {
+			r.press("+")
+			assert.Contains(t, r.m.c.s.status, "S or W stops it")
+			r.press("S")
+		}
+	}
+	r.runUntilIdle(200)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 1)
+	assert.Len(t, tn.curves[0].Probes, 2, "the finished probes are kept")
+	assert.Equal(t, 8, tn.curves[0].Knee, "C=8 (80 ms) met 200 ms")
+	assert.Contains(t, r.m.c.s.status, "tuning stopped")
+	assert.Equal(t, 4, r.td.load.Stats().Concurrency, "a stopped search sets the load back")
+}
+
+func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
+		d.SweepUtils = []float64{0.80, 0.85, 0.90}
+	})
+	// More memory, more KV: the fake server's latency per request falls with the util.
+	r.keyAt = func(int) {
+		u := r.td.sup.Status().GPUMemoryUtilization
+		r.perC = time.Duration((1.0 - u) * 100 * float64(time.Millisecond))
+		// Stop during the third setting's first probe.
+		if len(r.m.c.s.tune.touched) == 3 && r.m.c.s.tune.kind != tuneIdle {
+			r.press("W")
+		}
+	}
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
+		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
+		return nil
+	}
+	r.press("W")
+	require.Equal(t, tuneSweep, r.m.c.s.tune.kind)
+	r.runUntilIdle(600)
+
+	require.Len(t, r.td.sup.restarts, 3, "one restart per value reached")
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 3)
+	// 20 ms a request at 0.80: 5 in flight meet 110 ms; 15 ms at 0.85: 7.
+	assert.Equal(t, 5, tn.curves[0].Knee)
+	assert.Equal(t, 7, tn.curves[1].Knee)
+	assert.Empty(t, tn.curves[2].Probes, "stopped before the third setting's first probe finished")
+	assert.Contains(t, r.m.c.s.status, "tuning stopped")
+	found := false
+	for _, e := range r.m.c.s.runs {
+		if strings.HasPrefix(e.Label, "probe ") && strings.HasSuffix(e.Label, " util 0.85") {
+			found = true
+		}
+	}
+	assert.True(t, found, "the sweep's runs are labelled with util and probe")
+}
+
+func TestSLOSearchOverTheRateInRateMode(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 205}} })
+	r.press("r") // rate mode at 1 req/s
+	r.press("S")
+	r.runUntilIdle(400)
+	tn := &r.m.c.s.tune
+	assert.Equal(t, loadgen.SLORate, tn.variable)
+	require.Len(t, tn.curves, 1)
+	assert.Equal(t, 20, tn.curves[0].Knee, "10 ms a request a second: 20 req/s is the last within 205 ms")
+	assert.Contains(t, r.m.c.s.status, "Maximum request_rate for SLA: 20 req/s.")
+	assert.Equal(t, 20.0, r.td.load.Stats().Rate, "the load is left at the knee's rate")
+	v, ok := tn.curves[0].Probes[0].Docs[0].Get(loadgen.SLORate)
+	require.True(t, ok)
+	assert.Equal(t, 1, v, "from the current rate")
+}
+
+// A utilisation the server does not start with is noted, and the sweep goes on.
+func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.SweepUtils = []float64{0.05, 0.90}
+	})
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		if server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...)) < 0.1 {
+			return errors.New("the server exited: ValueError: No available memory for the cache blocks")
+		}
+		return nil
+	}
+	r.press("W")
+	r.runUntilIdle(300)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Contains(t, tn.curves[0].Err, "No available memory")
+	assert.Empty(t, tn.curves[0].Probes)
+	assert.Equal(t, 6, tn.curves[1].Knee, "the load resumed after the next restart")
+	assert.False(t, r.m.c.s.paused)
+	r.m.setView(len(tabs) - 1)
+	assert.Contains(t, r.view(), "util 0.05  did not start: the server exited: ValueError")
+}
+
+// Without an SLO the sweep runs a short ladder of concurrencies at each setting: curves, no knee.
+func TestUtilSweepWithoutAnSLORunsALadder(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SweepUtils = []float64{0.85, 0.90} })
+	r.press("W")
+	assert.Contains(t, r.m.c.s.status, "a load ladder at each")
+	r.runUntilIdle(300)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	for _, cv := range tn.curves {
+		var values []int
+		for _, p := range cv.Probes {
+			values = append(values, p.Value)
+		}
+		assert.Equal(t, []int{1, 2, 4, 8, 16}, values, "a quarter of C=4 to four times it")
+		assert.Zero(t, cv.Knee)
+	}
+	assert.Len(t, r.td.sup.restarts, 2)
+	assert.Equal(t, 4, r.td.load.Stats().Concurrency, "the load is set back")
+	chart := tuneChart(tn)
+	assert.Empty(t, chart.SLOLabel, "no SLO line")
+	assert.Equal(t, "p99_ttft_ms", chart.YLabel)
+	assert.Len(t, chart.Series[1].Points, 5)
+}
+
+func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.Mode, d.RestartDisabled = ModeAttach, true })
+	r.press("W")
+	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind)
+	assert.Contains(t, r.m.c.s.status, "cannot restart it")
+}
+
+func TestExportWritesRunsAndCurves(t *testing.T) {
+	dir := t.TempDir()
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.ExportDir = dir
+	})
+	r.press("S")
+	r.runUntilIdle(200)
+	require.Equal(t, 6, r.m.c.s.tune.curves[0].Knee)
+	r.press("E")
+	msg := <-r.pending
+	r.send(msg)
+	assert.Contains(t, r.m.c.s.status, "exported "+filepath.Join(dir, "vllmtop-{runs,tuning}-20261130-12"))
+	assert.Regexp(t, `-\d{8}-\d{6}\.\{csv,json\}$`, r.m.c.s.status)
+
+	files, err := filepath.Glob(filepath.Join(dir, "vllmtop-*"))
+	require.NoError(t, err)
+	require.Len(t, files, 4, "runs and tuning, each as CSV and JSON")
+	runsCSV := readCSV(t, files, "runs", ".csv")
+	assert.Equal(t, len(r.m.c.s.runs)+1, len(runsCSV), "a header and a row per run")
+	assert.Equal(t, []string{"", "epoch", "start", "settings", "label"}, runsCSV[0][:5])
+
+	tuning := readCSV(t, files, "tuning", ".csv")
+	col := map[string]int{}
+	for i, h := range tuning[0] {
+		col[h] = i
+	}
+	require.Contains(t, col, "p99_ttft_ms")
+	require.Contains(t, col, "max_concurrency")
+	assert.Len(t, tuning, len(r.m.c.s.tune.curves[0].Probes)+1)
+	assert.Equal(t, "4", tuning[1][col["max_concurrency"]], "the first probe is the load's C=4")
+	assert.Equal(t, "True", tuning[1][col["slo_met"]])
+
+	var js struct {
+		Curves []exportCurve     `json:"curves"`
+		Probes []json.RawMessage `json:"probes"`
+	}
+	b, err := os.ReadFile(pick(t, files, "tuning", ".json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &js))
+	require.Len(t, js.Curves, 1)
+	assert.Equal(t, 6, js.Curves[0].Knee)
+	assert.Equal(t, "p99_ttft_ms<=65.00", js.Curves[0].SLO)
+	var runs []map[string]any
+	b, err = os.ReadFile(pick(t, files, "runs", ".json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &runs))
+	assert.Len(t, runs, len(r.m.c.s.runs))
+
+	// A second export in the same second does not overwrite the first.
+	r.press("E")
+	r.send(<-r.pending)
+	assert.True(t, r.m.c.s.statusBad)
+	assert.Contains(t, r.m.c.s.status, "export failed")
+}
+
+func pick(t *testing.T, files []string, kind, ext string) string {
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), "-"+kind+"-") && strings.HasSuffix(f, ext) {
+			return f
+		}
+	}
+	t.Fatalf("no %s%s file in %v", kind, ext, files)
+	return ""
+}
+
+func readCSV(t *testing.T, files []string, kind, ext string) [][]string {
+	f, err := os.Open(pick(t, files, kind, ext))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	return rows
+}
+
+// demoTune is a finished sweep of two utilisations for the golden views: p99 TTFT rises
+// with the load, faster with less KV cache.
+func demoTune() tuneState {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	t := tuneState{slo: slo, variable: loadgen.SLOConcurrency}
+	for i, util := range []float64{0.85, 0.90} {
+		cv := tuneCurve{Name: fmt.Sprintf("util %.2f", util), Util: util}
+		for _, c := range []int{8, 16, 32, 64, 48, 40} {
+			ttft := time.Duration(40+c*c/(3+i)) * time.Millisecond
+			e := loadgen.EpochStats{Epoch: 10 + len(cv.Probes), Requests: 48, OutputTokens: 48 * 128, PromptTokens: 48 * 256,
+				First: t0, Last: t0.Add(time.Duration(48*1000/c) * time.Millisecond),
+				TTFT: loadgen.Quantiles{P50: ttft / 2, P90: ttft * 8 / 10, P99: ttft, N: 48}}
+			doc := probeDoc(e, t.variable, c, util, fmt.Sprintf("%s probe %d", cv.Name, len(cv.Probes)+1))
+			p := loadgen.SLOProbe{Value: c, Phase: "bracket", Docs: []loadgen.ResultDoc{doc}, Means: map[string]float64{},
+				Margin: slo[0].Margin(float64(ttft) / float64(time.Millisecond))}
+			cv.Probes = append(cv.Probes, p)
+			if p.Passed() && c > cv.Knee {
+				cv.Knee = c
+			}
+		}
+		t.curves = append(t.curves, cv)
+		t.touched = append(t.touched, i)
+	}
+	return t
+}
+
+// A search at a setting already plotted adds a curve: a stopped search never replaces a
+// finished one.
+func TestSearchingASettingAgainKeepsItsCurve(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}} })
+	r.press("S")
+	r.runUntilIdle(200)
+	r.keyAt = func(int) {
+		if tn := &r.m.c.s.tune; tn.kind != tuneIdle && len(tn.touched) == 1 && len(tn.curves[tn.touched[0]].Probes) == 1 {
+			r.press("S")
+		}
+	}
+	r.press("S")
+	r.runUntilIdle(200)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Equal(t, "util 0.92", tn.curves[0].Name)
+	assert.Equal(t, 6, tn.curves[0].Knee)
+	assert.Equal(t, "util 0.92 (2)", tn.curves[1].Name)
+	assert.Len(t, tn.curves[1].Probes, 1)
+}
+
+// BenchmarkCurvesView is the cost of drawing the Curves panel at 200x60 with two curves:
+// it is drawn once a second while it is the active view.
+func BenchmarkCurvesView(b *testing.B) {
+	m := New(Deps{Theme: "dark"})
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
+	m.c.s.tune = demoTune()
+	p := m.panels[len(tabs)-1]
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Update(refreshMsg{second: true})
+	}
+}
