@@ -544,10 +544,14 @@ func (p *fleetPanel) detail(rows []fleet.Row, cur int) []string {
 		for _, e := range v.Evidence {
 			ev = append(ev, e.String())
 		}
-		out[2] = st.Label.Render("saw ") + strings.Join(ev, "; ")
-		if len(v.Flags) > 0 {
-			out[2] += st.Muted.Render(" · ") + st.Label.Render("change ") + strings.Join(v.Flags, " ")
+		var parts []string
+		if len(ev) > 0 {
+			parts = append(parts, st.Label.Render("saw ")+strings.Join(ev, "; "))
 		}
+		if len(v.Flags) > 0 {
+			parts = append(parts, st.Label.Render("change ")+strings.Join(v.Flags, " "))
+		}
+		out[2] = strings.Join(parts, st.Muted.Render(" · "))
 	} else {
 		out[0] = name + " " + st.Good.Render("no verdict")
 	}
