@@ -11,13 +11,18 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/recorder"
+	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/scrape"
 )
 
 const metricsAbout = `Scrape a server's /metrics once and print what it says: requests running and waiting,
 KV-cache use and capacity, preemptions, prefix-cache hits, tokens and latency. With
---window, scrape twice that far apart and add rates and latency quantiles over the window.
+--window, scrape twice that far apart and add rates and latency quantiles over the window,
+and the verdicts on them (rule, what it saw, the flag to change). With --bundle FILE, replay
+a flight-recorder bundle's scrapes through the same tables instead of scraping.
 
 URL is the server's base URL (http://host:8000, /metrics is added) or a full /metrics URL.
 vLLM is mapped in full; SGLang and TGI where their metrics mean the same; anything else is
@@ -34,6 +39,7 @@ type metricsOptions struct {
 	json, raw       bool
 	apiKey, caFile  string
 	insecure        bool
+	bundle          string
 }
 
 // defineMetrics is `vllmtop metrics URL`: one scrape (or two, for rates), parsed and printed.
@@ -46,8 +52,13 @@ func defineMetrics(fs *pflag.FlagSet, e *env) runFunc {
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer key (default: $OPENAI_API_KEY, else $VLLM_API_KEY)")
 	fs.BoolVar(&o.insecure, "insecure", false, "https: do not verify the server's certificate")
 	fs.StringVar(&o.caFile, "ca-file", "", "https: trust the PEM certificates in this file")
+	fs.StringVar(&o.bundle, "bundle", "", "replay this flight-recorder bundle (.tar.gz) instead of scraping a URL")
 	return func(ctx context.Context, args []string) error {
 		switch {
+		case o.bundle != "" && len(args) > 0:
+			return usagef("--bundle replays a bundle: give no URL with it")
+		case o.bundle != "":
+			return o.replay(e)
 		case len(args) == 0:
 			return usagef("no URL given (e.g. vllmtop metrics http://127.0.0.1:8000)")
 		case len(args) > 1:
@@ -105,11 +116,52 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 		return writeJSON(e.stdout, cur)
 	case o.json:
 		return writeJSON(e.stdout, struct {
-			Snapshot scrape.Snapshot `json:"snapshot"`
-			Window   *scrape.Window  `json:"window"`
-		}{cur, win})
+			Snapshot scrape.Snapshot    `json:"snapshot"`
+			Window   *scrape.Window     `json:"window"`
+			Verdicts []diagnose.Verdict `json:"verdicts"`
+		}{cur, win, diagnose.Server(client.URL(), &cur, win, diagnose.Facts{}, diagnose.DefaultThresholds())})
 	}
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
+	if win != nil {
+		fmt.Fprintln(e.stdout)
+		diagnose.WriteText(e.stdout, diagnose.Server(client.URL(), &cur, win, diagnose.Facts{}, diagnose.DefaultThresholds()))
+	}
+	return nil
+}
+
+// replay prints each endpoint of a bundle as metrics --window would have: its last scrape,
+// the window back to --window before it (default: the bundle's first), and the verdicts.
+func (o *metricsOptions) replay(e *env) error {
+	b, err := recorder.Read(o.bundle)
+	if err != nil {
+		return err
+	}
+	span := o.window
+	if span == 0 {
+		span = 1 << 62
+	}
+	for i, ep := range b.Endpoints() {
+		cur, win, ok, err := b.Window(ep, span)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		if !ok {
+			fmt.Fprintf(e.stdout, "%s: fewer than two scrapes in the bundle, no window\n", sanitize.Message(ep))
+			continue
+		}
+		scrape.WriteText(e.stdout, ep, &cur, &win, cur.Time)
+		fmt.Fprintln(e.stdout)
+		diagnose.WriteText(e.stdout, diagnose.Server(ep, &cur, &win, diagnose.Facts{}, diagnose.DefaultThresholds()))
+	}
+	if len(b.Verdicts) > 0 {
+		fmt.Fprintf(e.stdout, "\nVerdicts the dashboard recorded\n")
+		for _, v := range b.Verdicts {
+			fmt.Fprintf(e.stdout, "  %s\n", sanitize.Message(v.String()))
+		}
+	}
 	return nil
 }
 

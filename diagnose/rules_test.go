@@ -174,3 +174,29 @@ func TestFormat(t *testing.T) {
 	assert.Equal(t, "12", formatValue(12, ""))
 	assert.Equal(t, "0.33/s", formatValue(0.333, "/s"))
 }
+
+func TestWriteTextNamesRuleEvidenceAndFlags(t *testing.T) {
+	var b strings.Builder
+	WriteText(&b, nil)
+	assert.Contains(t, b.String(), "HEALTHY")
+	b.Reset()
+	WriteText(&b, []Verdict{{Rule: RuleKVBound, Severity: Warning, Subject: "s", Text: "KV cache full",
+		Flags:    []string{"--gpu-memory-utilization"},
+		Evidence: []Evidence{{Name: "kv_cache_usage", Value: 0.95, Unit: "%", Threshold: "≥ 90%"}}}})
+	out := b.String()
+	for _, want := range []string{"Verdicts", "kv-bound: KV cache full", "saw: kv_cache_usage 95% (≥ 90%)", "change: --gpu-memory-utilization"} {
+		assert.Contains(t, out, want)
+	}
+	b.Reset()
+	long := Verdict{Rule: RuleErrors, Severity: Critical, Text: strings.Repeat("word ", 60) + "http://" + strings.Repeat("x", 200)}
+	var many []Verdict
+	for i := 0; i < 30; i++ {
+		many = append(many, long)
+	}
+	WriteText(&b, many)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for _, l := range lines {
+		assert.LessOrEqual(t, len([]rune(l)), TextWidth, "%q", l)
+	}
+	assert.Contains(t, b.String(), "(+10 more)", "at most 20 verdicts")
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/vllmtop/vllmtop/capacity"
+	"github.com/vllmtop/vllmtop/diagnose"
+	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
@@ -126,6 +128,8 @@ type Deps struct {
 	CapacityReport func(util float64, w capacity.Workload) (capacity.Report, error)
 	// Workloads are the short and the long workload's requests, in tokens.
 	Workloads [2]capacity.Workload
+	// FleetDeps are the fleet view's, the verdicts', the canary's and the recorder's.
+	FleetDeps
 }
 
 // TuneConfig is how a probe of an SLO search runs on the live load: it waits for the
@@ -158,4 +162,44 @@ func (t TuneConfig) withDefaults() TuneConfig {
 		t.Tolerance = 0.05
 	}
 	return t
+}
+
+// FleetSource is what the Fleet view reads: fleet.Direct and fleet.Prometheus are one. The
+// dashboard runs it (its Run) in a goroutine of its own; the view takes its rows in a command
+// each time Updated fires, never in Update.
+type FleetSource interface {
+	Fleet(facts diagnose.Facts) fleet.Fleet
+	History() *fleet.History
+	Updated() <-chan struct{}
+}
+
+// Recorder writes a flight-recorder bundle of the last minutes and returns its path; the
+// dashboard calls it from a command, off the UI goroutine.
+type Recorder interface {
+	Record(verdicts []diagnose.Verdict) (path string, err error)
+}
+
+// Canary is the attach mode's probe: one small fixed request an interval, never two in
+// flight, its latencies shown apart from the load's.
+type Canary interface {
+	// SetOn starts or stops the probe.
+	SetOn(on bool)
+	On() bool
+	Interval() time.Duration
+	Last() (loadgen.CanarySample, bool)
+	Counts() loadgen.CanaryCounts
+}
+
+// FleetDeps are the fleet mode's collaborators and the verdicts' settings, added to Deps.
+type FleetDeps struct {
+	// Fleet, when set, is the fleet watched: the Fleet view comes first.
+	Fleet FleetSource
+	// DrillScraper scrapes one fleet row's endpoint for its drill-down (nil: no drill-down).
+	DrillScraper func(r fleet.Row) (Scraper, error)
+	// Thresholds are the verdicts' (nil: diagnose.DefaultThresholds).
+	Thresholds *diagnose.Thresholds
+	// MaxNumSeqs is the server's --max-num-seqs when known from its command line.
+	MaxNumSeqs int
+	Recorder   Recorder
+	Canary     Canary
 }

@@ -53,6 +53,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 	var opt []string
 	if s.phase != phaseConfirming {
 		for _, b := range append(p.ShortHelp(), k.ShortHelp()...) {
+			if !b.Enabled() {
+				continue
+			}
 			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
 				continue // keys that only say they cannot work here (? lists them)
 			}

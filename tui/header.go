@@ -30,6 +30,10 @@ func (h *header) SetSize(w, _ int) { h.w = w }
 func (h *header) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
 	case refreshMsg, restyleMsg:
+		if h.c.deps.Fleet != nil {
+			h.cache = fleetHeader(h.c, h.w)
+			return nil
+		}
 		h.cache = h.serverLine() + "\n" + h.loadLine()
 	}
 	return nil
@@ -242,6 +246,15 @@ func (h *header) loadLine() string {
 	}
 	if w := h.metricsWarning(); w != "" {
 		items = append(items, item{w, 1})
+	}
+	if it, ok := backendItem(c, h.w); ok {
+		items = append(items, it)
+	}
+	if it, ok := canaryItem(c); ok {
+		items = append(items, it)
+	}
+	if it, ok := verdictItem(c, h.w); ok {
+		items = append(items, it)
 	}
 	return fitItems(items, st.Muted.Render(" · "), h.w)
 }

@@ -17,6 +17,7 @@ type KeyMap struct {
 	Theme, Help, Quit, ForceQuit             key.Binding
 	Prefix                                   key.Binding
 	Tune                                     tuneKeys
+	Canary, Record                           key.Binding
 }
 
 func binding(keys []string, k, desc string) key.Binding {
@@ -50,6 +51,8 @@ func DefaultKeyMap() KeyMap {
 		ForceQuit:   b([]string{"ctrl+c"}, "ctrl+c", "force quit"),
 		Prefix:      b([]string{"P"}, "P", "shared prefix on / off"),
 		Tune:        defaultTuneKeys(),
+		Canary:      b([]string{"C"}, "C", "canary probe on / off"),
+		Record:      b([]string{"B"}, "B", "write a flight-recorder bundle"),
 	}
 }
 
@@ -68,6 +71,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig, k.Restart},
 		{k.Theme, k.Help, k.Quit, k.ForceQuit},
 		{k.Tune.Search, k.Tune.Sweep, k.Tune.Export},
+		{k.Canary, k.Record},
 	}
 }
 

@@ -34,6 +34,7 @@ type Model struct {
 	ticks              int
 	snaps              []*scrape.Snapshot // the last scrapes, oldest first: a live window's worth
 	eventsClosed       bool
+	tabs               []tab // the views: tabs, after the Fleet view in fleet mode
 }
 
 // New builds the dashboard.
@@ -65,8 +66,12 @@ func New(d Deps) *Model {
 	if d.StartPaused {
 		c.pauseChanged(true)
 	}
-	m := &Model{c: c, keys: DefaultKeyMap(), header: newHeader(c), footer: newFooter(c), help: newHelpView(c)}
-	for _, t := range tabs {
+	m := &Model{c: c, keys: DefaultKeyMap(), header: newHeader(c), footer: newFooter(c), help: newHelpView(c), tabs: tabsFor(d)}
+	m.keys.Views = viewKeysOf(m.tabs)
+	if d.Fleet != nil {
+		m.keys.fleetOnly()
+	}
+	for _, t := range m.tabs {
 		m.panels = append(m.panels, t.make(c))
 	}
 	return m
@@ -84,6 +89,9 @@ func (m *Model) Init() tea.Cmd {
 	}
 	if d.Load != nil && m.c.s.paused {
 		d.Load.Pause()
+	}
+	if d.Fleet != nil {
+		cmds = append(cmds, waitFleet(d.Fleet, m.facts()))
 	}
 	return tea.Batch(cmds...)
 }
@@ -133,6 +141,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.restartDone(msg)
 	case stopDoneMsg:
 		return m, tea.Quit
+	case fleetMsg:
+		m.c.s.fleet.f, m.c.s.fleet.at = &msg.f, m.c.now()
+		m.panels[0].Update(msg)
+		m.header.Update(refreshMsg{})
+		return m, waitFleetEvery(m.c.deps.Fleet, m.facts(), fleetGap(len(msg.f.Rows)))
+	case drillMsg:
+		return m, m.drillInto(msg.row)
+	case recordDoneMsg:
+		m.recorded(msg)
+		return m, nil
 	}
 	if cmd, ok := m.tuneMsg(msg); ok {
 		m.refreshActive(false)
@@ -265,6 +283,7 @@ func (m *Model) scraped(msg scrapeResultMsg) {
 	}
 	s.srvErr = ""
 	s.snap, s.fast, s.slow = msg.snap, msg.fast, msg.slow
+	m.judge()
 	if u := msg.snap.Capacity.GPUMemoryUtilization; s.util == 0 && u.OK && u.V > 0 {
 		// Attached: the server's configured utilisation is only in cache_config_info.
 		s.util, s.pendingUtil = u.V, u.V
@@ -348,6 +367,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 		m.showHelp = false
 		return nil, false
 	}
+	if msg.Type == tea.KeyEsc && s.fleet.drill != nil && !m.showHelp {
+		m.leaveDrill()
+		return nil, false
+	}
 	for i, v := range k.Views {
 		if key.Matches(msg, v) {
 			m.setView(i)
@@ -395,6 +418,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 		m.askRestart()
 	case key.Matches(msg, k.Theme):
 		m.nextTheme()
+	case key.Matches(msg, k.Canary):
+		m.toggleCanary()
+	case key.Matches(msg, k.Record):
+		return m.record(), false
 	default:
 		return p.Update(msg), false
 	}
@@ -631,7 +658,7 @@ func (m *Model) View() string {
 	// was the dashboard's largest cost.
 	body := m.panels[m.active].View()
 	if m.showHelp {
-		body = fit(m.help.View(m.keys, m.panels[m.active], tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
+		body = fit(m.help.View(m.keys, m.panels[m.active], m.tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
 	}
 	if body == "" {
 		body = fit("", m.scr.Body.W, m.scr.Body.H)
@@ -650,7 +677,7 @@ func (m *Model) View() string {
 func (m *Model) tabLine() string {
 	st := &m.c.styles
 	var b strings.Builder
-	for i, t := range tabs {
+	for i, t := range m.tabs {
 		label := fmt.Sprintf(" %d %s ", i+1, t.name)
 		if i == m.active {
 			if st.NoColor {

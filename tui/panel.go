@@ -39,7 +39,10 @@ var tabs = []tab{
 }
 
 // viewKeys are the number keys of the tabs.
-func viewKeys() []key.Binding {
+func viewKeys() []key.Binding { return viewKeysOf(tabs) }
+
+// viewKeysOf are the number keys of a list of tabs.
+func viewKeysOf(tabs []tab) []key.Binding {
 	out := make([]key.Binding, len(tabs))
 	for i, t := range tabs {
 		k := string(rune('1' + i))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
@@ -60,6 +61,9 @@ type state struct {
 	statusBad bool
 
 	tune tuneState // the SLO search or utilisation sweep, and their curves
+
+	fleet    fleetState         // fleet mode: the rows and the row drilled into
+	verdicts []diagnose.Verdict // the verdicts on the one server watched, after each scrape
 }
 
 // epochNote is what the dashboard saw during one epoch: the server's capacity and

@@ -65,6 +65,7 @@ type Dashboard struct {
 	load        *loadgen.Session
 	sla         string
 	getenv      func(string) string
+	fl          fleetOptions // the fleet's sources, the config file, canary and recorder
 }
 
 // SimStarter starts the built-in simulator with these flags, the model the client asks for and
@@ -80,7 +81,7 @@ type Sayer func(format string, a ...any)
 func Flags(fs *pflag.FlagSet) *Dashboard {
 	o := &Dashboard{}
 	l, c := &o.loadCfg, &o.loadCfg.Client
-	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load)")
+	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load); several URLs: a fleet")
 	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop)")
 	fs.Float64Var(&l.Rate, "request-rate", 0, "start in rate mode at this many requests/s")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
@@ -107,6 +108,7 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.Float64SliceVar(&o.deps.SweepUtils, "sweep-utils", nil, "the --gpu-memory-utilization values the sweep key (W) restarts with (default: the current value and 0.05 either side)")
 	fs.IntVar(&o.deps.Tune.ProbeRequests, "probe-requests", 48, "completed requests each probe of a search measures, after its warm-up")
 	fs.StringVar(&o.deps.ExportDir, "export-dir", "", "where the export key (E) writes its CSV and JSON (default: the current directory)")
+	o.fleetFlags(fs)
 	return o
 }
 
@@ -117,7 +119,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	l := &o.loadCfg
 	_, themeKnown := themes.ByName(o.deps.Theme)
 	switch {
-	case len(before) > 0:
+	case len(before) > 0 && o.attach == "":
 		return cliflag.Usagef("unexpected argument %q: not a command (vllmtop help lists them); a server command goes after --", before[0])
 	case after != nil && len(after) == 0:
 		return cliflag.Usagef("nothing after --: give the server command, e.g. vllmtop -- vllm serve MODEL")
@@ -142,11 +144,17 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
 	}
-	return o.finishDataset()
+	if err := o.finishDataset(); err != nil {
+		return err
+	}
+	return o.finishFleet(before, getenv)
 }
 
 // Build makes the server's supervisor, the load and the scraper.
 func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
+	if d.fleetMode() {
+		return d.buildFleet()
+	}
 	err := d.server(startSim, say)
 	if err != nil {
 		return err
@@ -162,7 +170,10 @@ func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
 	scr, err := scrape.NewClient(c.BaseURL, opts...)
 	d.deps.Supervisor, d.deps.Load, d.deps.Scraper, d.deps.Workload = d.sup, d.load, scr, d.load.WorkloadName()
 	d.wireCapacity()
-	return err
+	if err != nil {
+		return err
+	}
+	return d.singleOnCall(scr)
 }
 
 // server makes the supervisor (attached to --attach, of the command after --, or of the
@@ -229,8 +240,24 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
+	if d.fleetMode() {
+		stop := d.runFleet(ctx)
+		_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+		stop()
+		if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
 	if err := d.sup.Start(ctx); err != nil {
 		return err
+	}
+	if cn := d.fl.canaryRun; cn != nil {
+		cn.start(ctx)
+		defer cn.stop()
+		if d.fl.canary > 0 {
+			cn.SetOn(true)
+		}
 	}
 	loadDone := make(chan struct{})
 	go func() {
@@ -272,6 +299,9 @@ func (d *Dashboard) Close() error {
 }
 
 func (d *Dashboard) shutdown() {
+	if d.sup == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), server.DefaultGrace+5*time.Second)
 	defer cancel()
 	_ = d.sup.Stop(ctx)

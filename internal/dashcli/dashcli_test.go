@@ -17,7 +17,10 @@ import (
 )
 
 // parseDashboard reads a dashboard command line as vllmtop does, without running it.
-func parseDashboard(args ...string) (*Dashboard, error) {
+func parseDashboard(args ...string) (*Dashboard, error) { return parseGetenv(os.Getenv, args...) }
+
+// parseGetenv is parseDashboard with an environment of the test's.
+func parseGetenv(getenv func(string) string, args ...string) (*Dashboard, error) {
 	fs := pflag.NewFlagSet("vllmtop", pflag.ContinueOnError)
 	o := Flags(fs)
 	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput"})); err != nil {
@@ -27,7 +30,7 @@ func parseDashboard(args ...string) (*Dashboard, error) {
 	if n := fs.ArgsLenAtDash(); n >= 0 {
 		before, after = fs.Args()[:n], fs.Args()[n:]
 	}
-	return o, o.Finish(before, after, os.Getenv)
+	return o, o.Finish(before, after, getenv)
 }
 
 func TestDashboardFlags(t *testing.T) {

@@ -1,0 +1,79 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/diagnose"
+)
+
+// recordDoneMsg is a flight-recorder bundle written (or not).
+type recordDoneMsg struct {
+	path string
+	err  error
+}
+
+// record writes a bundle in a command: the verdicts now are copied here, the scrapes and the
+// rest are the recorder's.
+func (m *Model) record() tea.Cmd {
+	c, s := m.c, &m.c.s
+	rec := c.deps.Recorder
+	if rec == nil {
+		c.setStatus("no flight recorder here", true)
+		return nil
+	}
+	verdicts := append([]diagnose.Verdict(nil), s.verdicts...)
+	if f := s.fleet.f; f != nil && s.fleet.drill == nil {
+		verdicts = append([]diagnose.Verdict(nil), f.Verdicts...)
+	}
+	c.setStatus("writing a flight-recorder bundle ...", false)
+	return func() tea.Msg {
+		path, err := rec.Record(verdicts)
+		return recordDoneMsg{path: path, err: err}
+	}
+}
+
+func (m *Model) recorded(msg recordDoneMsg) {
+	if msg.err != nil {
+		m.c.setStatus(clean(msg.err.Error()), true)
+		return
+	}
+	m.c.setStatus("bundle written: "+clean(msg.path), false)
+}
+
+func (m *Model) toggleCanary() {
+	c := m.c
+	cn := c.deps.Canary
+	if cn == nil {
+		c.setStatus("the canary probe is for attach mode", true)
+		return
+	}
+	cn.SetOn(!cn.On())
+	if cn.On() {
+		c.setStatus(fmt.Sprintf("canary on: one small request every %s", fmtDur(cn.Interval())), false)
+	} else {
+		c.setStatus("canary off", false)
+	}
+}
+
+// canaryItem is the header's canary block: the last probe's TTFT and TPOT, apart from the
+// load's figures.
+func canaryItem(c *common) (item, bool) {
+	cn, st := c.deps.Canary, &c.styles
+	if cn == nil || !cn.On() {
+		return item{}, false
+	}
+	last, ok := cn.Last()
+	text := st.Label.Render("canary ")
+	switch {
+	case !ok:
+		text += st.Muted.Render("waiting")
+	case !last.OK():
+		text += st.Bad.Render("failed: " + truncate(clean(string(last.Error)), 30))
+	default:
+		text += st.Label.Render("TTFT ") + fmtDur(last.TTFT.Round(time.Millisecond)) + st.Label.Render(" TPOT ") + fmtDur(last.TPOT.Round(100*time.Microsecond))
+	}
+	// Turned on by the user: shown before the load's figures.
+	return item{text, 0}, true
+}
