@@ -17,14 +17,20 @@ import (
 )
 
 // fleetTab is the Fleet view, first in the tab line when the dashboard watches a fleet.
-var fleetTab = tab{"Fleet", newFleetPanel}
+var fleetTab = tab{"Fleet", newFleetPanel, false}
 
 // tabsFor are the views of a dashboard: the Fleet view first in fleet mode, then every tab.
 func tabsFor(d Deps) []tab {
 	if d.Fleet == nil {
 		return tabs
 	}
-	return append([]tab{fleetTab}, tabs...)
+	out := []tab{fleetTab}
+	for _, t := range tabs {
+		if !t.ownLoad {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // fleetState is what the dashboard knows of its fleet: the latest rows and the row drilled

@@ -150,6 +150,16 @@ func TestFleetGoldenViews(t *testing.T) {
 	}
 }
 
+// A fleet has no load of the dashboard's own: its tabs leave out the views of that load.
+func TestFleetTabsLeaveOutTheOwnLoadViews(t *testing.T) {
+	d, _ := fleetDriver(t, 120, 40, 3)
+	var names []string
+	for _, tb := range d.m.tabs {
+		names = append(names, tb.name)
+	}
+	assert.Equal(t, []string{"Fleet", "Overview", "Log", "Runs", "Capacity"}, names)
+}
+
 func TestFleetSortFilterAndScroll(t *testing.T) {
 	d, _ := fleetDriver(t, 120, 40, 40)
 	p := panelOf[*fleetPanel](d)

@@ -25,17 +25,20 @@ type capturer interface{ Capturing() bool }
 type tab struct {
 	name string
 	make func(*common) panel
+	// ownLoad: the view shows the dashboard's own load (its requests, its tuning runs), which
+	// a fleet does not have, so fleet mode leaves it out.
+	ownLoad bool
 }
 
 // tabs are the views in order. Their keys (1, 2, ...), the tab line and tab/shift+tab come from
 // this list: a view is added with its file and one line here.
 var tabs = []tab{
-	{"Overview", newOverview},
-	{"Stream", newStream},
-	{"Log", newLogPanel},
-	{"Runs", newRuns},
-	{"Capacity", newCapacity},
-	{curvesTab, newCurves},
+	{"Overview", newOverview, false},
+	{"Stream", newStream, true},
+	{"Log", newLogPanel, false},
+	{"Runs", newRuns, false},
+	{"Capacity", newCapacity, false},
+	{curvesTab, newCurves, true},
 }
 
 // viewKeys are the number keys of the tabs.
