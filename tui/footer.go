@@ -45,10 +45,11 @@ func (f *footer) View(k KeyMap, p panel) string {
 	case s.status != "":
 		msg = st.Base.Render(s.status)
 	}
-	// Keys fill what the message leaves, the panel's first.
+	// Keys fill what the message leaves, the panel's first: the message says what is happening
+	// now, and every key is in the ? help.
 	room := f.w - lipgloss.Width(must)
 	if msg != "" {
-		room -= min(lipgloss.Width(msg), max(f.w/2, 20)) + 3
+		room -= lipgloss.Width(msg) + 3
 	}
 	var opt []string
 	if s.phase != phaseConfirming {

@@ -190,7 +190,7 @@ func (m *Model) startTune(kind int) tea.Cmd {
 
 // showPrompt puts the SLO being typed in the status line.
 func (m *Model) showPrompt() {
-	m.c.setStatus("SLO for the search: "+*m.c.s.tune.prompt+"▏ (enter starts · esc cancels)", false)
+	m.c.setStatus("search SLO: "+*m.c.s.tune.prompt+"▏ enter starts · esc cancels", false)
 }
 
 // promptKey edits the SLO being typed.

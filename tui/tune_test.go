@@ -167,7 +167,7 @@ func TestSLOSearchPromptsForTheSLOAndStopsKeepingWhatFinished(t *testing.T) {
 	r := newTuneRig(t)
 	r.press("S")
 	require.NotNil(t, r.m.c.s.tune.prompt, "no --sla: the search asks for one")
-	assert.Contains(t, r.view(), "SLO for the search: p99_ttft_ms<=500")
+	assert.Contains(t, r.view(), "search SLO: p99_ttft_ms<=500▏ enter starts · esc cancels")
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
