@@ -475,13 +475,19 @@ func bracket(probes []loadgen.SLOProbe) (lo, hi int) {
 	return lo, hi
 }
 
-// probeText is a finished probe against the SLO's first bound in a few words: "C=16 212≤500".
+// probeText is a finished probe against the SLO's first bound in a few words:
+// "C=16 212ms≤500ms" (the unit from the metric's name: p99_ttft_ms is in ms).
 func (m *Model) probeText(p loadgen.SLOProbe) string {
 	t := &m.c.s.tune
-	v, _ := docNumber(p.Docs, sloMetric(t.slo))
-	out := fmt.Sprintf("%s %s", m.valueLabel(p.Value), trimFloat(math.Round(v)))
+	metric := sloMetric(t.slo)
+	unit := ""
+	if strings.HasSuffix(metric, "_ms") {
+		unit = "ms"
+	}
+	v, _ := docNumber(p.Docs, metric)
+	out := fmt.Sprintf("%s %s%s", m.valueLabel(p.Value), trimFloat(math.Round(v)), unit)
 	if len(t.slo) > 0 {
-		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target)
+		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target) + unit
 	}
 	return out
 }

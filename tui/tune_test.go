@@ -117,9 +117,9 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	// The status line follows the probe (its number, value and stage), the last result against
 	// the SLO and the knee's bracket.
 	assert.Contains(t, progress, "search · #1 C=4 warm-up")
-	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40≤505 · knee [4,–]")
-	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643>505 · knee [32,64]")
-	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520>505 · knee [48,52]")
+	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40ms≤505ms · knee [4,–]")
+	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643ms>505ms · knee [32,64]")
+	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520ms>505ms · knee [48,52]")
 
 	tn := &r.m.c.s.tune
 	require.Len(t, tn.curves, 1)
