@@ -202,9 +202,9 @@ func (h *header) loadLine() string {
 		e := s.runs[i]
 		active := s.active(i, c.now())
 		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1})
-		items = append(items, item{fmt.Sprintf("%d", e.Requests) + st.Label.Render(" done"), 1})
+		items = append(items, item{commas(e.Requests) + st.Label.Render(" done"), 1})
 		if e.Failures > 0 {
-			items = append(items, item{st.Bad.Render(fmt.Sprintf("%d failed", e.Failures)), 0})
+			items = append(items, item{st.Bad.Render(commas(e.Failures) + " failed"), 0})
 		} else {
 			items = append(items, item{"0" + st.Label.Render(" failed"), 2})
 		}

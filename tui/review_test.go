@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -19,4 +20,11 @@ func TestFooterMessageBeforeKeys(t *testing.T) {
 		assert.Contains(t, footer, "q quit")
 		assert.LessOrEqual(t, maxLineWidth(out), w)
 	}
+}
+
+func TestHeaderGroupsTheRequestCount(t *testing.T) {
+	d := newDriver(t, 120, 40)
+	d.requests(1234, 40*time.Millisecond)
+	d.second()
+	assert.Contains(t, d.view(), "1,234 done", "the header groups digits as every other count on screen")
 }
