@@ -28,3 +28,24 @@ func TestHeaderGroupsTheRequestCount(t *testing.T) {
 	d.second()
 	assert.Contains(t, d.view(), "1,234 done", "the header groups digits as every other count on screen")
 }
+
+func TestCurvesListEveryProbeWhenThereIsRoom(t *testing.T) {
+	d := newDriver(t, 120, 40)
+	tune := demoTune()
+	base := tune.curves[0].Probes[0]
+	for v := 100; v <= 1100; v += 100 {
+		p := base
+		p.Value = v
+		tune.curves[0].Probes = append(tune.curves[0].Probes, p)
+	}
+	d.m.c.s.tune = tune
+	for i, tb := range tabs {
+		if tb.name == curvesTab {
+			d.m.setView(i)
+		}
+	}
+	d.second()
+	out := d.view()
+	assert.Contains(t, out, "C=1100 ", "the largest probe is listed, not cut off the line")
+	assert.LessOrEqual(t, maxLineWidth(out), 120)
+}
