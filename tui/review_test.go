@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen"
 )
 
 func TestFooterMessageBeforeKeys(t *testing.T) {
@@ -48,4 +50,14 @@ func TestCurvesListEveryProbeWhenThereIsRoom(t *testing.T) {
 	out := d.view()
 	assert.Contains(t, out, "C=1100 ", "the largest probe is listed, not cut off the line")
 	assert.LessOrEqual(t, maxLineWidth(out), 120)
+}
+
+func TestExportLeavesAnUnknownKVCacheEmpty(t *testing.T) {
+	d := runDoc(loadgen.EpochStats{Epoch: 1}, &epochNote{util: 0.85}, time.Second)
+	v, ok := d.Get("kv_cache_tokens")
+	require.True(t, ok)
+	assert.Nil(t, v, "the KV cache the server has not reported yet is unknown, not 0 tokens")
+	d = runDoc(loadgen.EpochStats{Epoch: 2}, &epochNote{util: 0.85, kvTokens: 419264}, time.Second)
+	v, _ = d.Get("kv_cache_tokens")
+	assert.Equal(t, 419264, v)
 }
