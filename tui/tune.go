@@ -169,7 +169,7 @@ func (m *Model) startTune(kind int) tea.Cmd {
 		c.setStatus("no load to tune with", true)
 		return nil
 	case kind == tuneSweep && (c.deps.RestartDisabled || c.deps.Supervisor == nil):
-		c.setStatus("attached: vllmtop did not start this server, so it cannot restart it with other utilisations (S searches the load alone)", true)
+		c.setStatus("attached: vllmtop cannot restart it, as it did not start it (S searches the load alone)", true)
 		return nil
 	case s.phase != phaseIdle:
 		c.setStatus("wait for the restart under way, then start the run", true)
