@@ -37,7 +37,12 @@ func (f *footer) View(k KeyMap, p panel) string {
 	msg := ""
 	switch {
 	case s.phase == phaseConfirming:
-		msg = st.Confirm.Render(fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util))
+		// The question and its keys whole; the shorter form where the long one would be cut.
+		q := fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util)
+		if lipgloss.Width(q)+3+lipgloss.Width(must) > f.w {
+			q = fmt.Sprintf("restart with util %.2f (now %.2f)? enter/y yes · esc/n no", s.pendingUtil, s.util)
+		}
+		msg = st.Confirm.Render(q)
 	case s.status != "" && s.statusBad:
 		msg = st.Bad.Render(s.status)
 	case s.srvErr != "" && s.phase == phaseIdle && s.server.State == server.Ready:

@@ -61,3 +61,14 @@ func TestExportLeavesAnUnknownKVCacheEmpty(t *testing.T) {
 	v, _ = d.Get("kv_cache_tokens")
 	assert.Equal(t, 419264, v)
 }
+
+func TestRestartQuestionKeepsItsKeysAt80Columns(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		d := newDriver(t, w, 24)
+		d.press("u", "u", "enter")
+		out := d.view()
+		footer := out[strings.LastIndex(out, "\n")+1:]
+		assert.Contains(t, footer, "0.90 (now 0.92)?", "%d columns", w)
+		assert.Contains(t, footer, "esc/n", "%d columns: the keys that answer the question are shown", w)
+	}
+}
