@@ -62,6 +62,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
 				continue // keys that only say they cannot work here (? lists them)
 			}
+			if s.tune.kind != tuneIdle && refusedWhileTuning(k, b) {
+				continue // a tuning run refuses them until it ends
+			}
 			t := keyText(b)
 			if w := lipgloss.Width(t) + lipgloss.Width(sep); w <= room {
 				opt = append(opt, t)
@@ -76,4 +79,16 @@ func (f *footer) View(k KeyMap, p panel) string {
 		return truncate(right, f.w)
 	}
 	return left + strings.Repeat(" ", gap) + right
+}
+
+func refusedWhileTuning(k KeyMap, b key.Binding) bool {
+	if b.Help() == k.Restart.Help() {
+		return true
+	}
+	for _, r := range k.tuneRefused() {
+		if b.Help() == r.Help() {
+			return true
+		}
+	}
+	return false
 }

@@ -72,3 +72,14 @@ func TestRestartQuestionKeepsItsKeysAt80Columns(t *testing.T) {
 		assert.Contains(t, footer, "esc/n", "%d columns: the keys that answer the question are shown", w)
 	}
 }
+
+func TestFooterOffersNoKeyATuningRunRefuses(t *testing.T) {
+	d := newDriver(t, 200, 40)
+	footer := func() string { out := d.view(); return out[strings.LastIndex(out, "\n")+1:] }
+	assert.Contains(t, footer(), "+ load +1", "idle: the load keys are offered")
+	d.m.c.s.tune.kind = tuneSearch
+	for _, b := range append(d.m.keys.tuneRefused(), d.m.keys.Restart) {
+		assert.NotContains(t, footer(), b.Help().Key+" "+b.Help().Desc, "a search under way refuses it")
+	}
+	assert.Contains(t, footer(), "? help")
+}

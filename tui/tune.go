@@ -147,7 +147,7 @@ func (m *Model) tuneKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	if t.kind == tuneIdle {
 		return nil, false
 	}
-	for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig} {
+	for _, b := range k.tuneRefused() {
 		if key.Matches(msg, b) {
 			c.setStatus("a tuning run sets the load and the server now: S or W stops it (what finished is kept)", true)
 			return nil, true
@@ -158,6 +158,12 @@ func (m *Model) tuneKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// tuneRefused are the keys a tuning run refuses, as they would change what it measures
+// (and enter, which restarts the server, unless a panel takes it).
+func (k KeyMap) tuneRefused() []key.Binding {
+	return []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig}
 }
 
 // startTune begins a search or a sweep, or asks for the SLO first.
