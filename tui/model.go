@@ -357,6 +357,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if cmd, ok := m.tuneKey(msg); ok {
 		return cmd, false
 	}
+	if why := replayRefusal(k, s.loader.Replay, msg); why != "" {
+		c.setStatus(why, true)
+		return nil, false
+	}
 	switch {
 	case key.Matches(msg, k.Quit):
 		cmd := m.quit()

@@ -83,3 +83,20 @@ func TestFooterOffersNoKeyATuningRunRefuses(t *testing.T) {
 	}
 	assert.Contains(t, footer(), "? help")
 }
+
+func TestReplayRefusesKeysThatWouldOnlyRelabelTheRuns(t *testing.T) {
+	d := newDriver(t, 120, 40)
+	d.m.c.s.loader.Replay = loadgen.ReplayTrace
+	epoch := d.m.c.s.epoch
+	for _, k := range []string{"p", "P", "+", "]", "r"} {
+		d.press(k)
+		assert.Equal(t, epoch, d.m.c.s.epoch, "%s in a trace replay starts no epoch", k)
+		assert.True(t, d.m.c.s.statusBad, "%s says why it does nothing: %q", k, d.m.c.s.status)
+	}
+	d.m.c.s.loader.Replay = loadgen.ReplayConversations
+	d.press("P")
+	assert.Equal(t, epoch, d.m.c.s.epoch)
+	assert.Contains(t, d.m.c.s.status, "conversations replay sends its own prompts")
+	d.press("+")
+	assert.NotEqual(t, epoch, d.m.c.s.epoch, "in conversations + counts conversations under way")
+}

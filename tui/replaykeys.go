@@ -1,0 +1,27 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/loadgen"
+)
+
+// replayRefusal is why a replay ignores msg ("" when it does not): a trace or conversations
+// send their own prompts, so p and P would only relabel the runs, and a trace's requests come
+// at its times, so the concurrency and rate keys would change nothing.
+func replayRefusal(k KeyMap, replay string, msg tea.KeyMsg) string {
+	if replay == "" {
+		return ""
+	}
+	if key.Matches(msg, k.PromptLen) || key.Matches(msg, k.Prefix) {
+		return "the " + replay + " replay sends its own prompts: p and P are for random prompts"
+	}
+	if replay == loadgen.ReplayTrace {
+		for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode} {
+			if key.Matches(msg, b) {
+				return "the trace sets when requests go (--trace-speedup; --max-concurrency caps them)"
+			}
+		}
+	}
+	return ""
+}
