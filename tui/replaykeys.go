@@ -8,7 +8,7 @@ import (
 
 // replayRefusal is why a replay ignores msg ("" when it does not): a trace or conversations
 // send their own prompts, so p and P would only relabel the runs, and a trace's requests come
-// at its times, so the concurrency and rate keys would change nothing.
+// at its times, so the concurrency and rate keys (and a search over them) would change nothing.
 func replayRefusal(k KeyMap, replay string, msg tea.KeyMsg) string {
 	if replay == "" {
 		return ""
@@ -17,6 +17,9 @@ func replayRefusal(k KeyMap, replay string, msg tea.KeyMsg) string {
 		return "the " + replay + " replay sends its own prompts: p and P are for random prompts"
 	}
 	if replay == loadgen.ReplayTrace {
+		if key.Matches(msg, k.Tune.Search) || key.Matches(msg, k.Tune.Sweep) {
+			return "the trace sets when requests go: S and W search a concurrency or rate, which it has not"
+		}
 		for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode} {
 			if key.Matches(msg, b) {
 				return "the trace sets when requests go (--trace-speedup; --max-concurrency caps them)"

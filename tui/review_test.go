@@ -88,9 +88,10 @@ func TestReplayRefusesKeysThatWouldOnlyRelabelTheRuns(t *testing.T) {
 	d := newDriver(t, 120, 40)
 	d.m.c.s.loader.Replay = loadgen.ReplayTrace
 	epoch := d.m.c.s.epoch
-	for _, k := range []string{"p", "P", "+", "]", "r"} {
+	for _, k := range []string{"p", "P", "+", "]", "r", "S", "W"} {
 		d.press(k)
 		assert.Equal(t, epoch, d.m.c.s.epoch, "%s in a trace replay starts no epoch", k)
+		assert.Equal(t, tuneIdle, d.m.c.s.tune.kind, "%s in a trace replay starts no search", k)
 		assert.True(t, d.m.c.s.statusBad, "%s says why it does nothing: %q", k, d.m.c.s.status)
 	}
 	d.m.c.s.loader.Replay = loadgen.ReplayConversations
