@@ -14,15 +14,15 @@ func replayRefusal(k KeyMap, replay string, msg tea.KeyMsg) string {
 		return ""
 	}
 	if key.Matches(msg, k.PromptLen) || key.Matches(msg, k.Prefix) {
-		return "the " + replay + " replay sends its own prompts: p and P are for random prompts"
+		return "a " + replay + " replay sends its own prompts (p, P: random ones)"
 	}
 	if replay == loadgen.ReplayTrace {
 		if key.Matches(msg, k.Tune.Search) || key.Matches(msg, k.Tune.Sweep) {
-			return "the trace sets when requests go: S and W search a concurrency or rate, which it has not"
+			return "a trace sets its own pace: S and W have nothing to search"
 		}
 		for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode} {
 			if key.Matches(msg, b) {
-				return "the trace sets when requests go (--trace-speedup; --max-concurrency caps them)"
+				return "a trace sets its own pace (--trace-speedup, --max-concurrency)"
 			}
 		}
 	}

@@ -93,6 +93,7 @@ func TestReplayRefusesKeysThatWouldOnlyRelabelTheRuns(t *testing.T) {
 		assert.Equal(t, epoch, d.m.c.s.epoch, "%s in a trace replay starts no epoch", k)
 		assert.Equal(t, tuneIdle, d.m.c.s.tune.kind, "%s in a trace replay starts no search", k)
 		assert.True(t, d.m.c.s.statusBad, "%s says why it does nothing: %q", k, d.m.c.s.status)
+		assert.LessOrEqual(t, len([]rune(d.m.c.s.status)), 80-len([]rune("? help · q quit"))-3, "%s: whole at 80 columns", k)
 	}
 	d.m.c.s.loader.Replay = loadgen.ReplayConversations
 	d.press("P")

@@ -307,7 +307,7 @@ func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
 	r.press("W")
 	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind)
 	assert.Contains(t, r.m.c.s.status, "cannot restart it")
-	assert.LessOrEqual(t, len([]rune(r.m.c.s.status)), 120-len("? help · q quit")-3, "whole on a 120-column status line")
+	assert.LessOrEqual(t, len([]rune(r.m.c.s.status)), 120-len([]rune("? help · q quit"))-3, "whole on a 120-column status line")
 }
 
 func TestExportWritesRunsAndCurves(t *testing.T) {
