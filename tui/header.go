@@ -78,10 +78,12 @@ func (h *header) serverLine() string {
 	}
 	if s.util > 0 || s.pendingUtil > 0 {
 		u := st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", s.util))
+		prio := 1
 		if s.pendingUtil != s.util {
 			u += st.Warn.Render(fmt.Sprintf("→%.2f", s.pendingUtil))
+			prio = 0 // being changed: it goes before the uptime, not off the line
 		}
-		items = append(items, item{u, 1})
+		items = append(items, item{u, prio})
 	}
 	if tok, conc := s.capacity(); tok > 0 {
 		kv := st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok")

@@ -102,3 +102,12 @@ func TestReplayRefusesKeysThatWouldOnlyRelabelTheRuns(t *testing.T) {
 	d.press("+")
 	assert.NotEqual(t, epoch, d.m.c.s.epoch, "in conversations + counts conversations under way")
 }
+
+func TestHeaderKeepsAPendingUtilisationAt80Columns(t *testing.T) {
+	d := newDriver(t, 80, 24)
+	d.second()
+	d.press("u", "u")
+	out := d.view()
+	assert.Contains(t, out[:strings.Index(out, "\n")], "util 0.92→0.90", "the value being changed stays in the header")
+	assert.LessOrEqual(t, maxLineWidth(out), 80)
+}
