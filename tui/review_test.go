@@ -111,3 +111,26 @@ func TestHeaderKeepsAPendingUtilisationAt80Columns(t *testing.T) {
 	assert.Contains(t, out[:strings.Index(out, "\n")], "util 0.92→0.90", "the value being changed stays in the header")
 	assert.LessOrEqual(t, maxLineWidth(out), 80)
 }
+
+func TestRunsComparisonKeepsTwoTextsApart(t *testing.T) {
+	d := newDriver(t, 120, 40)
+	var epochs []int
+	for range 2 {
+		d.press("P")
+		epochs = append(epochs, d.m.c.s.epoch)
+		d.requests(20, 40*time.Millisecond)
+		d.second()
+	}
+	runs := panelOf[*runsPanel](d)
+	runs.pick(epochs[0])
+	runs.pick(epochs[1])
+	for i, tb := range tabs {
+		if tb.name == "Runs" {
+			d.m.setView(i)
+		}
+	}
+	d.second()
+	out := d.view()
+	require.Contains(t, out, "A (run")
+	assert.Regexp(t, `prefix on  +256→128 prefix off`, out, "the A and B texts are two cells apart at least, neither cut")
+}
