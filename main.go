@@ -55,7 +55,7 @@ var commands = []command{
 	{name: "metrics", usage: "URL [flags]", summary: "one /metrics scrape, parsed (two with --window: rates, quantiles)",
 		about: metricsAbout, define: defineMetrics},
 	{name: "sweep", usage: "--serve-cmd CMD [--serve-params FILE] [--bench-params FILE] [--sla-params JSON] [flags]",
-		summary: "serve sweeps and SLO searches as vllm bench sweep serve: a server per setting, summary.csv, curves",
+		summary: "serve sweeps and SLO searches as vllm bench sweep serve, a server per setting",
 		about:   sweepAbout, footer: sweepFooter, define: defineSweep, gather: []string{"--goodput", "--metadata"}},
 	{name: "sim", usage: "[MODEL] [vllm serve flags]", summary: "the simulated vLLM server on its own, a drop-in for vllm serve",
 		define: defineSim, raw: true},

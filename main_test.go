@@ -164,3 +164,12 @@ func TestHelpOfAnUnknownCommand(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "usage: vllmtop metrics URL")
 }
+
+func TestHelpCommandListFitsTheFlags(t *testing.T) {
+	code, out, _ := runVllmtop("help")
+	require.Equal(t, 0, code)
+	cmds := out[strings.Index(out, "Commands:"):strings.Index(out, "Flags:")]
+	for _, l := range strings.Split(cmds, "\n") {
+		assert.LessOrEqual(t, len([]rune(l)), 100, "as wide as the flags below it at most: %q", l)
+	}
+}

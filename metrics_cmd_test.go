@@ -82,7 +82,7 @@ func TestMetricsTable(t *testing.T) {
 	for _, want := range []string{
 		srv.URL + "/metrics  (vllm, up ",
 		"model          qwen3-30b-tq",
-		"engines        1 (0)",
+		"engines        1 (engine 0)",
 		"requests       running 1, waiting 2",
 		"KV cache       0.1 % used of 444,608 tokens",
 		"preemptions    0 since start",
@@ -120,7 +120,7 @@ func TestMetricsEnginesAndOtherServers(t *testing.T) {
 	noKeyEnv(t)
 	srv := serveBodies(t, readFixture(t, "vllm-metrics-synthetic-multiprocess-dp2.txt"))
 	_, out, _ := metrics(t, srv.URL)
-	assert.Contains(t, out, "engines        2 (0, 1)")
+	assert.Contains(t, out, "engines        2 (engines 0, 1)")
 	assert.Contains(t, out, "KV cache       0.0 % used (capacity-weighted over engines) of 2,443,552 tokens")
 	assert.Contains(t, out, "  engine     running   waiting       KV   prompt tok      gen tok")
 	assert.Contains(t, out, "  0                0         0    0.0 %          100          100")
@@ -400,4 +400,15 @@ func TestMetricsErrors(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "usage: vllmtop metrics URL")
 	assert.Contains(t, out, "--window")
+}
+
+func TestMetricsWindowWithoutPrefixLookupsSaysSo(t *testing.T) {
+	noKeyEnv(t)
+	noWait(t)
+	idle := readFixture(t, "vllm-0.25.1-metrics-opt-125m-tp2-idle.prom")
+	srv := serveBodies(t, idle, idle)
+	code, out, errOut := metrics(t, "--window", "5s", srv.URL)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "prefix cache   no lookups in the window", "not a hit rate of --")
+	assert.NotContains(t, out, "-- hit")
 }

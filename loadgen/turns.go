@@ -52,6 +52,10 @@ func PrintTurns(w io.Writer, g TurnGroups) error {
 	b.WriteString(center(" Multi-turn ", '=', tableWidth) + "\n")
 	fmt.Fprintf(&b, "%-14s %10s %10s %12s %10s\n", "", "TTFT p50", "TTFT p99", "prompt tok", "count")
 	row := func(name string, s Summary) {
+		if s.Completed == 0 { // no such turn finished: nothing measured, not a latency of 0
+			fmt.Fprintf(&b, "%-14s %10s %10s %12s %10s\n", name, "--", "--", "--", "0")
+			return
+		}
 		fmt.Fprintf(&b, "%-14s %10s %10s %12s %10s\n", name, fixed2(s.TTFT.Median), fixed2(s.TTFT.Percentiles[99]),
 			strconv.FormatFloat(meanPrompt(s), 'f', 0, 64), strconv.Itoa(s.Completed))
 	}

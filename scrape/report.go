@@ -183,11 +183,15 @@ func printModel(t *table, s *Snapshot, m *Model) {
 	for i, e := range m.Engines {
 		engines[i] = e.Engine
 	}
-	t.row("engines", fmt.Sprintf("%d (%s)", len(engines), strings.Join(engines, ", ")))
+	label := "engine"
+	if len(engines) != 1 {
+		label = "engines"
+	}
+	t.row("engines", fmt.Sprintf("%d (%s %s)", len(engines), label, strings.Join(engines, ", ")))
 
 	req := "running " + count(st.Running) + ", waiting " + count(st.Waiting)
 	if len(st.WaitingByReason) > 0 {
-		req += " (" + byKey(st.WaitingByReason, []string{"capacity", "deferred"}) + ")"
+		req += " (by reason: " + byKey(st.WaitingByReason, []string{"capacity", "deferred"}) + ")"
 	}
 	if st.Swapped.OK {
 		req += ", swapped " + count(st.Swapped)
@@ -297,7 +301,11 @@ func printWindow(t *table, s *Snapshot, win *Window, m *Model, mw *ModelWindow) 
 		t.row("preemptions", count(r.Preemptions)+" in the window")
 	}
 	if m.Total.PrefixCacheQueries.OK && !prefixCachingOff(s) {
-		t.row("prefix cache", percent(r.PrefixCacheHitRate)+" hit")
+		if hit := r.PrefixCacheHitRate; hit.OK && !math.IsNaN(hit.V) {
+			t.row("prefix cache", percent(hit)+" hit")
+		} else {
+			t.row("prefix cache", "no lookups in the window")
+		}
 	}
 	if r.SpecDecodeAcceptance.OK {
 		t.row("spec decode", percent(r.SpecDecodeAcceptance)+" of draft tokens accepted")

@@ -94,7 +94,14 @@ func (p *curvesPanel) render() string {
 			"Each probe is a run in Runs; E exports them.", p.w)...)
 		return strings.Join(out, "\n")
 	}
-	// The per-setting lines under the plot, then the plot in what is left.
+	// The per-setting lines under the plot, then the plot in what is left. A setting's probes
+	// wrap onto as many lines as leave the plot minPlot rows; the last one is cut if it must be.
+	const minPlot = 8
+	spare := p.h - len(out) - 1 - 4 - minPlot - len(t.curves)
+	perCurve := 1
+	if len(t.curves) > 0 {
+		perCurve += max(spare, 0) / len(t.curves)
+	}
 	var notes []string
 	for i, cv := range t.curves {
 		glyph := string(curve.Markers[i%len(curve.Markers)])
@@ -118,7 +125,15 @@ func (p *curvesPanel) render() string {
 			}
 			probes = append(probes, fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark))
 		}
-		notes = append(notes, truncate(line+st.Muted.Render("  "+strings.Join(probes, "  ")), p.w))
+		for j := range probes {
+			probes[j] = st.Muted.Render(probes[j])
+		}
+		for j, l := range wrapItems(append([]string{strings.TrimRight(line, " ")}, probes...), "  ", p.w-2, perCurve) {
+			if j > 0 {
+				l = "  " + l // a continuation of the setting above
+			}
+			notes = append(notes, l)
+		}
 	}
 	legendNote := st.Muted.Render(fmt.Sprintf("each probe: %s / output tok/s", sloMetric(t.slo)))
 	room := p.h - len(out) - len(notes) - 1

@@ -187,8 +187,12 @@ func runDoc(e loadgen.EpochStats, n *epochNote, active time.Duration) loadgen.Re
 		{Key: "label", Value: clean(e.Label)},
 	}
 	if n != nil {
+		var kv any // unknown (an epoch that began before the server reported it): empty, not 0
+		if n.kvTokens > 0 {
+			kv = n.kvTokens
+		}
 		d = append(d, loadgen.Field{Key: "gpu_memory_utilization", Value: f(n.util)}, loadgen.Field{Key: "workload", Value: clean(n.workload)},
-			loadgen.Field{Key: "kv_cache_tokens", Value: n.kvTokens}, loadgen.Field{Key: "preemptions", Value: f(n.preempt)})
+			loadgen.Field{Key: "kv_cache_tokens", Value: kv}, loadgen.Field{Key: "preemptions", Value: f(n.preempt)})
 	}
 	d = append(d, loadgen.ResultDoc{
 		{Key: "active_s", Value: f(active.Seconds())},

@@ -37,7 +37,12 @@ func (f *footer) View(k KeyMap, p panel) string {
 	msg := ""
 	switch {
 	case s.phase == phaseConfirming:
-		msg = st.Confirm.Render(fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util))
+		// The question and its keys whole; the shorter form where the long one would be cut.
+		q := fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util)
+		if lipgloss.Width(q)+3+lipgloss.Width(must) > f.w {
+			q = fmt.Sprintf("restart with util %.2f (now %.2f)? enter/y yes · esc/n no", s.pendingUtil, s.util)
+		}
+		msg = st.Confirm.Render(q)
 	case s.status != "" && s.statusBad:
 		msg = st.Bad.Render(s.status)
 	case s.srvErr != "" && s.phase == phaseIdle && s.server.State == server.Ready:
@@ -45,10 +50,11 @@ func (f *footer) View(k KeyMap, p panel) string {
 	case s.status != "":
 		msg = st.Base.Render(s.status)
 	}
-	// Keys fill what the message leaves, the panel's first.
+	// Keys fill what the message leaves, the panel's first: the message says what is happening
+	// now, and every key is in the ? help.
 	room := f.w - lipgloss.Width(must)
 	if msg != "" {
-		room -= min(lipgloss.Width(msg), max(f.w/2, 20)) + 3
+		room -= lipgloss.Width(msg) + 3
 	}
 	var opt []string
 	if s.phase != phaseConfirming {
@@ -58,6 +64,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 			}
 			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
 				continue // keys that only say they cannot work here (? lists them)
+			}
+			if s.tune.kind != tuneIdle && refusedWhileTuning(k, b) {
+				continue // a tuning run refuses them until it ends
 			}
 			t := keyText(b)
 			if w := lipgloss.Width(t) + lipgloss.Width(sep); w <= room {
@@ -73,4 +82,16 @@ func (f *footer) View(k KeyMap, p panel) string {
 		return truncate(right, f.w)
 	}
 	return left + strings.Repeat(" ", gap) + right
+}
+
+func refusedWhileTuning(k KeyMap, b key.Binding) bool {
+	if b.Help() == k.Restart.Help() {
+		return true
+	}
+	for _, r := range k.tuneRefused() {
+		if b.Help() == r.Help() {
+			return true
+		}
+	}
+	return false
 }

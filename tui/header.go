@@ -82,10 +82,12 @@ func (h *header) serverLine() string {
 	}
 	if s.util > 0 || s.pendingUtil > 0 {
 		u := st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", s.util))
+		prio := 1
 		if s.pendingUtil != s.util {
 			u += st.Warn.Render(fmt.Sprintf("→%.2f", s.pendingUtil))
+			prio = 0 // being changed: it goes before the uptime, not off the line
 		}
-		items = append(items, item{u, 1})
+		items = append(items, item{u, prio})
 	}
 	if tok, conc := s.capacity(); tok > 0 {
 		kv := st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok")
@@ -206,9 +208,9 @@ func (h *header) loadLine() string {
 		e := s.runs[i]
 		active := s.active(i, c.now())
 		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1})
-		items = append(items, item{fmt.Sprintf("%d", e.Requests) + st.Label.Render(" done"), 1})
+		items = append(items, item{commas(e.Requests) + st.Label.Render(" done"), 1})
 		if e.Failures > 0 {
-			items = append(items, item{st.Bad.Render(fmt.Sprintf("%d failed", e.Failures)), 0})
+			items = append(items, item{st.Bad.Render(commas(e.Failures) + " failed"), 0})
 		} else {
 			items = append(items, item{"0" + st.Label.Render(" failed"), 2})
 		}

@@ -28,11 +28,13 @@ type helpGroup struct {
 // globalHelp is the global keys as the help shows them: pairs on one line, to stay short.
 func globalHelp() []helpGroup {
 	b := func(k, desc string) key.Binding { return key.NewBinding(key.WithHelp(k, desc)) }
+	tk := defaultTuneKeys()
 	return []helpGroup{
-		{"views", []key.Binding{b("tab", "next view"), b("shift+tab", "previous view"), b(fmt.Sprintf("1-%d", len(tabs)), "view by number")}},
+		{"views", []key.Binding{b("tab/shift+tab", "next / previous view"), b(fmt.Sprintf("1-%d", len(tabs)), "view by number")}},
 		{"load", []key.Binding{b("+/-", "load ±1"), b("]/[", "load ×2 / ÷2"), b("r", "rate / concurrency"), b("space", "pause / resume"), b("p", "short / long prompts"), b("P", "shared prefix on / off")}},
-		{"server", []key.Binding{b("u/U", "util −/+ 0.01"), b("ctrl+u/y", "util −/+ 0.05"), b("enter", "restart with it")}},
-		{"dashboard", []key.Binding{b("t", "next theme"), b("C/B", "canary / bundle"), b("?/esc", "close help"), b("q", "quit (twice: force)"), b("ctrl+c", "force quit")}},
+		{"server", []key.Binding{b("u/U", "util −/+ 0.01"), b("ctrl+u/y", "util −/+ 0.05"), b("enter", "restart with it"),
+			b(tk.Search.Help().Key+"/"+tk.Sweep.Help().Key+"/"+tk.Export.Help().Key, "SLO search / util sweep / export")}},
+		{"dashboard", []key.Binding{b("t", "next theme"), b("C/B", "canary / bundle"), b("q", "quit (twice: force)"), b("ctrl+c", "force quit")}},
 	}
 }
 

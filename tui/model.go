@@ -377,6 +377,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 			return nil, false
 		}
 	}
+	if why := replayRefusal(k, s.loader.Replay, msg); why != "" {
+		c.setStatus(why, true)
+		return nil, false
+	}
 	if cmd, ok := m.tuneKey(msg); ok {
 		return cmd, false
 	}

@@ -394,12 +394,12 @@ func (p *runsPanel) comparison() []string {
 		return nil
 	}
 	nameW := 12
-	valW := max(min((p.w-nameW-26)/2, 19), 10)
+	valW := max(min((p.w-nameW-26)/2, 20), 10)
 	title := fmt.Sprintf("A (run %d) -> B (run %d)", a.e.Epoch, b.e.Epoch)
 	head := padRight("", nameW) + padLeft(fmt.Sprintf("A · run %d", a.e.Epoch), valW) + padLeft(fmt.Sprintf("B · run %d", b.e.Epoch), valW) + padLeft("change", 10) + "  "
 	out := []string{"", st.Title.Render(title), st.Label.Render(truncate(head, p.w))}
 	text := func(name, av, bv string) {
-		out = append(out, truncate(padRight(name, nameW)+padLeft(truncate(av, valW-1), valW)+padLeft(truncate(bv, valW-1), valW), p.w))
+		out = append(out, truncate(padRight(name, nameW)+padLeft(truncate(av, valW-2), valW)+padLeft(truncate(bv, valW-2), valW), p.w)) // two cells apart, so two texts never read as one
 	}
 	line := func(name string, ea, eb estimate, format func(float64) string, lowerBetter bool) {
 		pct, v := judge(ea, eb, lowerBetter)

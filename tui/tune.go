@@ -147,7 +147,7 @@ func (m *Model) tuneKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	if t.kind == tuneIdle {
 		return nil, false
 	}
-	for _, b := range []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig} {
+	for _, b := range k.tuneRefused() {
 		if key.Matches(msg, b) {
 			c.setStatus("a tuning run sets the load and the server now: S or W stops it (what finished is kept)", true)
 			return nil, true
@@ -160,6 +160,12 @@ func (m *Model) tuneKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	return nil, false
 }
 
+// tuneRefused are the keys a tuning run refuses, as they would change what it measures
+// (and enter, which restarts the server, unless a panel takes it).
+func (k KeyMap) tuneRefused() []key.Binding {
+	return []key.Binding{k.More, k.Less, k.Double, k.Halve, k.RateMode, k.Pause, k.PromptLen, k.UtilDown, k.UtilUp, k.UtilDownBig, k.UtilUpBig}
+}
+
 // startTune begins a search or a sweep, or asks for the SLO first.
 func (m *Model) startTune(kind int) tea.Cmd {
 	c, s := m.c, &m.c.s
@@ -169,7 +175,7 @@ func (m *Model) startTune(kind int) tea.Cmd {
 		c.setStatus("no load to tune with", true)
 		return nil
 	case kind == tuneSweep && (c.deps.RestartDisabled || c.deps.Supervisor == nil):
-		c.setStatus("attached: vllmtop did not start this server, so it cannot restart it with other utilisations (S searches the load alone)", true)
+		c.setStatus("attached: vllmtop cannot restart it, as it did not start it (S searches the load alone)", true)
 		return nil
 	case s.phase != phaseIdle:
 		c.setStatus("wait for the restart under way, then start the run", true)
@@ -190,7 +196,7 @@ func (m *Model) startTune(kind int) tea.Cmd {
 
 // showPrompt puts the SLO being typed in the status line.
 func (m *Model) showPrompt() {
-	m.c.setStatus("SLO for the search: "+*m.c.s.tune.prompt+"▏ (enter starts · esc cancels)", false)
+	m.c.setStatus("search SLO: "+*m.c.s.tune.prompt+"▏ enter starts · esc cancels", false)
 }
 
 // promptKey edits the SLO being typed.
@@ -475,13 +481,19 @@ func bracket(probes []loadgen.SLOProbe) (lo, hi int) {
 	return lo, hi
 }
 
-// probeText is a finished probe against the SLO's first bound in a few words: "C=16 212≤500".
+// probeText is a finished probe against the SLO's first bound in a few words:
+// "C=16 212ms≤500ms" (the unit from the metric's name: p99_ttft_ms is in ms).
 func (m *Model) probeText(p loadgen.SLOProbe) string {
 	t := &m.c.s.tune
-	v, _ := docNumber(p.Docs, sloMetric(t.slo))
-	out := fmt.Sprintf("%s %s", m.valueLabel(p.Value), trimFloat(math.Round(v)))
+	metric := sloMetric(t.slo)
+	unit := ""
+	if strings.HasSuffix(metric, "_ms") {
+		unit = "ms"
+	}
+	v, _ := docNumber(p.Docs, metric)
+	out := fmt.Sprintf("%s %s%s", m.valueLabel(p.Value), trimFloat(math.Round(v)), unit)
 	if len(t.slo) > 0 {
-		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target)
+		out += map[bool]string{true: "≤", false: ">"}[p.Passed()] + trimFloat(t.slo[0].Target) + unit
 	}
 	return out
 }

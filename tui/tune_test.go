@@ -117,9 +117,9 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	// The status line follows the probe (its number, value and stage), the last result against
 	// the SLO and the knee's bracket.
 	assert.Contains(t, progress, "search · #1 C=4 warm-up")
-	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40≤505 · knee [4,–]")
-	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643>505 · knee [32,64]")
-	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520>505 · knee [48,52]")
+	assert.Contains(t, progress, "search · #2 C=8 8/16 · C=4 40ms≤505ms · knee [4,–]")
+	assert.Contains(t, progress, "search · #6 C=48 0/96 · C=64 643ms>505ms · knee [32,64]")
+	assert.Contains(t, progress, "search · #9 C=50 0/100 · C=52 520ms>505ms · knee [48,52]")
 
 	tn := &r.m.c.s.tune
 	require.Len(t, tn.curves, 1)
@@ -167,7 +167,7 @@ func TestSLOSearchPromptsForTheSLOAndStopsKeepingWhatFinished(t *testing.T) {
 	r := newTuneRig(t)
 	r.press("S")
 	require.NotNil(t, r.m.c.s.tune.prompt, "no --sla: the search asks for one")
-	assert.Contains(t, r.view(), "SLO for the search: p99_ttft_ms<=500")
+	assert.Contains(t, r.view(), "search SLO: p99_ttft_ms<=500▏ enter starts · esc cancels")
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
 	r.send(tea.KeyMsg{Type: tea.KeyBackspace})
@@ -307,6 +307,7 @@ func TestUtilSweepIsRefusedWhenAttached(t *testing.T) {
 	r.press("W")
 	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind)
 	assert.Contains(t, r.m.c.s.status, "cannot restart it")
+	assert.LessOrEqual(t, len([]rune(r.m.c.s.status)), 120-len([]rune("? help · q quit"))-3, "whole on a 120-column status line")
 }
 
 func TestExportWritesRunsAndCurves(t *testing.T) {

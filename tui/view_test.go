@@ -185,6 +185,9 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
 				}
 			}
+			tk := d.m.keys.Tune
+			assert.Regexp(t, tk.Search.Help().Key+"/"+tk.Sweep.Help().Key+"/"+tk.Export.Help().Key+` +SLO search / util sweep / export`, out,
+				"%dx%d %s: the tuning keys are in the help", sz[0], sz[1], tb.name)
 			for _, g := range d.m.panels[i].FullHelp() {
 				for _, b := range g {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every key of the panel is in the help", sz[0], sz[1], tb.name)

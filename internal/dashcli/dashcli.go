@@ -189,7 +189,7 @@ func (d *Dashboard) server(startSim SimStarter, say Sayer) error {
 		return err
 	case d.command != nil:
 		d.deps.Mode = tui.ModeSupervise
-		cmd, err := server.OnLoopback(d.command)
+		cmd, err := server.OnLoopback(thisVllmtop(d.command, os.Executable))
 		if err == nil {
 			d.sup, err = server.New(cmd)
 		}
@@ -307,4 +307,18 @@ func (d *Dashboard) shutdown() {
 	_ = d.sup.Stop(ctx)
 	_ = d.sup.Close()
 	_ = d.load.Close()
+}
+
+// thisVllmtop runs `vllmtop sim ...` after -- with this executable, as vllmtop sweep's
+// --serve-cmd does: `go run . -- vllmtop sim` works without vllmtop installed, and runs the
+// same build as the dashboard.
+func thisVllmtop(cmd []string, self func() (string, error)) []string {
+	if len(cmd) < 2 || cmd[0] != "vllmtop" || cmd[1] != "sim" {
+		return cmd
+	}
+	exe, err := self()
+	if err != nil {
+		return cmd
+	}
+	return append([]string{exe}, cmd[1:]...)
 }

@@ -118,10 +118,10 @@ func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
 // printCapacity is `vllmtop sim --print-capacity`: the report on stdout; exit status 1 when
 // vLLM would refuse the setting as given.
-func printCapacity(opts *Options, args []string, getenv func(string) string, stdout io.Writer) int {
+func printCapacity(opts *Options, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	r, err := CapacityReport(args, getenv, capacity.Workload{PromptTokens: opts.CapacityPromptLen, OutputTokens: opts.CapacityOutputLen})
 	if err != nil {
-		fmt.Fprintln(stdout, err)
+		writeStartError(err, stdout, stderr, false)
 		return ExitCode(err)
 	}
 	fmt.Fprint(stdout, r.Render(100))

@@ -17,26 +17,11 @@ const ShutdownGrace = 2 * time.Second
 // 2 for a bad command line (argparse's usage line and error on stderr).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if opts, err := ParseArgs(args, getenv); err == nil && opts.PrintCapacity {
-		return printCapacity(opts, args, getenv, stdout)
+		return printCapacity(opts, args, getenv, stdout, stderr)
 	}
 	inst, err := Start(ctx, args, getenv, WithLogs(stdout, stderr))
 	if err != nil {
-		var help *HelpRequested
-		var usage *UsageError
-		var cfgErr *ConfigError
-		var startErr *StartupError
-		var invalid *ValidationError
-		switch {
-		case errors.As(err, &help):
-			fmt.Fprint(stdout, help.Text)
-		case errors.As(err, &usage):
-			fmt.Fprintf(stderr, "%s\nvllmtop sim: error: %s\n", usageLine, usage.Msg)
-		case errors.As(err, &cfgErr):
-			fmt.Fprintf(stderr, "vllmtop sim: error: %s\n", cfgErr.Msg)
-		case errors.As(err, &startErr), errors.As(err, &invalid): // logged as vLLM logs them
-		default:
-			fmt.Fprintf(stderr, "vllmtop sim: error: %v\n", err)
-		}
+		writeStartError(err, stdout, stderr, true)
 		return ExitCode(err)
 	}
 	if err := inst.Wait(); err != nil {
@@ -52,4 +37,29 @@ func unwrapSyscall(err error) error {
 		return se.Err
 	}
 	return err
+}
+
+// writeStartError reports why the server did not start: help on stdout, a bad command line
+// or configuration as one "vllmtop sim: error:" line on stderr, and vLLM's own failures as
+// vLLM prints them (already in the log, unless logged is false: then on stdout).
+func writeStartError(err error, stdout, stderr io.Writer, logged bool) {
+	var help *HelpRequested
+	var usage *UsageError
+	var cfgErr *ConfigError
+	var startErr *StartupError
+	var invalid *ValidationError
+	switch {
+	case errors.As(err, &help):
+		fmt.Fprint(stdout, help.Text)
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "%s\nvllmtop sim: error: %s\n", usageLine, usage.Msg)
+	case errors.As(err, &cfgErr):
+		fmt.Fprintf(stderr, "vllmtop sim: error: %s\n", cfgErr.Msg)
+	case errors.As(err, &startErr), errors.As(err, &invalid):
+		if !logged {
+			fmt.Fprintln(stdout, err)
+		}
+	default:
+		fmt.Fprintf(stderr, "vllmtop sim: error: %v\n", err)
+	}
 }
