@@ -172,7 +172,7 @@ func TestParseSelectedOnMutations(t *testing.T) {
 	sel := testSelection()
 	rng := rand.New(rand.NewPCG(1, 2))
 	specials := []byte("\\\"{}=, \t\n#_:-+.eE0123456789xInfNa\xff")
-	n := 40
+	n := 25
 	if testing.Short() {
 		n = 10
 	}
