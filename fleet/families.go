@@ -1,12 +1,12 @@
 package fleet
 
-import "bytes"
+import "github.com/vllmtop/vllmtop/scrape"
 
 // rowFamilies are the metric families a row reads, under every name scrape maps them from
-// (scrape/names.go) and the PromQL of promql.go asks for. A direct scrape keeps only these
-// before parsing: a vLLM exposition is about 60 KB, most of it histograms no row shows, and
-// parsing is most of a fleet's CPU (see BenchmarkFleetRefresh). The raw body still goes whole
-// to Tap and LastBody.
+// (scrape/names.go) and the PromQL of promql.go asks for. A direct scrape parses only these
+// (scrape.ParseSelected): a vLLM exposition is about 60 KB, most of it histograms no row
+// shows, and parsing is most of a fleet's CPU (see BenchmarkFleetRefresh). The raw body still
+// goes whole to Tap and LastBody.
 var rowFamilies = map[string]bool{
 	"process_start_time_seconds": true,
 
@@ -31,48 +31,23 @@ var rowFamilies = map[string]bool{
 	"tgi_request_queue_duration": true, "tgi_request_input_length": true,
 }
 
-// keepRowFamilies copies the lines of body that belong to rowFamilies: their # HELP and
-// # TYPE lines and their samples (a histogram's _bucket, _sum and _count). Blank and other
-// comment lines go.
-func keepRowFamilies(body []byte) []byte {
-	out := make([]byte, 0, len(body)/3)
-	for len(body) > 0 {
-		line := body
-		rest := []byte(nil)
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, rest = body[:i+1], body[i+1:]
-		}
-		body = rest
-		if keepLine(line) {
-			out = append(out, line...)
-		}
-	}
-	return out
+// rowMeansOnly are the histograms of rowFamilies a row reads only the mean of (queue and
+// prefill time, prompt length): their finite buckets, a third of what is kept, are skipped.
+var rowMeansOnly = map[string]bool{
+	"vllm:request_queue_time_seconds": true, "vllm:request_prefill_time_seconds": true, "vllm:request_prompt_tokens": true,
+	"sglang:queue_time_seconds": true, "sglang:waiting_request_latency_seconds": true, "sglang:request_prompt_tokens": true,
+	"tgi_request_queue_duration": true, "tgi_request_input_length": true,
 }
 
-func keepLine(line []byte) bool {
-	var name []byte
-	switch {
-	case bytes.HasPrefix(line, []byte("# HELP ")), bytes.HasPrefix(line, []byte("# TYPE ")):
-		name = line[len("# HELP "):]
-		if i := bytes.IndexAny(name, " \t\r\n"); i >= 0 {
-			name = name[:i]
-		}
-	case len(line) == 0 || line[0] == '#':
-		return false
-	default:
-		name = line
-		if i := bytes.IndexAny(name, "{ \t\r\n"); i >= 0 {
-			name = name[:i]
+// rowSelection is what a direct scrape parses (scrape.ParseSelected).
+var rowSelection = func() *scrape.Selection {
+	var whole, means []string
+	for name := range rowFamilies {
+		if rowMeansOnly[name] {
+			means = append(means, name)
+		} else {
+			whole = append(whole, name)
 		}
 	}
-	if rowFamilies[string(name)] {
-		return true
-	}
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if bytes.HasSuffix(name, []byte(suffix)) && rowFamilies[string(name[:len(name)-len(suffix)])] {
-			return true
-		}
-	}
-	return false
-}
+	return scrape.NewSelection(whole, means)
+}()

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,11 +38,11 @@ func TestFilteredScrapeGivesTheSameRows(t *testing.T) {
 			rows := func(filter bool) []Row {
 				var snaps [2]scrape.Snapshot
 				for i, body := range []string{before, after} {
-					b := []byte(body)
-					if kept := keepRowFamilies(b); filter && len(kept) > 0 {
-						b = kept // as Direct does: a body with nothing kept is parsed whole
+					parse := func() (scrape.Snapshot, error) { return scrape.Parse(strings.NewReader(body)) }
+					if filter {
+						parse = func() (scrape.Snapshot, error) { return scrape.ParseSelected([]byte(body), rowSelection) }
 					}
-					s, err := scrape.Parse(bytes.NewReader(b))
+					s, err := parse()
 					require.NoError(t, err)
 					s.Time = time.Unix(1000+10*int64(i), 0)
 					s.Unmapped = nil
@@ -79,34 +78,16 @@ func TestRowFamiliesMatchThePromQL(t *testing.T) {
 	assert.Empty(t, missing, "kept for direct rows but never queried from Prometheus")
 }
 
-func TestKeepLine(t *testing.T) {
-	for _, c := range []struct {
-		line string
-		keep bool
-	}{
-		{"# HELP vllm:num_requests_running Number of requests.\n", true},
-		{"# TYPE vllm:time_to_first_token_seconds histogram\n", true},
-		{"vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} 3\n", true},
-		{"vllm:time_to_first_token_seconds_count 3\n", true},
-		{"vllm:num_requests_running 2", true},
-		{"# TYPE vllm:num_preemptions_created gauge\n", false},
-		{"vllm:e2e_request_latency_seconds_bucket{le=\"1\"} 3\n", false},
-		{"vllm:num_requests_waiting_by_reason{reason=\"capacity\"} 1\n", false},
-		{"\n", false},
-		{"# EOF\n", false},
-	} {
-		assert.Equal(t, c.keep, keepLine([]byte(c.line)), c.line)
+// TestRowSelection: the sums-only histograms are row families, and no row family is named
+// like a histogram's series (the filter strips one _bucket, _sum or _count).
+func TestRowSelection(t *testing.T) {
+	for name := range rowMeansOnly {
+		assert.True(t, rowFamilies[name], name)
 	}
-}
-
-func FuzzKeepRowFamilies(f *testing.F) {
-	raw, _ := os.ReadFile("../testdata/vllm-0.24-single-engine-rust-vllmtop.prom")
-	f.Add(raw[:4000])
-	f.Add([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{a=\"\\n\"} 1\n# EOF"))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		kept := keepRowFamilies(body)
-		assert.Equal(t, kept, keepRowFamilies(kept), "keeping twice keeps the same")
-		assert.LessOrEqual(t, len(kept), len(body))
-		_, _ = scrape.Parse(bytes.NewReader(kept)) // never panics
-	})
+	for name := range rowFamilies {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			assert.False(t, strings.HasSuffix(name, suffix), name)
+		}
+	}
+	assert.Len(t, rowSelection.Families(), len(rowFamilies))
 }

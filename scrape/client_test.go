@@ -270,3 +270,36 @@ func TestClientOptions(t *testing.T) {
 	_, err = NewClient("")
 	assert.Error(t, err)
 }
+
+// TestFetchEncoding: a loopback server is asked for the body uncompressed (gzip would cost
+// CPU at both ends for nothing); the body is read whole whether its length is announced or
+// chunked.
+func TestFetchEncoding(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join(testdataDir, "vllm-0.24-single-engine-rust-vllmtop.prom"))
+	require.NoError(t, err)
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Accept-Encoding"))
+		if r.URL.Query().Has("announced") {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	for _, q := range []string{"?announced", "?chunked"} {
+		c, err := NewClient(srv.URL + "/metrics" + q)
+		require.NoError(t, err)
+		for range 2 { // the second read of a chunked body is sized by the first
+			b, _, err := c.Fetch(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, body, b, q)
+		}
+	}
+	assert.Equal(t, []string{"identity", "identity", "identity", "identity"}, got)
+
+	for host, want := range map[string]bool{"http://127.0.0.1:8000/metrics": true, "http://localhost/metrics": true,
+		"http://[::1]:8000/metrics": true, "http://127.3.0.1/metrics": true, "http://gpu-7.internal:8000/metrics": false,
+		"http://10.0.0.7:8000/metrics": false} {
+		assert.Equal(t, want, isLoopback(host), host)
+	}
+}

@@ -6,7 +6,9 @@
 //     verification), caps the body size, and reports every failure as a one-line *Error that
 //     names the URL and the cause;
 //   - parsing: Parse reads the text exposition with prometheus/common's expfmt;
-//     RawFamilies gives prom2json's JSON form of every family;
+//     ParseSelected parses only a Selection of families (a fleet's few), every line it
+//     leaves out checked so it refuses what Parse refuses; RawFamilies gives prom2json's
+//     JSON form of every family;
 //   - mapping: FromFamilies fills a Snapshot for vLLM (V0 and V1 names, old and new names of
 //     a renamed metric as one field), SGLang and TGI, per model and per data-parallel engine,
 //     and keeps every family it did not map in Snapshot.Unmapped;
