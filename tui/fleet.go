@@ -61,11 +61,12 @@ func waitFleet(src FleetSource, facts diagnose.Facts) tea.Cmd {
 	return waitFleetEvery(src, facts, fleetMinGap)
 }
 
-// fleetGap is the least time between two reads of a fleet of n rows: a second, and 10 ms
-// more per row past 100 (2 s at 200), at most 3 s: a large fleet's rows cost more to judge
-// and draw, and each of its endpoints is scraped seldom (fleet.IntervalFor).
+// fleetGap is the least time between two reads of a fleet of n rows: a second, and 20 ms
+// more per row past 100 (3 s at 200 and over): a large fleet's rows cost more to judge and
+// draw, and each of its endpoints is scraped seldom (every 15 s at 200, fleet.IntervalFor),
+// so a read every 3 s still shows each scrape within a fifth of its interval.
 func fleetGap(n int) time.Duration {
-	return min(fleetMinGap+time.Duration(max(n-100, 0))*10*time.Millisecond, max(fleetMinGap, 3*time.Second))
+	return min(fleetMinGap+time.Duration(max(n-100, 0))*20*time.Millisecond, max(fleetMinGap, 3*time.Second))
 }
 
 func waitFleetEvery(src FleetSource, facts diagnose.Facts, gap time.Duration) tea.Cmd {
