@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -792,15 +793,27 @@ func backendItem(c *common, w int) (item, bool) {
 	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 1}, true
 }
 
-// verdictItem is the header's verdict line: HEALTHY, or the worst verdict and how many more.
-func verdictItem(c *common, w int) (item, bool) {
+// verdictItem is the header's verdict: HEALTHY, or the overall state and the rules that
+// fired, worst first ("DEGRADED queue-bound, kv-bound"); full is the worst verdict's sentence
+// ("DEGRADED: ... (+1 more)"), which the header shows instead when it fits in the room the
+// load's own figures leave.
+func verdictItem(c *common) (short item, full string, ok bool) {
 	st := &c.styles
 	if c.s.snap == nil {
-		return item{}, false
+		return item{}, "", false
 	}
 	o, sum := diagnose.Summary(c.s.verdicts)
 	if o == diagnose.Healthy {
-		return item{st.Good.Render("HEALTHY"), 3}, true
+		return item{st.Good.Render("HEALTHY"), 3}, "", true
 	}
-	return item{overallStyle(st, o).Render(truncate(clean(sum), max(w/2, 30))), 0}, true
+	sorted := append([]diagnose.Verdict(nil), c.s.verdicts...)
+	diagnose.Sort(sorted)
+	var rules []string
+	for _, v := range sorted {
+		if v.Severity != diagnose.Info && !slices.Contains(rules, v.Rule) {
+			rules = append(rules, v.Rule)
+		}
+	}
+	style := overallStyle(st, o)
+	return item{style.Render(o.String() + " " + clean(strings.Join(rules, ", "))), 0}, style.Render(clean(sum)), true
 }

@@ -255,10 +255,18 @@ func (h *header) loadLine() string {
 	if it, ok := canaryItem(c); ok {
 		items = append(items, it)
 	}
-	if it, ok := verdictItem(c, h.w); ok {
-		items = append(items, it)
+	sep := st.Muted.Render(" · ")
+	short, full, ok := verdictItem(c)
+	if !ok {
+		return fitItems(items, sep, h.w)
 	}
-	return fitItems(items, st.Muted.Render(" · "), h.w)
+	line := fitItems(append(items, short), sep, h.w)
+	// The whole sentence where it fits beside every figure the short form left room for.
+	if room := h.w - lipgloss.Width(line); full != "" && strings.Contains(line, short.text) &&
+		lipgloss.Width(full) <= lipgloss.Width(short.text)+room {
+		line = fitItems(append(items, item{full, short.prio}), sep, h.w)
+	}
+	return line
 }
 
 // specDecode is speculative decoding's acceptance over the last scrape window, when the

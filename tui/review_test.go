@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -133,4 +135,33 @@ func TestRunsComparisonKeepsTwoTextsApart(t *testing.T) {
 	out := d.view()
 	require.Contains(t, out, "A (run")
 	assert.Regexp(t, `prefix on  +256→128 prefix off`, out, "the A and B texts are two cells apart at least, neither cut")
+}
+
+// A verdict in a single server's header is the state and its rules where the load's figures
+// need the room, and the whole sentence where it fits beside them: from 120 columns it never
+// pushes the failures, req/s or tok/s off the line; at 80 it is kept before them.
+func TestHeaderVerdictLeavesTheLoadFigures(t *testing.T) {
+	for _, w := range []int{80, 120, 200} {
+		d := newDriver(t, w, 40)
+		d.requests(30, 40*time.Millisecond)
+		d.scrape()
+		for i := 0; i < 4; i++ {
+			d.second()
+		}
+		d.m.c.s.verdicts = []diagnose.Verdict{{Rule: "queue-bound", Severity: diagnose.Warning, Subject: "http://127.0.0.1:8000",
+			Text: "http://127.0.0.1:8000 spends 62.8% of its TTFT queued"}}
+		d.m.header.Update(refreshMsg{})
+		load := strings.Split(d.m.header.View(), "\n")[1]
+		assert.LessOrEqual(t, lipgloss.Width(load), w)
+		if w >= 120 {
+			assert.Contains(t, load, "req/s", "at %d columns", w)
+			assert.Contains(t, load, "failed", "at %d columns", w)
+			assert.Contains(t, load, "tok/s", "at %d columns", w)
+		}
+		if w == 200 {
+			assert.Contains(t, load, "DEGRADED: http://127.0.0.1:8000 spends 62.8%", "the sentence where it fits")
+		} else {
+			assert.Contains(t, load, "DEGRADED queue-bound", "at %d columns", w)
+		}
+	}
 }
