@@ -157,6 +157,7 @@ func joinFit(parts []string, prio []int, sep string, width int) string {
 	used := 0
 	sepW := lipgloss.Width(sep)
 	for p := 0; p <= maxInt(prio); p++ {
+		missed := false
 		for i := range parts {
 			if prio[i] != p || parts[i] == "" {
 				continue
@@ -168,7 +169,14 @@ func joinFit(parts []string, prio []int, sep string, width int) string {
 			if used+w <= width {
 				keep[i] = true
 				used += w
+			} else {
+				missed = true
 			}
+		}
+		if missed {
+			// Nothing less important fills the gap an item of this rank left: a short
+			// detail in place of a missing figure reads as if the figure did not exist.
+			break
 		}
 	}
 	var out []string

@@ -1,0 +1,25 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestJoinFit(t *testing.T) {
+	parts := []string{"load C=4", "KV 464,720 tok · max conc 3.55x", "weights 14.99 GiB", "vLLM 0.26.0"}
+	prio := []int{0, 2, 5, 6}
+	for _, tc := range []struct {
+		width int
+		want  string
+	}{
+		{80, "load C=4 · KV 464,720 tok · max conc 3.55x · weights 14.99 GiB · vLLM 0.26.0"},
+		{70, "load C=4 · KV 464,720 tok · max conc 3.55x · weights 14.99 GiB"},
+		{45, "load C=4 · KV 464,720 tok · max conc 3.55x"},
+		// The KV item does not fit: nothing less important takes its place.
+		{35, "load C=4"},
+		{4, ""}, // a part is left out whole, never cut
+	} {
+		assert.Equal(t, tc.want, joinFit(parts, prio, " · ", tc.width), "width %d", tc.width)
+	}
+}
