@@ -86,12 +86,13 @@ func (d *driver) press(keys ...string) tea.Cmd {
 	return cmd
 }
 
-// second advances the clock by one second in four UI ticks, with a scrape at its end run as
-// the program runs it (its command, then its result).
+// second advances the clock by one second in UI ticks (four, or one in fleet mode), with a
+// scrape at its end run as the program runs it (its command, then its result).
 func (d *driver) second() {
 	d.t.Helper()
-	for i := 0; i < 4; i++ {
-		*d.td.clock = d.td.clock.Add(uiInterval)
+	every := uiIntervalFor(d.m.c.deps)
+	for i := 0; i < int(time.Second/every); i++ {
+		*d.td.clock = d.td.clock.Add(every)
 		d.send(uiTickMsg{gen: d.m.tickGen, at: *d.td.clock})
 	}
 	d.scrape()

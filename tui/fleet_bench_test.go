@@ -64,7 +64,7 @@ func processCPU() time.Duration {
 
 // BenchmarkFleetView200 runs the dashboard's fleet mode against 200 endpoints served by a
 // child process, as vllmtop runs it: the Direct source at fleet.IntervalFor(200) in its own
-// goroutines, its rows read in commands, the UI ticking at 4 Hz with the Fleet view drawn and
+// goroutines, its rows read in commands, the UI ticking as the dashboard does in fleet mode, with the Fleet view drawn and
 // the screen built on every message. One op is one refresh interval of wall time; cpu-s/min
 // is this process's CPU (user and system) per minute of it.
 //
@@ -114,7 +114,7 @@ func benchFleetView(b *testing.B, ui bool) {
 		}
 	}()
 	go func() { _ = src.Run(ctx) }()
-	ticker := time.NewTicker(uiInterval)
+	ticker := time.NewTicker(uiIntervalFor(m.c.deps))
 	defer ticker.Stop()
 	b.ResetTimer()
 	cpu0, wall0 := processCPU(), time.Now()

@@ -79,7 +79,7 @@ func New(d Deps) *Model {
 
 // Init starts the tick chains and the server event reader.
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{uiTick(m.tickGen)}
+	cmds := []tea.Cmd{uiTick(m.tickGen, uiIntervalFor(m.c.deps))}
 	d := m.c.deps
 	if d.Scraper != nil {
 		cmds = append(cmds, scheduleScrape(m.scrapeGen, 0))
@@ -119,7 +119,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.tick(msg.at)
-		return m, uiTick(m.tickGen)
+		return m, uiTick(m.tickGen, uiIntervalFor(m.c.deps))
 	case scrapeTickMsg:
 		if msg.gen != m.scrapeGen || m.c.deps.Scraper == nil {
 			return m, nil
@@ -215,7 +215,7 @@ func (m *Model) tick(now time.Time) {
 	if c.deps.Load != nil {
 		s.loader = c.deps.Load.Stats()
 	}
-	second := m.ticks%4 == 0
+	second := m.ticks%int(time.Second/uiIntervalFor(c.deps)) == 0
 	if second {
 		if c.deps.Load != nil {
 			c.deps.Load.Tick(now)
