@@ -519,10 +519,7 @@ func (m *Model) togglePrompts() {
 		return
 	}
 	s.longPrompts = !s.longPrompts
-	name, n := c.deps.Load.UseLongPrompts(s.longPrompts)
-	s.workloads[boolIndex(s.longPrompts)] = name
-	c.setStatus("workload: "+clean(name), false)
-	c.beginEpoch(n, s.util)
+	m.newWorkload(c.deps.Load.UseLongPrompts(s.longPrompts))
 	for _, p := range m.panels {
 		p.Update(workloadMsg{long: s.longPrompts})
 	}

@@ -8,7 +8,13 @@ func (m *Model) togglePrefix() {
 		return
 	}
 	s.prefixOn = !s.prefixOn
-	name, n := c.deps.Load.SharedPrefix(s.prefixOn)
+	m.newWorkload(c.deps.Load.SharedPrefix(s.prefixOn))
+}
+
+// newWorkload records the workload the load switched to (named name, from epoch n on): the
+// Runs view's name for it, the status line, and the epoch it begins.
+func (m *Model) newWorkload(name string, n int) {
+	c, s := m.c, &m.c.s
 	s.workloads[boolIndex(s.longPrompts)] = name
 	c.setStatus("workload: "+clean(name), false)
 	c.beginEpoch(n, s.util)
