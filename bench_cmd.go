@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vllmtop/vllmtop/internal/benchcli"
-	"github.com/vllmtop/vllmtop/internal/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/predict"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
-	"github.com/vllmtop/vllmtop/predict"
-	"github.com/vllmtop/vllmtop/sanitize"
 )
 
 const benchAbout = `Benchmark a vLLM server as vllm bench serve does, with its flags: vLLM's result table per run

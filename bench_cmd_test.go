@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/internal/benchcli"
+	"github.com/vllmtop/vllmtop/internal/app/benchcli"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vllmtop/vllmtop/internal/dashcli"
+	"github.com/vllmtop/vllmtop/internal/app/dashcli"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )

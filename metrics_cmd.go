@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vllmtop/vllmtop/diagnose"
+	"github.com/vllmtop/vllmtop/internal/app/recorder"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
-	"github.com/vllmtop/vllmtop/recorder"
-	"github.com/vllmtop/vllmtop/sanitize"
 	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
 )
 
 const metricsAbout = `Scrape a server's /metrics once and print what it says: requests running and waiting,

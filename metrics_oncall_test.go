@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/internal/simtest"
-	"github.com/vllmtop/vllmtop/recorder"
+	"github.com/vllmtop/vllmtop/internal/app/recorder"
+	"github.com/vllmtop/vllmtop/internal/app/simtest"
 	"github.com/vllmtop/vllmtop/scrape"
 )
 

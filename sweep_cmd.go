@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/vllmtop/vllmtop/internal/benchcli"
-	"github.com/vllmtop/vllmtop/internal/sweepcli"
+	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/internal/app/sweepcli"
 )
 
 const sweepAbout = `Sweep server settings as vllm bench sweep serve (and serve_sla) does, with its flags and files:

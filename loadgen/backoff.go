@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Defaults of a BackoffConfig.

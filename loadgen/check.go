@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // ModelCard is one model a server lists at GET /v1/models. ID and Root are sanitised

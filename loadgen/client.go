@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/tlsconfig"
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/tlsconfig"
 )
 
 // Endpoint paths vLLM serves.

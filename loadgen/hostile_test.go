@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // The hostile-server suite: servers that send what no honest server sends. Each case must end

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/clock"
+	"github.com/vllmtop/vllmtop/internal/base/clock"
 )
 
 // Arrival is one request of a schedule: what to send and when.

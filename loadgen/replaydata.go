@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Trace datasets, by --dataset-name.

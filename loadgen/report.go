@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Backends as vllm bench serve names them; the endpoint decides which one a run uses.

@@ -10,7 +10,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // Caps on what a server may send. Past a cap the request fails (class ErrOversized, or

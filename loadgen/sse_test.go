@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

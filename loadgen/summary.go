@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // String writes the float as Python's repr does (1.0, 0.9, 1e-05).

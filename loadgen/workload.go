@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // Workload produces the i-th request's prompt. Implementations are safe for concurrent use.

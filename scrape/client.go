@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
-	"github.com/vllmtop/vllmtop/internal/tlsconfig"
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
+	"github.com/vllmtop/vllmtop/internal/base/tlsconfig"
 )
 
 // Defaults for a Client.

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // The hostile-server suite for /metrics: each case ends in a one-line error or a snapshot

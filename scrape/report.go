@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/textfmt"
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // This file is the metrics report of vllmtop metrics: a Snapshot and a Window as text, and

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // Attach returns a supervisor that watches a server it does not run: it polls baseURL+"/health"

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // httpClient returns the client for /health probes: WithHTTPClient's, or one that uses no

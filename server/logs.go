@@ -3,7 +3,7 @@ package server
 import (
 	"unicode/utf8"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // splitter turns a byte stream into lines. A line ends at '\n' or '\r' (tqdm redraws its bars

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vllmtop/vllmtop/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
 // Errors returned by the Supervisor's methods.

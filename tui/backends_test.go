@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/diagnose"
-	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/fleet"
 )
 
 // serveFixture answers /metrics with a real capture.

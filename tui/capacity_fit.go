@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/vllmtop/vllmtop/capacity"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
 // capacityFit is the Capacity view's part tied to the workload: how many of its requests fit,

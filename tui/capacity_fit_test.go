@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vllmtop/vllmtop/capacity"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
 var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)

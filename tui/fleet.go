@@ -12,9 +12,9 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/vllmtop/vllmtop/diagnose"
-	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/fleet"
 )
 
 // fleetTab is the Fleet view, first in the tab line when the dashboard watches a fleet.

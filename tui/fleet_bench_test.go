@@ -16,8 +16,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/vllmtop/vllmtop/diagnose"
-	"github.com/vllmtop/vllmtop/fleet"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/fleet"
 )
 
 const benchServeEnv = "VLLMTOP_FLEET_BENCH_SERVE"

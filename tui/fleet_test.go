@@ -9,9 +9,9 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/vllmtop/vllmtop/diagnose"
-	"github.com/vllmtop/vllmtop/fleet"
 	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/fleet"
 )
 
 // fakeFleet is a FleetSource of fixed rows, judged by the real rules.

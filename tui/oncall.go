@@ -5,7 +5,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/vllmtop/vllmtop/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
 )
 
 // recordDoneMsg is a flight-recorder bundle written (or not).

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/diagnose"
-	"github.com/vllmtop/vllmtop/fleet"
-	"github.com/vllmtop/vllmtop/internal/simtest"
+	"github.com/vllmtop/vllmtop/internal/app/simtest"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+	"github.com/vllmtop/vllmtop/scrape/fleet"
 )
 
 // TestPrometheusFleetThroughTheDashboard runs Debian's prometheus scraping three simulated

@@ -4,9 +4,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/vllmtop/vllmtop/diagnose"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/themes"
 )

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vllmtop/vllmtop/internal/clock"
+	"github.com/vllmtop/vllmtop/internal/base/clock"
 )
 
 // Clock is how the engine's owner lets simulated time pass: the wall clock when serving, a

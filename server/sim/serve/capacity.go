@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vllmtop/vllmtop/capacity"
-	"github.com/vllmtop/vllmtop/internal/textfmt"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
 // CapacityReport sizes the KV cache for the simulator command line args as vLLM would, and

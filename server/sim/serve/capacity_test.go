@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/capacity"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
 func TestCapacityReportFitsTheWorkload(t *testing.T) {

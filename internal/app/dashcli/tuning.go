@@ -1,0 +1,52 @@
+package dashcli
+
+import (
+	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// finishTuning checks the tuning flags: the SLO as bench reads it, and utilisations the
+// sweep can restart with.
+func (o *Dashboard) finishTuning() error {
+	if o.sla != "" {
+		slo, err := loadgen.ParseSLO(o.sla)
+		if err != nil {
+			return cliflag.Usagef("%v", err)
+		}
+		o.deps.SLO = slo
+	}
+	for _, u := range o.deps.SweepUtils {
+		if !(u > 0 && u <= 1) {
+			return cliflag.Usagef("--sweep-utils %g: each value must be in (0, 1]", u)
+		}
+	}
+	return nil
+}
+
+// wireCapacity gives the Capacity view the workload's sizes and, for a server the simulator
+// models (vllmtop sim, supervised or built in), its capacity model at any utilisation.
+// Other servers get the estimate the view makes from vllm:cache_config_info.
+func (d *Dashboard) wireCapacity() {
+	l := d.loadCfg
+	d.deps.Workloads = [2]capacity.Workload{
+		{PromptTokens: l.Short.InputLen, OutputTokens: l.Short.OutputLen},
+		{PromptTokens: l.Long.InputLen, OutputTokens: l.Long.OutputLen},
+	}
+	if d.attach != "" || d.sup == nil {
+		return
+	}
+	args := d.sup.Args()
+	if len(args) < 2 || args[1] != "sim" || !server.KnownCommand(args) {
+		return
+	}
+	simArgs, getenv := append([]string(nil), args[2:]...), d.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	d.deps.CapacityReport = func(util float64, w capacity.Workload) (capacity.Report, error) {
+		return serve.CapacityReport(server.EditArgs(simArgs, server.SetGPUMemoryUtilization(util)), getenv, w)
+	}
+}

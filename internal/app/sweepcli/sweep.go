@@ -1,0 +1,634 @@
+// Package sweepcli is `vllmtop sweep` as a library: vllm bench sweep serve's (and serve_sla's)
+// parameter files and output layout, a server started under server.Supervisor per setting
+// (vLLM itself or `vllmtop sim`, or the simulator in-process on its virtual clock), and the
+// benchmarks or SLO searches of internal/benchcli against it, with the server's capacity
+// beside the client's results.
+package sweepcli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/predict"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
+	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/loadgen/curve"
+	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// Config is a parsed `vllmtop sweep` command line.
+type Config struct {
+	ServeCmd  []string // --serve-cmd, split as a shell splits it
+	BenchArgs []string // the benchmark's flags: --bench-cmd's after its program words, or sweep's own
+	// ServeParams and BenchParams are the combinations; their product is swept.
+	ServeParams, BenchParams []Combo
+	OutputDir                string // -o: results go to OutputDir/ExperimentName
+	ExperimentName           string // -e: default a time stamp
+	NumRuns                  int
+	Resume, DryRun           bool
+	ContinueOnError          bool
+	ReadyTimeout             time.Duration
+	Clock                    string          // benchcli.ClockWall or ClockVirtual (vllmtop sim only)
+	Search                   benchcli.Search // SLA mode when Search.On()
+	Plot                     string          // FILE.png or FILE.svg: the curves
+	VarX, VarY               string          // the curves' axes: result keys
+	Self                     string          // this executable, run where --serve-cmd says vllmtop
+	Getenv                   func(string) string
+}
+
+// Record fields the sweep adds from the server's own report of its capacity.
+const (
+	FieldKVTokens       = "server_kv_cache_tokens"
+	FieldMaxConcurrency = "server_max_concurrency"
+	FieldMaxModelLen    = "server_max_model_len"
+	FieldKVGiB          = "server_kv_cache_gib"
+	FieldWeightsGiB     = "server_weights_gib"
+)
+
+// Setting is one server setting's outcome: its capacity and its records.
+type Setting struct {
+	Combo    Combo
+	Command  []string
+	Capacity []loadgen.Field // the server_* fields; empty when the server did not start
+	Records  []loadgen.ResultDoc
+	Searches []benchcli.Curve // SLA mode: each bench and SLA combination's search
+	Err      error
+}
+
+// Run runs the sweep and writes its files; see the package doc.
+func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
+	dir, err := cfg.experimentDir()
+	if err != nil {
+		return cliflag.Usagef("%v", err)
+	}
+	if cfg.Search.On() {
+		for _, bc := range cfg.BenchParams {
+			if bc.Has(cfg.Search.Variable) {
+				return cliflag.Usagef("--bench-params sets %s, which the SLA search sets itself: leave it out", cfg.Search.Variable)
+			}
+		}
+	}
+	if !cfg.DryRun {
+		if err := os.MkdirAll(dir, 0o755); err != nil { // at once, so that --resume finds it after any stop
+			return err
+		}
+	}
+	var settings []Setting
+	for _, sc := range cfg.ServeParams {
+		s := cfg.runSetting(ctx, sc, dir, env)
+		settings = append(settings, s)
+		if s.Err != nil && (ctx.Err() != nil || !cfg.ContinueOnError) {
+			break
+		}
+	}
+	if cfg.DryRun {
+		fmt.Fprintf(env.Stdout, "Experiment will be saved at: %s\n", dir)
+		return nil
+	}
+	return cfg.finish(settings, dir, env, ctx.Err())
+}
+
+// experimentDir is OutputDir/ExperimentName, checked as vLLM checks it: a new run must not
+// overwrite one, a resumed one must exist (without a name, the newest is resumed).
+func (cfg *Config) experimentDir() (string, error) {
+	if cfg.Resume && cfg.ExperimentName == "" {
+		name, err := newestDir(cfg.OutputDir)
+		if err != nil {
+			return "", err
+		}
+		cfg.ExperimentName = name
+	}
+	if cfg.ExperimentName == "" {
+		cfg.ExperimentName = time.Now().Format("20060102_150405")
+	}
+	dir := filepath.Join(cfg.OutputDir, loadgen.SanitizeFilename(cfg.ExperimentName))
+	_, err := os.Stat(dir)
+	switch {
+	case cfg.Resume && err != nil:
+		return "", fmt.Errorf("--resume: cannot resume from %s: %v", dir, err)
+	case !cfg.Resume && err == nil && !cfg.DryRun:
+		return "", fmt.Errorf("%s exists: give another --experiment-name, or --resume to finish it", dir)
+	}
+	return dir, nil
+}
+
+// newestDir is the most recently changed directory in dir.
+func newestDir(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("--resume: %v", err)
+	}
+	var best string
+	var at time.Time
+	for _, e := range entries {
+		info, err := e.Info()
+		if e.IsDir() && err == nil && info.ModTime().After(at) {
+			best, at = e.Name(), info.ModTime()
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("--resume: no experiment in %s", dir)
+	}
+	return best, nil
+}
+
+// runSetting starts the server of one setting, runs every benchmark combination (or SLA
+// search) against it, and stops it.
+func (cfg *Config) runSetting(ctx context.Context, sc Combo, dir string, env benchcli.Env) Setting {
+	s := Setting{Combo: sc, Command: sc.ApplyTo(cfg.ServeCmd)}
+	fmt.Fprintln(env.Stdout, "[BEGIN SERVER]")
+	fmt.Fprintf(env.Stdout, "Server overrides: %s\n", orNone(sc.Text(", ")))
+	fmt.Fprintf(env.Stdout, "Server command: %s\n", strings.Join(server.RedactKeys(s.Command), " "))
+	defer fmt.Fprintln(env.Stdout, "[END SERVER]")
+	if cfg.DryRun {
+		for _, bc := range cfg.BenchParams {
+			fmt.Fprintf(env.Stdout, "Benchmark overrides: %s\nBenchmark command: vllmtop bench %s\nOutput: %s\n",
+				orNone(bc.Text(", ")), strings.Join(bc.ApplyTo(cfg.BenchArgs), " "), cfg.combDir(dir, sc, bc))
+		}
+		return s
+	}
+	if done, ok := cfg.resumed(dir, sc); ok {
+		fmt.Fprintln(env.Stdout, "Found existing results for every benchmark of this setting.")
+		s.Records = done
+		return s
+	}
+	target, stop, err := cfg.startServer(ctx, s.Command, env)
+	if err != nil {
+		s.Err = err
+		env.Say("%s: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
+		return s
+	}
+	defer stop()
+	s.Capacity = target.capacity
+	fmt.Fprintf(env.Stdout, "Server capacity: %s\n", capacityText(s.Capacity))
+	for _, bc := range cfg.BenchParams {
+		recs, curves, err := cfg.runBench(ctx, sc, bc, target, dir, s.Capacity, env)
+		s.Records, s.Searches = append(s.Records, recs...), append(s.Searches, curves...)
+		if err != nil {
+			s.Err = err
+			if !errors.Is(err, context.Canceled) {
+				env.Say("%s %s: %s", orNone(sc.Label()), orNone(bc.Label()), textfmt.OneLine(err.Error(), 0))
+			}
+			if ctx.Err() != nil || !cfg.ContinueOnError {
+				break
+			}
+		}
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// combDir is where a combination's runs go: SERVE--...-BENCH--... as vLLM names it.
+func (cfg *Config) combDir(dir string, sc, bc Combo) string {
+	name := func(c Combo) string {
+		if cfg.Search.On() {
+			return c.Text("-") // serve_sla names its directories by the parameters
+		}
+		return c.Label()
+	}
+	var parts []string
+	if len(sc.Params) > 0 || sc.Name != "" {
+		parts = append(parts, "SERVE-", name(sc))
+	}
+	if len(bc.Params) > 0 || bc.Name != "" {
+		parts = append(parts, "BENCH-", name(bc))
+	}
+	if len(parts) == 0 {
+		return dir
+	}
+	return filepath.Join(dir, loadgen.SanitizeFilename(strings.Join(parts, "-")))
+}
+
+// resumed returns the saved records of a setting whose every combination is done.
+func (cfg *Config) resumed(dir string, sc Combo) ([]loadgen.ResultDoc, bool) {
+	if !cfg.Resume {
+		return nil, false
+	}
+	var all []loadgen.ResultDoc
+	for _, bc := range cfg.BenchParams {
+		paths := []string{filepath.Join(cfg.combDir(dir, sc, bc), "summary.json")}
+		if cfg.Search.On() {
+			paths = paths[:0]
+			for _, slo := range cfg.Search.SLOs {
+				paths = append(paths, filepath.Join(cfg.combDir(dir, sc, bc), loadgen.SanitizeFilename("SLA--"+slo.Text("-")+".json")))
+			}
+		}
+		for _, p := range paths {
+			docs, err := readDocs(p)
+			if err != nil {
+				return nil, false
+			}
+			all = append(all, docs...)
+		}
+	}
+	return all, true
+}
+
+// readDocs reads a saved list of result documents, keys in order.
+func readDocs(path string) ([]loadgen.ResultDoc, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make([]loadgen.ResultDoc, 0, len(raws))
+	for _, r := range raws {
+		d, err := parseDoc(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// readDoc reads one saved result document.
+func readDoc(path string) (loadgen.ResultDoc, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseDoc(b)
+}
+
+func parseDoc(b []byte) (loadgen.ResultDoc, error) {
+	ps, err := orderedObject(b)
+	if err != nil {
+		return nil, err
+	}
+	d := make(loadgen.ResultDoc, 0, len(ps))
+	for _, p := range ps {
+		d = append(d, loadgen.Field{Key: p.Key, Value: fieldValue(p.Value)})
+	}
+	return d, nil
+}
+
+// started is a server ready for benchmarks: its URL, or the simulator on its virtual clock.
+type started struct {
+	url      string
+	virtual  *predict.Target
+	endpoint string
+	capacity []loadgen.Field
+	// prompts counts the prompts the server has been sent: each run gets fresh ones.
+	prompts *promptCount
+}
+
+type promptCount struct{ n int }
+
+// startServer starts one setting's server and waits until it is ready.
+func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.Env) (started, func(), error) {
+	sim := len(cmd) > 1 && filepath.Base(cmd[0]) == "vllmtop" && cmd[1] == "sim"
+	if cfg.Clock == benchcli.ClockVirtual {
+		if !sim {
+			return started{}, nil, errors.New("--sim-clock virtual simulates vllmtop sim in-process: --serve-cmd must be a vllmtop sim command")
+		}
+		plan, err := serve.Prepare(cmd[2:], cfg.Getenv)
+		if err != nil {
+			return started{}, nil, fmt.Errorf("the simulated server would not start: %s", textfmt.OneLine(err.Error(), 0))
+		}
+		c := plan.Capacity()
+		// Rounded as vLLM logs them, so a virtual sweep's summary reads as a real one's.
+		st := started{endpoint: loadgen.EndpointCompletions, capacity: capacityFields(c.KVCacheTokens, round2(c.MaxConcurrency), plan.MaxModelLen(),
+			round2(float64(c.AvailableKVBytes)/(1<<30)), round2(float64(c.WeightsBytes)/(1<<30)))}
+		st.virtual, st.prompts = predict.New(plan, st.endpoint), &promptCount{}
+		fmt.Fprintf(env.Stdout, "Simulated server: %s on %s, in-process on the virtual clock\n", plan.Model(), plan.GPU())
+		return st, func() {}, nil
+	}
+	if sim {
+		cmd = append([]string{cfg.Self}, cmd[1:]...)
+	}
+	cmd, err := server.OnLoopback(cmd)
+	if err != nil {
+		return started{}, nil, err
+	}
+	var opts []server.Option
+	if sim {
+		opts = append(opts, server.WithAPIKey(loadgen.APIKeyFromEnv(cfg.Getenv)))
+	}
+	sup, err := server.New(cmd, opts...)
+	if err != nil {
+		return started{}, nil, err
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = sup.Stop(sctx)
+		_ = sup.Close()
+	}
+	if err := sup.Start(ctx); err != nil {
+		stop()
+		return started{}, nil, fmt.Errorf("the server failed to start: %v", err)
+	}
+	wait, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	if err := sup.WaitReady(wait); err != nil {
+		stop()
+		return started{}, nil, fmt.Errorf("the server did not become ready: %v", err)
+	}
+	st := sup.Status()
+	st = awaitCapacity(ctx, sup, st)
+	return started{url: st.URL, capacity: capacityFields(st.KVCacheTokens, st.MaxConcurrency, st.MaxModelLen, st.KVCacheGiB, st.ModelGiB),
+		prompts: &promptCount{}}, stop, nil
+}
+
+// awaitCapacity gives the log reader a moment to fold in the capacity lines a server logged
+// just before it answered /health (at most 2 s; a server that never logs them has none).
+func awaitCapacity(ctx context.Context, sup *server.Supervisor, st server.Status) server.Status {
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for st.KVCacheTokens == 0 {
+		select {
+		case <-sup.Events():
+			st = sup.Status()
+		case <-deadline.C:
+			return st
+		case <-ctx.Done():
+			return st
+		}
+	}
+	return st
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+func capacityFields(tokens int, maxConc float64, maxLen int, kvGiB, weightsGiB float64) []loadgen.Field {
+	return []loadgen.Field{{Key: FieldKVTokens, Value: tokens}, {Key: FieldMaxConcurrency, Value: loadgen.PyFloat(maxConc)},
+		{Key: FieldMaxModelLen, Value: maxLen}, {Key: FieldKVGiB, Value: loadgen.PyFloat(kvGiB)}, {Key: FieldWeightsGiB, Value: loadgen.PyFloat(weightsGiB)}}
+}
+
+// capacityText is the capacity on one line.
+func capacityText(fs []loadgen.Field) string {
+	v := map[string]any{}
+	for _, f := range fs {
+		v[f.Key] = f.Value
+	}
+	return fmt.Sprintf("KV cache %v tokens (%v GiB), max concurrency %v for %v-token requests, weights %v GiB",
+		textfmt.Thousands(int64(asInt(v[FieldKVTokens]))), fixed(v[FieldKVGiB]), fixed(v[FieldMaxConcurrency]), v[FieldMaxModelLen], fixed(v[FieldWeightsGiB]))
+}
+
+func asInt(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case loadgen.PyFloat:
+		return int(x)
+	}
+	return 0
+}
+
+func fixed(v any) string {
+	if f, ok := v.(loadgen.PyFloat); ok {
+		return fmt.Sprintf("%.2f", float64(f))
+	}
+	return fmt.Sprint(v)
+}
+
+// runBench runs one benchmark combination (each run, or each SLA search) on the server.
+func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir string, capacity []loadgen.Field, env benchcli.Env) ([]loadgen.ResultDoc, []benchcli.Curve, error) {
+	o, err := ParseBench(bc.ApplyTo(cfg.BenchArgs), cfg.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.TargetGiven && t.url != "" {
+		o.Client.BaseURL = t.url
+	}
+	if t.virtual != nil && o.Client.Endpoint != t.endpoint {
+		t.virtual = predict.New(t.virtual.Plan(), o.Client.Endpoint)
+	}
+	if cfg.Search.On() {
+		o.SetSearch(cfg.Search)
+	} else {
+		o.Runs.Info.Metrics = append([]string(nil), loadgen.PercentileMetrics...) // as vllm bench sweep asks
+	}
+	b, err := benchcli.Prepare(ctx, o, t.virtual, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer b.Close()
+	b.SetPromptOffset(t.prompts.n)
+	defer func() { t.prompts.n = b.PromptOffset() }()
+	extra := append(append(sc.Fields(), bc.Fields()...), capacity...)
+	base := cfg.combDir(dir, sc, bc)
+	fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
+	defer fmt.Fprintln(env.Stdout, "[END BENCHMARK]")
+	if cfg.Search.On() {
+		return cfg.searchAll(ctx, b, sc, bc, base, extra, env)
+	}
+	var docs []loadgen.ResultDoc
+	for k := 0; k < cfg.NumRuns; k++ {
+		path := loadgen.RunPath(base, k)
+		if saved, err := readDoc(path); err == nil {
+			fmt.Fprintf(env.Stdout, "run=%d: found existing results in %s\n", k, path)
+			docs = append(docs, saved)
+			continue
+		}
+		var runs []loadgen.SweepRun
+		if err := b.Runs(ctx, false, func(r loadgen.SweepRun) { runs = append(runs, r) }); err != nil {
+			return docs, nil, err
+		}
+		release := func() {
+			for _, r := range runs {
+				r.Release() // after the document is written: it may read from the run's files
+			}
+		}
+		switch {
+		case len(runs) != 1 || runs[0].Interrupted:
+			release()
+			return docs, nil, ctx.Err()
+		case runs[0].Stopped != "":
+			release() // not saved: --resume makes the run again once the server answers
+			return docs, nil, fmt.Errorf("run=%d: %s", k, runs[0].Stopped)
+		}
+		doc := runs[0].Doc.Set("run_number", k)
+		for _, f := range extra {
+			doc = doc.Set(f.Key, f.Value)
+		}
+		err := loadgen.SaveJSON(path, doc)
+		release()
+		if err != nil {
+			return docs, nil, err
+		}
+		fmt.Fprintf(env.Stdout, "run=%d: %s -> %s\n", k, RunLine(runs[0].Summary), path)
+		docs = append(docs, doc)
+	}
+	return docs, nil, loadgen.SaveJSON(filepath.Join(base, "summary.json"), docs)
+}
+
+// searchAll runs each SLA search of one combination.
+func (cfg *Config) searchAll(ctx context.Context, b *benchcli.Bench, sc, bc Combo, base string, extra []loadgen.Field, env benchcli.Env) ([]loadgen.ResultDoc, []benchcli.Curve, error) {
+	var docs []loadgen.ResultDoc
+	var curves []benchcli.Curve
+	for _, slo := range cfg.Search.SLOs {
+		fmt.Fprintln(env.Stdout, "[SLA START]")
+		s := loadgen.SLOSearch{Variable: cfg.Search.Variable, SLO: slo}
+		res, err := b.Search(ctx, slo, base, extra, nil)
+		all, serr := loadgen.SaveSLOResult(base, s, res)
+		docs = append(docs, all...)
+		name := strings.TrimSpace(sc.Label() + " " + bc.Label())
+		curves = append(curves, benchcli.Curve{Name: orNone(name), Result: res})
+		fmt.Fprintln(env.Stdout, loadgen.KneeLine(s.Variable, res.Knee))
+		fmt.Fprintln(env.Stdout, "[SLA END]")
+		if err == nil {
+			err = serr
+		}
+		if err != nil {
+			return docs, curves, err
+		}
+	}
+	return docs, curves, nil
+}
+
+// RunLine is one run's result on one line.
+func RunLine(s loadgen.Summary) string {
+	return fmt.Sprintf("TTFT p99 %.2f ms  TPOT p99 %.2f ms  %.2f tok/s  %.2f req/s  %d failed",
+		s.TTFT.Percentiles[99], s.TPOT.Percentiles[99], s.OutputThroughput, s.RequestThroughput, s.Failed)
+}
+
+// ParseBench reads a benchmark command's flags as `vllmtop bench` reads them (without the
+// simulator's, which a sweep's server command carries).
+func ParseBench(args []string, getenv func(string) string) (*benchcli.Options, error) {
+	fs := pflag.NewFlagSet("vllmtop bench", pflag.ContinueOnError)
+	fs.SetOutput(ioDiscard{})
+	o := benchcli.Define(fs, nil, "", "")
+	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput", "--metadata"})); err != nil {
+		return nil, cliflag.Usagef("the benchmark command: %s", cliflag.Message(err))
+	}
+	if err := o.Finish(fs, fs.Args(), getenv); err != nil {
+		return nil, cliflag.Usagef("the benchmark command: %v", err)
+	}
+	switch {
+	case o.Search.On() || o.Plot != "":
+		return nil, cliflag.Usagef("the benchmark command: the SLA search and the plot are the sweep's: give --sla-params and --plot to vllmtop sweep")
+	case len(o.Runs.Concurrency) > 1 || len(o.Runs.Rates) > 1:
+		return nil, cliflag.Usagef("the benchmark command: one --max-concurrency and one --request-rate per run; list the values in --bench-params")
+	}
+	o.Quiet = true // many runs: one line each, no progress bars
+	return o, nil
+}
+
+type ioDiscard struct{}
+
+func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+// finish writes summary.csv, prints the capacity table, the curves and the plot.
+func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxErr error) error {
+	var records []loadgen.ResultDoc
+	failed := ctxErr != nil
+	for _, s := range settings {
+		records = append(records, s.Records...)
+		failed = failed || s.Err != nil
+	}
+	if len(records) > 0 {
+		path, err := loadgen.SaveSummaryCSV(dir, records)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "\nSummary: %s (%d runs)\n", path, len(records))
+	}
+	fmt.Fprintln(env.Stdout, "\nServer settings:")
+	for _, s := range settings {
+		state := capacityText(s.Capacity)
+		if len(s.Capacity) == 0 {
+			state = "did not run"
+			if s.Err != nil {
+				state = "failed: " + textfmt.OneLine(s.Err.Error(), 120)
+			} else if len(s.Records) > 0 {
+				state = "resumed from saved results"
+			}
+		}
+		fmt.Fprintf(env.Stdout, "  %-32s %s\n", orNone(s.Combo.Label()), state)
+	}
+	chart := cfg.chart(settings)
+	if chart.SLOLabel != "" || len(records) > 0 {
+		fmt.Fprintln(env.Stdout)
+		fmt.Fprint(env.Stdout, curve.Text(chart, 78, 14))
+	}
+	if cfg.Plot != "" && len(records) > 0 {
+		if err := curve.Save(cfg.Plot, chart); err != nil {
+			env.Say("cannot draw the plot: %s", textfmt.OneLine(err.Error(), 0))
+			failed = true
+		} else {
+			fmt.Fprintf(env.Stdout, "Plot: %s\n", cfg.Plot)
+		}
+	}
+	if ctxErr != nil {
+		env.Say("interrupted; the runs that finished are saved")
+	}
+	if failed {
+		fmt.Fprintf(env.Stdout, "The sweep ended early; --resume -e %s finishes it.\n", cfg.ExperimentName)
+		return benchcli.ErrFailed
+	}
+	fmt.Fprintf(env.Stdout, "Experiment has been saved at: %s\n", dir)
+	return nil
+}
+
+// chart is the sweep's curves: in SLA mode each search's probes, else each server setting's
+// runs in the order of their load (the bench combinations), Y against X.
+func (cfg *Config) chart(settings []Setting) curve.Chart {
+	if cfg.Search.On() {
+		var curves []benchcli.Curve
+		for _, s := range settings {
+			curves = append(curves, s.Searches...)
+		}
+		return benchcli.Chart(cfg.Search.Variable, cfg.Search.SLOs[0], cfg.title(), curves)
+	}
+	c := curve.Chart{Title: cfg.title(), XLabel: cfg.VarX, YLabel: cfg.VarY}
+	for _, s := range settings {
+		series := curve.Series{Name: orNone(s.Combo.Label()), Knee: -1}
+		for _, r := range s.Records {
+			x, xok := number(r, cfg.VarX)
+			y, yok := number(r, cfg.VarY)
+			if xok && yok {
+				series.Points = append(series.Points, curve.Point{X: x, Y: y})
+			}
+		}
+		sort.SliceStable(series.Points, func(i, j int) bool { return series.Points[i].X < series.Points[j].X })
+		c.Series = append(c.Series, series)
+	}
+	return c
+}
+
+// title names what was swept: the model and, for the simulator, its GPU.
+func (cfg *Config) title() string {
+	t := server.ModelArg(cfg.ServeCmd)
+	if gpu, ok := server.ArgValue(cfg.ServeCmd, "--sim-gpu"); ok {
+		t += " on " + gpu
+	}
+	if cfg.Clock == benchcli.ClockVirtual {
+		t += " (vllmtop sim, virtual clock)"
+	}
+	return textfmt.OneLine(t, 100)
+}
+
+func number(d loadgen.ResultDoc, key string) (float64, bool) {
+	v, ok := d.Get(key)
+	switch x := v.(type) {
+	case loadgen.PyFloat:
+		return float64(x), ok
+	case int:
+		return float64(x), ok
+	}
+	return 0, false
+}

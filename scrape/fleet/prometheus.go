@@ -1,0 +1,592 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/vllmtop/vllmtop/internal/base/untrusted"
+	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
+)
+
+// Defaults of a Prometheus source.
+const (
+	DefaultPromInterval      = 5 * time.Second
+	DefaultPromTimeout       = 10 * time.Second
+	DefaultPromRestartHold   = 2 * time.Minute
+	DefaultLookback          = time.Hour
+	DefaultMaxResponseBytes  = 32 << 20
+	defaultPromConcurrency   = 4
+	defaultPromScrapeSeconds = 15 // Prometheus's own default, when it cannot be estimated
+)
+
+// PrometheusConfig configures a Prometheus source. Zero values take the defaults.
+type PrometheusConfig struct {
+	// URL is the Prometheus server's base URL (http://prometheus:9090).
+	URL string
+	// Selector picks the fleet's targets, e.g. {job="vllm",namespace="prod"}
+	// (DefaultSelector when empty).
+	Selector string
+	// APIKey, if set, is sent as a Bearer token; it is never shown.
+	APIKey string
+	// Interval is how often the rows are read.
+	Interval time.Duration
+	// Window is the range of rate() and histogram_quantile: at least two of Prometheus's
+	// scrape intervals (DefaultWindow).
+	Window time.Duration
+	// Timeout bounds one query.
+	Timeout time.Duration
+	// StaleAfter is how many of a target's scrape intervals without a scrape make it STALE
+	// (DefaultStaleAfter), and how many Intervals without an answer from Prometheus make
+	// every row STALE.
+	StaleAfter int
+	// RestartHold is how far back a restart is looked for and shown (RESTARTED).
+	RestartHold time.Duration
+	// Lookback is how much history Backfill reads (at most what History holds).
+	Lookback time.Duration
+	History  *History
+	// MaxConcurrentQueries bounds the queries in flight.
+	MaxConcurrentQueries int
+	// MaxResponseBytes caps one answer of Prometheus.
+	MaxResponseBytes int64
+	// RoundTripper carries the queries (nil: client_golang's default).
+	RoundTripper http.RoundTripper
+	Thresholds   *diagnose.Thresholds
+	Now          func() time.Time
+}
+
+// Prometheus reads a fleet from a Prometheus server's HTTP API.
+type Prometheus struct {
+	cfg     PrometheusConfig
+	th      diagnose.Thresholds
+	api     promv1.API
+	url     string
+	rq      []rowQuery
+	iq      instanceQueries
+	hq      map[Metric]string
+	history *History
+	sem     chan struct{}
+	updated chan struct{}
+
+	mu      sync.Mutex
+	rows    []Row
+	lastOK  time.Time
+	lastErr error
+}
+
+// NewPrometheus checks the configuration; nothing is queried until Refresh, Backfill or Run.
+func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
+	if strings.TrimSpace(cfg.URL) == "" {
+		return nil, errors.New("no Prometheus URL given")
+	}
+	if !strings.Contains(cfg.URL, "://") {
+		cfg.URL = "http://" + cfg.URL
+	}
+	if cfg.Selector == "" {
+		cfg.Selector = DefaultSelector
+	}
+	sel, err := parseSelector(cfg.Selector)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Interval = orDuration(cfg.Interval, DefaultPromInterval)
+	cfg.Window = orDuration(cfg.Window, DefaultWindow)
+	cfg.Timeout = orDuration(cfg.Timeout, DefaultPromTimeout)
+	cfg.RestartHold = orDuration(cfg.RestartHold, DefaultPromRestartHold)
+	cfg.Lookback = orDuration(cfg.Lookback, DefaultLookback)
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.MaxConcurrentQueries <= 0 {
+		cfg.MaxConcurrentQueries = defaultPromConcurrency
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rt := cfg.RoundTripper
+	if rt == nil {
+		rt = api.DefaultRoundTripper
+	}
+	rt = cappedTransport{rt: rt, max: cfg.MaxResponseBytes}
+	if cfg.APIKey != "" {
+		rt = bearerTransport{rt: rt, key: cfg.APIKey}
+	}
+	client, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus URL %q: %w", untrusted.URL(cfg.URL), err)
+	}
+	p := &Prometheus{cfg: cfg, api: promv1.NewAPI(client), url: untrusted.URL(cfg.URL), history: cfg.History,
+		sem: make(chan struct{}, cfg.MaxConcurrentQueries), updated: make(chan struct{}, 1)}
+	if p.history == nil {
+		p.history = NewHistory(0, 0)
+	}
+	p.th = diagnose.DefaultThresholds()
+	if cfg.Thresholds != nil {
+		p.th = *cfg.Thresholds
+	}
+	p.rq = rowQueries(sel, cfg.Window)
+	p.iq = newInstanceQueries(sel, cfg.Window, cfg.RestartHold)
+	p.hq = historyQueries(p.rq)
+	return p, nil
+}
+
+// History is the source's history of every row (Backfill fills it from Prometheus).
+func (p *Prometheus) History() *History { return p.history }
+
+// Updated receives a value (coalesced) after each refresh.
+func (p *Prometheus) Updated() <-chan struct{} { return p.updated }
+
+// Run backfills the history, then refreshes the rows every Interval until ctx ends. A failed
+// round is kept in Err and retried at the next interval.
+func (p *Prometheus) Run(ctx context.Context) error {
+	_ = p.Backfill(ctx)
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	for {
+		_ = p.Refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Err is the last refresh's error (nil after a good one).
+func (p *Prometheus) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
+}
+
+// query runs one instant query within the concurrency bound and the timeout.
+func (p *Prometheus) query(ctx context.Context, q string, at time.Time) (model.Vector, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-p.sem }()
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	v, _, _, err := p.api.Query(ctx, q, at)
+	if err != nil {
+		return nil, err
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("answer of type %s, want a vector", v.Type())
+	}
+	return vec, nil
+}
+
+// answers are the results of one round of queries.
+type answers struct {
+	rows     [][]*model.Sample // by rowQuery
+	instance map[string]*[]*model.Sample
+	resets   [][]*model.Sample
+	targets  map[string]promv1.ActiveTarget
+}
+
+func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
+	a := &answers{rows: make([][]*model.Sample, len(p.rq)), resets: make([][]*model.Sample, len(p.iq.counterResets)), instance: map[string]*[]*model.Sample{}}
+	var up, last, scrapes, start, changes []*model.Sample
+	type job struct {
+		name, q string
+		dst     *[]*model.Sample
+	}
+	jobs := []job{{"up", p.iq.up, &up}, {"last scrape", p.iq.lastScrape, &last}, {"scrapes", p.iq.scrapes, &scrapes},
+		{"process start", p.iq.processStart, &start}, {"process restarts", p.iq.processChanges, &changes}}
+	for i, q := range p.iq.counterResets {
+		jobs = append(jobs, job{"counter resets", q, &a.resets[i]})
+	}
+	for i, q := range p.rq {
+		jobs = append(jobs, job{string(q.field), q.query, &a.rows[i]})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vec, err := p.query(ctx, j.q, at)
+			if err != nil {
+				errs[i] = fmt.Errorf("%s query: %w", j.name, err)
+				return
+			}
+			*j.dst = vec
+		}()
+	}
+	var targets promv1.TargetsResult
+	var targetsErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		defer cancel()
+		targets, targetsErr = p.api.Targets(tctx)
+	}()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	a.instance["up"], a.instance["last"], a.instance["scrapes"], a.instance["start"], a.instance["changes"] = &up, &last, &scrapes, &start, &changes
+	a.targets = map[string]promv1.ActiveTarget{}
+	if targetsErr == nil { // the targets page adds the last error; without it rows still stand
+		for _, t := range targets.Active {
+			a.targets[string(t.Labels[model.InstanceLabel])] = t
+		}
+	}
+	return a, nil
+}
+
+// Refresh reads every row now. On failure the previous rows are kept (and turn STALE as
+// they age); the error names Prometheus and the query that failed.
+func (p *Prometheus) Refresh(ctx context.Context) error {
+	now := p.cfg.Now()
+	a, err := p.ask(ctx, now)
+	if err == nil {
+		var rows []Row
+		rows, err = p.build(now, a)
+		if err == nil {
+			p.history.Record(now, rows)
+			p.mu.Lock()
+			p.rows, p.lastOK, p.lastErr = rows, now, nil
+			p.mu.Unlock()
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = fmt.Errorf("prometheus %s: %s", p.url, untrusted.Text(oneLineError(err)))
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+	}
+	select {
+	case p.updated <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+func oneLineError(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// instanceInfo is what one target is, from the instance queries and the targets page.
+type instanceInfo struct {
+	up         bool
+	lastScrape time.Time
+	interval   time.Duration
+	restarted  string
+	start      float64 // process start, Unix seconds (0: unknown)
+	target     promv1.ActiveTarget
+}
+
+func value(s *model.Sample, hi float64) (float64, bool) {
+	v := float64(s.Value)
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > hi {
+		return 0, false
+	}
+	return v, true
+}
+
+func label(s *model.Sample, name model.LabelName) string {
+	return untrusted.Text(string(s.Metric[name]))
+}
+
+func (p *Prometheus) instances(a *answers) map[string]*instanceInfo {
+	out := map[string]*instanceInfo{}
+	get := func(s *model.Sample) *instanceInfo {
+		return out[label(s, model.InstanceLabel)]
+	}
+	for _, s := range *a.instance["up"] {
+		inst := label(s, model.InstanceLabel)
+		info := &instanceInfo{up: float64(s.Value) == 1, interval: defaultPromScrapeSeconds * time.Second}
+		info.target = a.targets[string(s.Metric[model.InstanceLabel])]
+		out[inst] = info
+	}
+	for _, s := range *a.instance["last"] {
+		if info := get(s); info != nil {
+			if v, ok := value(s, maxUnix); ok {
+				info.lastScrape = time.Unix(0, int64(v*1e9))
+			}
+		}
+	}
+	for _, s := range *a.instance["scrapes"] {
+		if info := get(s); info != nil {
+			if n, ok := value(s, 1e7); ok && n >= 2 {
+				info.interval = time.Duration(float64(p.cfg.Window) / n)
+			}
+		}
+	}
+	for _, s := range *a.instance["start"] {
+		if info := get(s); info != nil {
+			if v, ok := value(s, maxUnix); ok {
+				info.start = v
+			}
+		}
+	}
+	for _, s := range *a.instance["changes"] {
+		if info := get(s); info != nil {
+			if v, ok := value(s, 1e7); ok && v > 0 {
+				info.restarted = "process start time moved"
+			}
+		}
+	}
+	for _, vec := range a.resets {
+		for _, s := range vec {
+			if info := get(s); info != nil && info.restarted == "" {
+				if v, ok := value(s, 1e7); ok && v > 0 {
+					info.restarted = "counters went back"
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (p *Prometheus) build(now time.Time, a *answers) ([]Row, error) {
+	insts := p.instances(a)
+	if len(insts) == 0 {
+		return nil, errNoTargets
+	}
+	byKey := map[Key]*Row{}
+	for qi, vec := range a.rows {
+		q := p.rq[qi]
+		for _, s := range vec {
+			inst := label(s, model.InstanceLabel)
+			if insts[inst] == nil {
+				continue
+			}
+			k := Key{Endpoint: inst, Model: label(s, "model_name"), Engine: label(s, "engine")}
+			if k.Engine == "" {
+				k.Engine = "0"
+			}
+			r := byKey[k]
+			if r == nil {
+				r = &Row{Key: k}
+				r.Model, r.Engine, r.Backend = k.Model, k.Engine, backendNamed(string(s.Metric[backendLabel]))
+				r.WindowSeconds = p.cfg.Window.Seconds()
+				byKey[k] = r
+			}
+			if v, ok := value(s, q.max); ok {
+				q.set(&r.Signals, v)
+			}
+		}
+	}
+	engines := map[[2]string]int{}
+	for k := range byKey {
+		engines[[2]string{k.Endpoint, k.Model}]++
+	}
+	var rows []Row
+	seen := map[string]bool{}
+	for k, r := range byKey {
+		r.Engines = engines[[2]string{k.Endpoint, k.Model}]
+		r.Name = rowName(k.Endpoint, k.Engine, r.Engines)
+		r.NotExported = NotExported(r.Backend)
+		rows = append(rows, *r)
+		seen[k.Endpoint] = true
+	}
+	for inst := range insts {
+		if !seen[inst] {
+			rows = append(rows, Row{Key: Key{Endpoint: inst}, Name: inst})
+		}
+	}
+	for i := range rows {
+		p.judgeState(now, &rows[i], insts[rows[i].Key.Endpoint])
+	}
+	return rows, nil
+}
+
+// judgeState sets a row's state from its target: up=0 is DOWN, a last scrape older than
+// StaleAfter scrape intervals is STALE, a restart within the hold is RESTARTED.
+func (p *Prometheus) judgeState(now time.Time, r *Row, info *instanceInfo) {
+	r.URL = untrusted.URL(info.target.ScrapeURL)
+	r.LastError = untrusted.Text(info.target.LastError)
+	r.LastGood = info.lastScrape
+	if info.start > 0 {
+		r.ProcessStart = scrape.Some(info.start)
+	}
+	if !info.lastScrape.IsZero() {
+		r.Age = max(0, now.Sub(info.lastScrape))
+	}
+	staleAfter := time.Duration(p.cfg.StaleAfter) * info.interval
+	switch {
+	case !info.up:
+		r.State, r.Frozen = StateDown, true
+		r.StateDetail = r.LastError
+		if r.StateDetail == "" {
+			r.StateDetail = "Prometheus reports up=0"
+		}
+	case r.Age > staleAfter:
+		r.State, r.Frozen = StateStale, true
+		r.StateDetail = "Prometheus last scraped it " + r.Age.Round(time.Second).String() + " ago"
+	case info.restarted != "":
+		r.State, r.StateDetail = StateRestarted, info.restarted
+	default:
+		r.State = StateUp
+	}
+	if r.State != StateDown && r.State != StateStale {
+		r.LastGood = now
+	}
+}
+
+func backendNamed(s string) scrape.Backend {
+	for _, b := range []scrape.Backend{scrape.BackendVLLM, scrape.BackendSGLang, scrape.BackendTGI} {
+		if b.String() == s {
+			return b
+		}
+	}
+	return scrape.BackendUnknown
+}
+
+// Fleet is every row as of the last good refresh, judged. When Prometheus has not answered
+// for StaleAfter intervals every row is STALE, its numbers frozen.
+func (p *Prometheus) Fleet(facts diagnose.Facts) Fleet {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	rows := append([]Row(nil), p.rows...)
+	lastOK, lastErr := p.lastOK, p.lastErr
+	p.mu.Unlock()
+	if lastErr != nil && now.Sub(lastOK) > time.Duration(p.cfg.StaleAfter)*p.cfg.Interval {
+		for i := range rows {
+			rows[i].State, rows[i].Frozen = StateStale, true
+			rows[i].Age = now.Sub(lastOK)
+			rows[i].StateDetail = "no answer from Prometheus: " + lastErr.Error()
+		}
+	}
+	return assemble("prometheus", now, rows, facts, p.th)
+}
+
+// Backfill reads the last Lookback (at most what History holds) of every charted metric
+// with query_range, so a dashboard opened now shows the last hour at once.
+func (p *Prometheus) Backfill(ctx context.Context) error {
+	now := p.cfg.Now()
+	lookback := min(p.cfg.Lookback, p.history.Span())
+	r := promv1.Range{Start: now.Add(-lookback), End: now, Step: p.history.Step()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for m, q := range p.hq {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case p.sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-p.sem }()
+			qctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+			defer cancel()
+			v, _, _, err := p.api.QueryRange(qctx, q, r)
+			if err == nil {
+				err = p.fill(m, v)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s history: %w", m, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("prometheus %s: %s", p.url, untrusted.Text(oneLineError(err)))
+	}
+	return ctx.Err()
+}
+
+func (p *Prometheus) fill(m Metric, v model.Value) error {
+	mat, ok := v.(model.Matrix)
+	if !ok {
+		return fmt.Errorf("answer of type %s, want a matrix", v.Type())
+	}
+	hi := map[Metric]float64{MetricRunning: maxCount, MetricWaiting: maxCount, MetricKVCacheUsage: 1, MetricGenTokens: maxRate, MetricTTFTP99: maxSeconds}[m]
+	for _, ss := range mat {
+		k := Key{Endpoint: untrusted.Text(string(ss.Metric[model.InstanceLabel])), Model: untrusted.Text(string(ss.Metric["model_name"])),
+			Engine: untrusted.Text(string(ss.Metric["engine"]))}
+		if k.Engine == "" {
+			k.Engine = "0"
+		}
+		pts := make([]Point, 0, len(ss.Values))
+		for _, sp := range ss.Values {
+			x := float64(sp.Value)
+			if math.IsNaN(x) || x < 0 || x > hi {
+				continue
+			}
+			pts = append(pts, Point{T: sp.Timestamp.Time(), V: x})
+		}
+		p.history.Backfill(k, m, pts)
+	}
+	return nil
+}
+
+// bearerTransport sends the API key. (prometheus/common/config has one, but it brings
+// OAuth2, JWT and YAML modules along.)
+type bearerTransport struct {
+	rt  http.RoundTripper
+	key string
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.rt.RoundTrip(r)
+}
+
+// cappedTransport refuses answers larger than max bytes.
+type cappedTransport struct {
+	rt  http.RoundTripper
+	max int64
+}
+
+func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > c.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("answer of %d bytes, over the %d-byte limit", resp.ContentLength, c.max)
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errors.New("answer over the size limit")
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errors.New("answer over the size limit")
+	}
+	return n, err
+}
