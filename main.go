@@ -101,6 +101,10 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, prog: "vllmtop"}
 	root := newRoot(e)
+	if err := unknownCommand(root, args); err != nil {
+		e.say("%s (see vllmtop help)", err.Msg)
+		return 2
+	}
 	root.SetArgs(gatherValues(args))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -162,6 +166,31 @@ func newRoot(e *env) *cobra.Command {
 	}
 	strictHelp(root)
 	return root
+}
+
+// unknownCommand refuses a first word that names no command before any flag is parsed, so a
+// typo says so (and what was meant) rather than failing on the first flag the root lacks.
+func unknownCommand(root *cobra.Command, args []string) *usageError {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	root.InitDefaultCompletionCmd() // cobra adds it only when the tree runs
+	if root.SuggestionsMinimumDistance <= 0 {
+		root.SuggestionsMinimumDistance = 2
+	}
+	if c, _, err := root.Find(args[:1]); err == nil && c != root {
+		return nil
+	}
+	if strings.HasPrefix(args[0], "__") { // cobra's hidden completion commands
+		return nil
+	}
+	msg := fmt.Sprintf("unexpected argument %q: not a command", args[0])
+	if s := root.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	} else {
+		msg += " (vllmtop help lists them); a server command goes after --"
+	}
+	return &usageError{Msg: msg}
 }
 
 // strictHelp makes `vllmtop help NAME` refuse a name that is no command: cobra's own help

@@ -140,6 +140,9 @@ func TestOneErrorStyle(t *testing.T) {
 	}{
 		{[]string{"--theme", "neon"}, 2, `vllmtop: --theme "neon": choose one of`},
 		{[]string{"stray"}, 2, `vllmtop: unexpected argument "stray": not a command`},
+		{[]string{"stray", "--sim"}, 2, `vllmtop: unexpected argument "stray": not a command`},
+		{[]string{"bnch", "--sim"}, 2, `vllmtop: unexpected argument "bnch": not a command; did you mean "bench"? (see vllmtop help)`},
+		{[]string{"metrcs"}, 2, `vllmtop: unexpected argument "metrcs": not a command; did you mean "metrics"?`},
 		{[]string{"bench", "--bogus"}, 2, "vllmtop bench: unknown flag: --bogus (see vllmtop help bench)"},
 		{[]string{"bench", "--max-concurrency", "0"}, 2, `vllmtop bench: --max-concurrency "0": want a positive integer`},
 		{[]string{"metrics"}, 2, "vllmtop metrics: no URL given"},
