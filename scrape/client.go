@@ -253,11 +253,17 @@ func describe(err error) string {
 // Fetch GETs the body without parsing it, bounded by the timeout and the body cap. It also
 // returns the time the response headers arrived. Every error is an *Error.
 func (c *Client) Fetch(ctx context.Context) ([]byte, time.Time, error) {
+	start := time.Now()
 	limit := c.timeout
 	// A caller's deadline that is sooner bounds the fetch; one set from the same timeout a
 	// moment ago is a few microseconds sooner, and the message keeps the figure the user gave.
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit-10*time.Millisecond {
-		limit = time.Until(dl)
+	// When the caller's deadline binds, the message gives the time the fetch really waited:
+	// on a starved machine that deadline can have passed before the fetch began.
+	callerBound := false
+	if dl, ok := ctx.Deadline(); ok {
+		if left := dl.Sub(start); left < limit-10*time.Millisecond {
+			limit, callerBound = max(left, 0), true
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -266,7 +272,11 @@ func (c *Client) Fetch(ctx context.Context) ([]byte, time.Time, error) {
 	}
 	timedOut := func(err error, what string) error {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return &timeoutError{after: limit.Round(time.Millisecond), what: what}
+			after := limit
+			if callerBound {
+				after = time.Since(start)
+			}
+			return &timeoutError{after: after.Round(time.Millisecond), what: what}
 		}
 		return err
 	}

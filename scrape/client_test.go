@@ -226,6 +226,15 @@ func TestScrapeCallerContext(t *testing.T) {
 	assert.Contains(t, err.Error(), "timed out after")
 	assert.NotContains(t, err.Error(), "after 5s")
 
+	// A deadline that passed before the fetch began (a starved machine) never reads as a
+	// negative wait.
+	ctx, cancel = context.WithDeadline(context.Background(), time.Now().Add(-8*time.Second))
+	defer cancel()
+	_, err = c.Scrape(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "timed out after")
+	assert.NotContains(t, err.Error(), "after -")
+
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
 	_, err = c.Scrape(ctx)
