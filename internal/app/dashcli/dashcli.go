@@ -95,7 +95,7 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.Var(cliflag.Goodput(&l.Goodput), "goodput", `service-level objectives in ms, e.g. "ttft:200 tpot:50": the Runs view adds goodput`)
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
-	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
+	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); a server vllmtop starts asks for it")
 	cliflag.AddClient(fs, c)
 	fs.IntVar(&l.PrefixLen, "prefix-len", loadgen.DefaultSharedPrefixLen, "tokens of the shared system prompt P toggles (the prefix-caching demo)")
 	fs.StringVar(&o.dataset.Name, "dataset-name", loadgen.DatasetRandom, "random, or a trace to replay (burstgpt, mooncake), or conversations with --multi-turn (sharegpt, random)")
@@ -211,7 +211,7 @@ func (d *Dashboard) server(words SimErrors, say Sayer) error {
 	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
 	d.deps.InitialUtil = server.GPUMemoryUtilization(args)
 	d.loadCfg.Client.BaseURL = server.BaseURL(args)
-	if !server.KnownCommand(args) {
+	if srv.Kind == server.KindOther {
 		// Its flags are its own: vllmtop adds none and looks where its command line says.
 		where := "the --port it was given"
 		if _, ok := server.ArgValue(args, "--port"); !ok {

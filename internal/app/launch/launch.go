@@ -110,7 +110,10 @@ func Launch(s Spec) (*Server, error) {
 		opts := []serve.StartOption{serve.WithListener(s.Listener), serve.WithClock(s.Clock), serve.WithGrace(s.Grace)}
 		srv.Instance, err = serve.Start(context.Background(), srv.Args[c.Args:], s.Getenv, opts...)
 	default:
-		err = srv.child(c, s)
+		var key string
+		if srv.Args, key, err = childArgs(srv.Args, c, s); err == nil {
+			srv.Sup, err = server.New(srv.Args, server.WithAPIKey(key))
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -134,12 +137,12 @@ func prepare(args []string, s Spec) ([]string, *serve.Plan, error) {
 	return args, plan, err
 }
 
-// child makes the supervisor: the simulator named bare (vllmtop, found on PATH) is this
-// executable, so that `go run .` needs no vllmtop installed and runs the same build (a path
-// the user gives runs as given); a known server listens on loopback at a free port unless
-// told; the key goes in the child's environment.
-func (srv *Server) child(c server.Command, s Spec) error {
-	args := srv.Args
+// childArgs is the command line a child runs and the key it asks for: the simulator named bare
+// (vllmtop, found on PATH) is this executable, so that `go run .` needs no vllmtop installed and
+// runs the same build (a path the user gives runs as given); a known server listens on
+// loopback at a free port unless told; a key of its own command line moves to its
+// environment, else it asks for the client's.
+func childArgs(args []string, c server.Command, s Spec) ([]string, string, error) {
 	if c.Kind == server.KindSim && args[c.Prog] == "vllmtop" {
 		if exe, err := executable(); err == nil {
 			args[c.Prog] = exe
@@ -150,15 +153,12 @@ func (srv *Server) child(c server.Command, s Spec) error {
 	}
 	args, err := server.OnLoopback(args)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	key := s.APIKey
 	if rest, own, ok := server.TakeAPIKey(args); ok {
-		args, key = rest, own
+		return rest, own, nil
 	}
-	srv.Args = args
-	srv.Sup, err = server.New(args, server.WithAPIKey(key))
-	return err
+	return args, s.APIKey, nil
 }
 
 // StartReady starts a Child server and waits until it is ready, for at most ready on top of
