@@ -9,9 +9,11 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/benchcli"
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/app/predict"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server"
 )
 
 const benchAbout = `Benchmark a vLLM server as vllm bench serve does, with its flags: vLLM's result table per run
@@ -68,12 +70,12 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 	var virtual *predict.Target
 	switch {
 	case o.Sim && o.SimClock == benchcli.ClockVirtual:
-		_, plan, err := prepareSim(o.SimArgs, o.Client.Model, "--sim", e, benchSimDefaults...)
+		srv, err := launch.Launch(benchSimSpec(o, e, launch.Virtual))
 		if err != nil {
-			return err
+			return launchError(err, "--sim", e)
 		}
-		virtual = predict.New(plan, o.Client.Endpoint)
-		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", plan.Model(), plan.GPU())
+		virtual = srv.Target
+		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", srv.Plan.Model(), srv.Plan.GPU())
 	case o.Sim:
 		stop, err := benchSim(ctx, o, e)
 		if err != nil {
@@ -93,29 +95,28 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 // benchSimDefaults are what bench --sim runs unless the simulator's flags say otherwise.
 var benchSimDefaults = []string{"--model", benchSimModel, "--sim-gpu", benchSimGPU, "--sim-startup-seconds", "0"}
 
+// benchSimSpec is the simulator bench --sim launches: its flags over benchSimDefaults, the
+// client's model, port and key.
+func benchSimSpec(o *benchcli.Options, e *env, mode launch.Mode) launch.Spec {
+	return launch.Spec{Command: launch.Sim(o.SimArgs...), Mode: mode, Defaults: benchSimDefaults, Model: o.Client.Model,
+		Port: o.SimPort, APIKey: o.Client.APIKey, Endpoint: o.Client.Endpoint, Getenv: e.getenv}
+}
+
 // benchSim starts the simulator for --sim, as the dashboard starts it, points the client at it
 // and waits until it is ready. stop stops it.
 func benchSim(ctx context.Context, o *benchcli.Options, e *env) (stop func(), err error) {
-	sup, plan, err := startSim(o.SimArgs, o.Client.Model, o.SimPort, o.Client.APIKey, "--sim", e, benchSimDefaults...)
+	srv, err := launch.Launch(benchSimSpec(o, e, launch.Child))
 	if err != nil {
+		return nil, launchError(err, "--sim", e)
+	}
+	o.Client.BaseURL = server.BaseURL(srv.Args)
+	note := ""
+	if srv.Plan.Speed() != 1 {
+		note = fmt.Sprintf(", --sim-speed %s (the simulated GPU runs that much faster; times are as measured)", cliflag.FormatRate(srv.Plan.Speed()))
+	}
+	e.note("Simulated server: %s on %s at %s%s", srv.Plan.Model(), srv.Plan.GPU(), sanitize.URL(o.Client.BaseURL), note)
+	if err := srv.StartReady(ctx, benchSimReady, "the simulated server"); err != nil {
 		return nil, err
 	}
-	stop = func() { _ = sup.Close() }
-	if err := sup.Start(ctx); err != nil {
-		stop()
-		return nil, fmt.Errorf("the simulated server failed to start: %v", err)
-	}
-	o.Client.BaseURL = sup.Status().URL
-	note := ""
-	if plan.Speed() != 1 {
-		note = fmt.Sprintf(", --sim-speed %s (the simulated GPU runs that much faster; times are as measured)", cliflag.FormatRate(plan.Speed()))
-	}
-	e.note("Simulated server: %s on %s at %s%s", plan.Model(), plan.GPU(), sanitize.URL(o.Client.BaseURL), note)
-	wait, cancel := context.WithTimeout(ctx, plan.StartupTime()+benchSimReady)
-	defer cancel()
-	if err := sup.WaitReady(wait); err != nil {
-		stop()
-		return nil, fmt.Errorf("the simulated server did not become ready: %v", err)
-	}
-	return stop, nil
+	return srv.Stop, nil
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vllmtop/vllmtop/internal/app/dashcli"
-	"github.com/vllmtop/vllmtop/server"
-	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 const dashboardAbout = `Benchmark and monitor a vLLM server from a terminal: the built-in simulator (its flags below),
@@ -36,9 +34,7 @@ func defineDashboard(fs *pflag.FlagSet, e *env) runFunc {
 	}
 }
 
-// dashboardSim starts the dashboard's built-in simulator as bench --sim starts its own.
-func dashboardSim(e *env) dashcli.SimStarter {
-	return func(args []string, model, key string) (*server.Supervisor, *serve.Plan, error) {
-		return startSim(args, model, 0, key, "--sim-args", e, dashcli.SimDefaults...)
-	}
+// dashboardSim words the errors of the dashboard's simulator as bench --sim words its own.
+func dashboardSim(e *env) dashcli.SimErrors {
+	return func(err error, what string) error { return simError(err, what, e) }
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/app/dashcli"
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -35,24 +36,18 @@ func runVllmtop(args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// Both bench --sim and the dashboard start the simulator through startSim, as a supervised
-// `vllmtop sim` child that asks for the key the client sends.
+// Both bench --sim and the dashboard start the simulator through the launcher, as a supervised
+// `vllmtop sim` child that asks for the key the client sends, which is never on its command
+// line.
 func TestBenchAndDashboardStartTheSimulatorTheSameWay(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "client-key")
 	t.Setenv("VLLM_API_KEY", "another-key")
-	real := startSim
-	var callers []string
-	var sups []*server.Supervisor
-	startSim = func(args []string, model string, port int, key, what string, e *env, defaults ...string) (*server.Supervisor, *serve.Plan, error) {
-		callers = append(callers, e.prog)
-		assert.Equal(t, "client-key", key, "the simulator asks for the key the client sends")
-		sup, plan, err := real(args, model, port, key, what, e, defaults...)
-		if sup != nil {
-			sups = append(sups, sup)
-		}
-		return sup, plan, err
-	}
-	t.Cleanup(func() { startSim = real })
+	var sups []*launch.Server
+	stop := launch.Watch(func(s launch.Spec, srv *launch.Server) {
+		assert.Equal(t, "client-key", s.APIKey, "the simulator asks for the key the client sends")
+		sups = append(sups, srv)
+	})
+	t.Cleanup(stop)
 
 	code, out, errOut := runVllmtop("bench", "--sim", "--sim-speed", "50", "--num-prompts", "3", "--random-input-len", "8", "--random-output-len", "2")
 	require.Equal(t, 0, code, errOut)
@@ -66,17 +61,48 @@ func TestBenchAndDashboardStartTheSimulatorTheSameWay(t *testing.T) {
 	t.Cleanup(func() { _ = d.Close() })
 	require.NotNil(t, d.Deps().Capacity, "the simulator's capacity model for the what-if table")
 
-	require.Equal(t, []string{"vllmtop bench", "vllmtop"}, callers)
+	require.Len(t, sups, 2, "one launch each")
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	for _, sup := range sups {
-		args := sup.Args()
+	for _, srv := range sups {
+		args := srv.Sup.Args()
 		assert.Equal(t, []string{exe, "sim"}, args[:2], "this executable as vllmtop sim")
 		port, _ := server.ArgValue(args, "--port")
 		assert.NotEmpty(t, port, "on a port of its own")
 		assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, server.BaseURL(args), "on loopback")
+		assert.NotContains(t, strings.Join(args, " "), "client-key")
 	}
-	assert.Contains(t, sups[1].Args(), "meta-llama/Llama-3.1-8B-Instruct", "the dashboard's default model")
+	assert.Contains(t, sups[1].Args, "meta-llama/Llama-3.1-8B-Instruct", "the dashboard's default model")
+	assert.Same(t, d.Deps().Supervisor, sups[1].Sup)
+}
+
+// bench --sim, on either clock, and sweep, on either clock, go through the launcher; a key
+// on the simulator's command line goes to its environment, not its argv.
+func TestBenchAndSweepLaunchThroughTheLauncher(t *testing.T) {
+	benchNoKeys(t)
+	var modes []launch.Mode
+	var args [][]string
+	stop := launch.Watch(func(s launch.Spec, srv *launch.Server) {
+		modes, args = append(modes, s.Mode), append(args, srv.Args)
+	})
+	t.Cleanup(stop)
+	t.Setenv("OPENAI_API_KEY", "s3cret")
+	short := []string{"--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "2"}
+	code, _, errOut := runVllmtop(append([]string{"bench", "--sim", "--sim-args", "--api-key s3cret --sim-speed 50"}, short...)...)
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = runVllmtop(append([]string{"bench", "--sim", "--sim-clock", "virtual"}, short...)...)
+	require.Equal(t, 0, code, errOut)
+	out := t.TempDir()
+	for _, clock := range []string{"wall", "virtual"} {
+		code, stdout, errOut := runVllmtop(append([]string{"sweep", "--serve-cmd", "vllmtop sim Qwen/Qwen2.5-0.5B-Instruct --sim-speed 50 --sim-startup-seconds 0",
+			"--sim-clock", clock, "--num-runs", "1", "-o", out, "-e", clock}, short...)...)
+		require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
+	}
+	assert.Equal(t, []launch.Mode{launch.Child, launch.Virtual, launch.Child, launch.Virtual}, modes)
+	assert.NotContains(t, strings.Join(args[0], " "), "s3cret", "the key is in the child's environment")
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	assert.Equal(t, exe, args[2][0], "the sweep runs vllmtop sim as this executable")
 }
 
 // Every flag a command accepts is in its help, which is made from its flag set.

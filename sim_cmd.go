@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
 
 	"github.com/spf13/pflag"
 
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
-	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
@@ -21,50 +20,15 @@ func defineSim(_ *pflag.FlagSet, e *env) runFunc {
 	}
 }
 
-// startSim is how the dashboard and `bench --sim` start the built-in simulator, so that both
-// run it as vllmtop runs a real server: this executable as `vllmtop sim` with args, under a
-// server.Supervisor, on loopback, at port (0: a free one, unless args give --port). The
-// defaults ("--flag", "value" pairs) apply where args do not set those flags; model, the one
-// the client asks for, is the simulated one unless args name a model or serve it under another
-// name. The child asks for the key the client sends (none when key is ""). A bad command line,
-// or a setting the simulator would refuse, fails here, before anything runs (what names the
-// flags in the message). It returns the supervisor, not started, and the simulator's plan. It is
-// a variable so that a test can see who calls it.
-var startSim = func(args []string, model string, port int, key, what string, e *env, defaults ...string) (*server.Supervisor, *serve.Plan, error) {
-	args, plan, err := prepareSim(args, model, what, e, defaults...)
-	if err != nil {
-		return nil, nil, err
+// launchError words an error of launch.Launch for a command that starts the simulator: one
+// of its command line (what names where its flags came from) as simError does, others as
+// they are.
+func launchError(err error, what string, e *env) error {
+	var bad *launch.ArgsError
+	if errors.As(err, &bad) {
+		return simError(bad.Err, what, e)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	if port != 0 {
-		args = server.EditArgs(args, server.Set("--port", strconv.Itoa(port)))
-	}
-	cmd, err := server.OnLoopback(append([]string{exe, "sim"}, args...))
-	if err != nil {
-		return nil, nil, err
-	}
-	sup, err := server.New(cmd, server.WithAPIKey(key))
-	return sup, plan, err
-}
-
-// prepareSim completes the simulator's command line with defaults and model as startSim does
-// and resolves it: the arguments and the plan, for the simulator run in-process.
-func prepareSim(args []string, model, what string, e *env, defaults ...string) ([]string, *serve.Plan, error) {
-	if _, named := server.ArgValue(args, "--served-model-name"); model != "" && !named {
-		defaults = append(defaults, "--model", model) // after the default model: it wins
-	}
-	args, err := serve.WithDefaults(args, defaults...)
-	if err != nil {
-		return nil, nil, simError(err, what, e)
-	}
-	plan, err := serve.Prepare(args, e.getenv)
-	if err != nil {
-		return nil, nil, simError(err, what, e)
-	}
-	return args, plan, nil
+	return err
 }
 
 // simError words an error of the simulator's command line for a command that starts it: its

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -89,9 +88,6 @@ func defineSweep(fs *pflag.FlagSet, e *env) runFunc {
 		}
 		cfg.Search, cfg.Search.NumRuns, cfg.Clock, cfg.Plot = bench.Search, cfg.NumRuns, bench.SimClock, bench.Plot
 		cfg.ReadyTimeout, cfg.Getenv = time.Duration(readySec)*time.Second, e.getenv
-		if cfg.Self, err = os.Executable(); err != nil {
-			return err
-		}
 		benv := benchcli.Env{Stdout: e.stdout, Stderr: e.stderr, Say: e.say, Note: e.note, Terminal: isTerminal(e.stderr)}
 		return sweepcli.Run(ctx, cfg, benv)
 	}

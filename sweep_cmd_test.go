@@ -177,7 +177,7 @@ func TestSweepDryRunAndBadInput(t *testing.T) {
 		{[]string{"--serve-cmd", "vllmtop sim", "--serve-params", filepath.Join(out, "none.json")}, "--serve-params"},
 		{[]string{"--serve-cmd", "vllmtop sim", "--bench-cmd", "python x.py"}, "want vllm bench serve"},
 		{[]string{"--serve-cmd", "vllmtop sim", "--bench-cmd", "vllm bench serve", "--num-prompts", "3"}, "not both"},
-		{[]string{"--serve-cmd", "vllmtop sim", "--bench-cmd", "vllm bench serve --max-concurrency 1,2"}, "list the values in --bench-params"},
+		{[]string{"--serve-cmd", "vllmtop sim", "--bench-cmd", "vllm bench serve --max-concurrency 1,2", "-o", out}, "list the values in --bench-params"},
 		{[]string{"--serve-cmd", "vllmtop sim", "--sla-params", `{"p99_ttft_ms": "<=1"}`, "--sla-variable", "max_concurrency", "--bench-params", benchParams}, "the SLA search sets itself"},
 		{[]string{"--serve-cmd", "'unclosed"}, "--serve-cmd"},
 		{[]string{"--serve-cmd", "vllm serve m", "--sim-clock", "virtual", "-o", out}, "--serve-cmd must be a vllmtop sim command"},

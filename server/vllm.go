@@ -55,37 +55,116 @@ func RedactKeys(args []string) []string {
 	return out
 }
 
-// The servers whose command lines vllmtop knows.
-type commandKind int
+// TakeAPIKey returns a copy of a known server's command line (see KnownCommand) without its
+// --api-key, and the key, so that the key can go in the child's environment (VLLM_API_KEY,
+// which vLLM and the simulator read) rather than on its command line, where ps shows it. ok is
+// false, and args come back as they are, without exactly one key: none, or several (a list
+// the variable cannot hold).
+func TakeAPIKey(args []string) (rest []string, key string, ok bool) {
+	if !KnownCommand(args) {
+		return args, "", false
+	}
+	n := 0
+	for i := 0; i < len(args) && args[i] != "--"; i++ {
+		flag, value, hasValue := splitFlag(args[i])
+		if flag != "--api-key" {
+			continue
+		}
+		if !hasValue && takesNext(args, i+1) {
+			i++
+			value, hasValue = args[i], true
+		}
+		n++
+		key = value
+		if !hasValue || strings.Contains(value, ",") {
+			n++ // a bare --api-key, or a list in one value
+		}
+	}
+	if n != 1 {
+		return args, "", false
+	}
+	return EditArgs(args, Remove("--api-key")), key, true
+}
+
+// Kind is what a command line runs, as far as vllmtop knows it.
+type Kind int
 
 const (
-	unknownCommand commandKind = iota
-	vllmServe                  // vllm serve [MODEL] [flags]
-	apiServer                  // python -m vllm.entrypoints.openai.api_server [flags]
-	simServe                   // vllmtop sim [MODEL] [flags] (or this executable's sim)
+	KindOther     Kind = iota // anything else: vllmtop adds no flags to it and guesses nothing
+	KindVLLMServe             // vllm serve [MODEL] [flags]
+	KindAPIServer             // python -m vllm.entrypoints.openai.api_server [flags]
+	KindSim                   // vllmtop sim [MODEL] [flags]: this program's simulator
 )
+
+// Command is a command line as Classify reads it.
+type Command struct {
+	Kind Kind
+	// Prog is the index of the server's program word: 0, or after an env wrapper
+	// (env [-i] [-u NAME] [NAME=VALUE]... PROGRAM).
+	Prog int
+	// Args is the index of the server's own arguments: after "serve", "sim" or the module.
+	Args int
+}
+
+// VLLM reports whether the command is vLLM's server (vllm serve or the api_server module).
+func (c Command) VLLM() bool { return c.Kind == KindVLLMServe || c.Kind == KindAPIServer }
 
 // apiServerModule is the module of vLLM's OpenAI-compatible server, as python -m runs it.
 const apiServerModule = "vllm.entrypoints.openai.api_server"
 
-func kindOf(args []string) commandKind {
-	if len(args) < 2 {
-		return unknownCommand
+// Classify says whether args runs this program's simulator (vllmtop sim, by any path, or this
+// executable's sim), a vLLM server (vllm serve, python -m vllm.entrypoints.openai.api_server)
+// or something else, looking through an env wrapper. It is the one place that decides.
+func Classify(args []string) Command {
+	p := envWrapped(args)
+	if p < 0 || len(args)-p < 2 {
+		return Command{}
 	}
-	base := filepath.Base(args[0])
+	prog, base := args[p], filepath.Base(args[p])
 	switch {
-	case base == "vllm" && args[1] == "serve":
-		return vllmServe
+	case base == "vllm" && args[p+1] == "serve":
+		return Command{Kind: KindVLLMServe, Prog: p, Args: p + 2}
 	case isPython(base):
-		for i := 1; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
-			if args[i] == "-m" && i+1 < len(args) && args[i+1] == apiServerModule || args[i] == "-m"+apiServerModule {
-				return apiServer
+		for i := p + 1; i < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+			if args[i] == "-m" && i+1 < len(args) && args[i+1] == apiServerModule {
+				return Command{Kind: KindAPIServer, Prog: p, Args: i + 2}
+			}
+			if args[i] == "-m"+apiServerModule {
+				return Command{Kind: KindAPIServer, Prog: p, Args: i + 1}
 			}
 		}
-	case args[1] == "sim" && (base == "vllmtop" || isThisExecutable(args[0])):
-		return simServe
+	case args[p+1] == "sim" && (base == "vllmtop" || isThisExecutable(prog)):
+		return Command{Kind: KindSim, Prog: p, Args: p + 2}
 	}
-	return unknownCommand
+	return Command{}
+}
+
+// envWrapped is the index of the program env runs when args is an env command line, 0 when
+// it is not one, -1 when env's options are ones vllmtop does not read (-S splits a string).
+func envWrapped(args []string) int {
+	if len(args) == 0 || filepath.Base(args[0]) != "env" {
+		return 0
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-i" || a == "-" || a == "--ignore-environment":
+		case a == "-u" || a == "--unset" || a == "-C" || a == "--chdir":
+			i++ // the option's value
+		case strings.HasPrefix(a, "--unset=") || strings.HasPrefix(a, "--chdir=") ||
+			len(a) > 2 && (strings.HasPrefix(a, "-u") || strings.HasPrefix(a, "-C")):
+		case a == "--":
+			if i+1 < len(args) {
+				return i + 1
+			}
+			return -1
+		case strings.HasPrefix(a, "-"):
+			return -1
+		case !strings.Contains(a, "="):
+			return i
+		}
+	}
+	return -1
 }
 
 func isThisExecutable(path string) bool {
@@ -102,23 +181,23 @@ func isPython(name string) bool {
 // KnownCommand reports whether args runs a server whose flags vllmtop knows (--host, --port,
 // --model and the rest of vLLM's): vllm serve, python -m vllm.entrypoints.openai.api_server,
 // or vllmtop sim (this executable's too). vllmtop edits only such command lines.
-func KnownCommand(args []string) bool { return kindOf(args) != unknownCommand }
+func KnownCommand(args []string) bool { return Classify(args).Kind != KindOther }
 
 // ModelArg is the model a known command line serves (see KnownCommand): its --model, else for
 // vllm serve and vllmtop sim the first argument after the subcommand that is neither a flag
 // nor a flag's value (vllm serve MODEL); "" when there is none or the command is not known.
 func ModelArg(args []string) string {
-	kind := kindOf(args)
-	if kind == unknownCommand {
+	c := Classify(args)
+	if c.Kind == KindOther {
 		return ""
 	}
 	if v, ok := ArgValue(args, "--model"); ok {
 		return v
 	}
-	if kind == apiServer {
+	if c.Kind == KindAPIServer {
 		return ""
 	}
-	for i := 2; i < len(args); i++ {
+	for i := c.Args; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			return ""
@@ -126,7 +205,7 @@ func ModelArg(args []string) string {
 		if strings.HasPrefix(a, "-") {
 			continue
 		}
-		if prev := args[i-1]; i > 2 && strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
+		if prev := args[i-1]; i > c.Args && strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") {
 			continue
 		}
 		return a

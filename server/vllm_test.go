@@ -122,3 +122,85 @@ func TestOnLoopbackAndAPIKey(t *testing.T) {
 	WithAPIKey("")(&o)
 	assert.Equal(t, []string{"A=1"}, o.environ(), "no key: the child asks for none")
 }
+
+// Classify on command lines as people write them: the kind, where the program is and where
+// its own arguments begin.
+func TestClassify(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, c := range []struct {
+		args       []string
+		kind       Kind
+		prog, rest int
+	}{
+		{[]string{"vllmtop", "sim", "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, KindSim, 0, 2},
+		{[]string{"/path/to/vllmtop", "sim"}, KindSim, 0, 2},
+		{[]string{"./vllmtop", "sim", "--port", "8001"}, KindSim, 0, 2},
+		{[]string{exe, "sim", "m"}, KindSim, 0, 2},
+		{[]string{"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64"}, KindVLLMServe, 0, 2},
+		{[]string{"/opt/venv/bin/vllm", "serve"}, KindVLLMServe, 0, 2},
+		{[]string{"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}, KindAPIServer, 0, 3},
+		{[]string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, KindAPIServer, 0, 3},
+		{[]string{"/usr/bin/python3.12", "-u", "-O", "-m", "vllm.entrypoints.openai.api_server", "--port", "1"}, KindAPIServer, 0, 5},
+		{[]string{"python3", "-mvllm.entrypoints.openai.api_server", "--model", "m"}, KindAPIServer, 0, 2},
+		{[]string{"env", "CUDA_VISIBLE_DEVICES=0", "vllm", "serve", "m"}, KindVLLMServe, 2, 4},
+		{[]string{"/usr/bin/env", "-i", "FOO=1", "BAR=2", "vllmtop", "sim"}, KindSim, 4, 6},
+		{[]string{"env", "-u", "HTTP_PROXY", "--unset=NO_PROXY", "python3", "-m", "vllm.entrypoints.openai.api_server"}, KindAPIServer, 4, 7},
+		{[]string{"env", "--", "vllm", "serve"}, KindVLLMServe, 2, 4},
+		// Not a server vllmtop knows.
+		{[]string{"vllmtop"}, KindOther, 0, 0},
+		{[]string{"vllmtop", "bench", "--sim"}, KindOther, 0, 0},
+		{[]string{"vllm", "bench", "serve"}, KindOther, 0, 0},
+		{[]string{"vllm"}, KindOther, 0, 0},
+		{[]string{"other", "sim"}, KindOther, 0, 0},
+		{[]string{"python", "server.py", "-m", "vllm.entrypoints.openai.api_server"}, KindOther, 0, 0},
+		{[]string{"python", "-m", "vllm.entrypoints.api_server"}, KindOther, 0, 0},
+		{[]string{"pythonista", "-m", "vllm.entrypoints.openai.api_server"}, KindOther, 0, 0},
+		{[]string{"./serve.sh", "serve", "m"}, KindOther, 0, 0},
+		{[]string{"sleep", "1000"}, KindOther, 0, 0},
+		{[]string{"env", "-S", "vllm serve m"}, KindOther, 0, 0}, // env splits the string itself
+		{[]string{"env", "FOO=1"}, KindOther, 0, 0},
+		{[]string{"env", "FOO=1", "sleep", "1"}, KindOther, 0, 0},
+		{nil, KindOther, 0, 0},
+	} {
+		got := Classify(c.args)
+		assert.Equal(t, Command{Kind: c.kind, Prog: c.prog, Args: c.rest}, got, "%q", c.args)
+		assert.Equal(t, c.kind != KindOther, KnownCommand(c.args), "%q", c.args)
+		assert.Equal(t, c.kind == KindVLLMServe || c.kind == KindAPIServer, got.VLLM(), "%q", c.args)
+	}
+	assert.Equal(t, "m", ModelArg([]string{"env", "A=1", "vllm", "serve", "m", "--port", "1"}), "the model after an env wrapper")
+	got, err := OnLoopback([]string{"env", "A=1", "vllm", "serve", "m"})
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", must(ArgValue(got, "--host")), "a wrapped server binds loopback too")
+}
+
+func must(v string, ok bool) string {
+	if !ok {
+		return "<none>"
+	}
+	return v
+}
+
+// TakeAPIKey moves one key off a known server's command line; anything else stays as given.
+func TestTakeAPIKey(t *testing.T) {
+	rest, key, ok := TakeAPIKey([]string{"vllmtop", "sim", "--api-key", "s3cret", "--port", "1"})
+	assert.True(t, ok)
+	assert.Equal(t, "s3cret", key)
+	assert.Equal(t, []string{"vllmtop", "sim", "--port", "1"}, rest)
+	rest, key, ok = TakeAPIKey([]string{"vllm", "serve", "m", "--api-key=k2"})
+	assert.True(t, ok)
+	assert.Equal(t, "k2", key)
+	assert.Equal(t, []string{"vllm", "serve", "m"}, rest)
+	for _, args := range [][]string{
+		{"vllm", "serve", "m"},
+		{"vllm", "serve", "m", "--api-key", "a", "--api-key", "b"},
+		{"vllmtop", "sim", "--api-key", "a,b"},
+		{"vllm", "serve", "m", "--api-key"},
+		{"./serve.sh", "--api-key", "k"}, // not a command vllmtop edits
+	} {
+		rest, key, ok := TakeAPIKey(args)
+		assert.False(t, ok, "%q", args)
+		assert.Empty(t, key)
+		assert.Equal(t, args, rest)
+	}
+}

@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
-	"github.com/vllmtop/vllmtop/server/sim/serve"
 	"github.com/vllmtop/vllmtop/themes"
 	"github.com/vllmtop/vllmtop/tui"
 )
@@ -68,10 +68,9 @@ type Dashboard struct {
 	fl          fleetOptions // the fleet's sources, the config file, canary and recorder
 }
 
-// SimStarter starts the built-in simulator with these flags, the model the client asks for and
-// the key it sends, as vllmtop starts it for bench --sim: a supervisor, not started, and the
-// simulator's plan. Its errors are worded for the user.
-type SimStarter func(args []string, model, key string) (*server.Supervisor, *serve.Plan, error)
+// SimErrors words an error of the simulator's command line (a *launch.ArgsError) for the user,
+// as bench --sim words its own; what says where the flags came from.
+type SimErrors func(err error, what string) error
 
 // Sayer writes one message line to the user.
 type Sayer func(format string, a ...any)
@@ -96,7 +95,7 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.Var(cliflag.Goodput(&l.Goodput), "goodput", `service-level objectives in ms, e.g. "ttft:200 tpot:50": the Runs view adds goodput`)
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
-	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); the simulator asks for it")
+	fs.StringVar(&c.APIKey, "api-key", "", "API key (default: OPENAI_API_KEY, else VLLM_API_KEY); a server vllmtop starts asks for it")
 	cliflag.AddClient(fs, c)
 	fs.IntVar(&l.PrefixLen, "prefix-len", loadgen.DefaultSharedPrefixLen, "tokens of the shared system prompt P toggles (the prefix-caching demo)")
 	fs.StringVar(&o.dataset.Name, "dataset-name", loadgen.DatasetRandom, "random, or a trace to replay (burstgpt, mooncake), or conversations with --multi-turn (sharegpt, random)")
@@ -151,11 +150,11 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 }
 
 // Build makes the server's supervisor, the load and the scraper.
-func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
+func (d *Dashboard) Build(words SimErrors, say Sayer) error {
 	if d.fleetMode() {
 		return d.buildFleet()
 	}
-	err := d.server(startSim, say)
+	err := d.server(words, say)
 	if err != nil {
 		return err
 	}
@@ -178,37 +177,41 @@ func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
 
 // server makes the supervisor (attached to --attach, of the command after --, or of the
 // built-in simulator) and points the load at it.
-func (d *Dashboard) server(startSim SimStarter, say Sayer) error {
-	var err error
+func (d *Dashboard) server(words SimErrors, say Sayer) error {
+	c := d.loadCfg.Client
+	spec := launch.Spec{Command: d.command, APIKey: c.APIKey, Getenv: d.getenv}
+	what := "the command after --"
 	switch {
 	case d.attach != "":
 		url := strings.TrimRight(d.attach, "/")
 		d.deps.Mode, d.deps.Target, d.deps.StartPaused, d.deps.RestartDisabled = tui.ModeAttach, sanitize.URL(url), true, true
 		d.loadCfg.Client.BaseURL = url
+		var err error
 		d.sup, err = server.Attach(url)
 		return err
 	case d.command != nil:
 		d.deps.Mode = tui.ModeSupervise
-		cmd, err := server.OnLoopback(thisVllmtop(d.command, os.Executable))
-		if err == nil {
-			d.sup, err = server.New(cmd)
-		}
-		if err != nil {
-			return err
-		}
 	default:
 		d.deps.Mode = tui.ModeSimulator
-		sup, plan, err := startSim(d.simArgs, d.loadCfg.Client.Model, d.loadCfg.Client.APIKey)
-		if err != nil {
-			return err
-		}
-		d.sup, d.deps.Capacity = sup, plan.CapacityAt
+		spec.Command, spec.Defaults, spec.Model, what = launch.Sim(d.simArgs...), SimDefaults, c.Model, "--sim-args"
+	}
+	srv, err := launch.Launch(spec)
+	var bad *launch.ArgsError
+	if errors.As(err, &bad) && words != nil {
+		return words(bad.Err, what)
+	}
+	if err != nil {
+		return err
+	}
+	d.sup = srv.Sup
+	if srv.Plan != nil {
+		d.deps.Capacity = srv.Plan.CapacityAt
 	}
 	args := d.sup.Args()
 	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
 	d.deps.InitialUtil = server.GPUMemoryUtilization(args)
 	d.loadCfg.Client.BaseURL = server.BaseURL(args)
-	if !server.KnownCommand(args) {
+	if srv.Kind == server.KindOther {
 		// Its flags are its own: vllmtop adds none and looks where its command line says.
 		where := "the --port it was given"
 		if _, ok := server.ArgValue(args, "--port"); !ok {
@@ -307,18 +310,4 @@ func (d *Dashboard) shutdown() {
 	_ = d.sup.Stop(ctx)
 	_ = d.sup.Close()
 	_ = d.load.Close()
-}
-
-// thisVllmtop runs `vllmtop sim ...` after -- with this executable, as vllmtop sweep's
-// --serve-cmd does: `go run . -- vllmtop sim` works without vllmtop installed, and runs the
-// same build as the dashboard.
-func thisVllmtop(cmd []string, self func() (string, error)) []string {
-	if len(cmd) < 2 || cmd[0] != "vllmtop" || cmd[1] != "sim" {
-		return cmd
-	}
-	exe, err := self()
-	if err != nil {
-		return cmd
-	}
-	return append([]string{exe}, cmd[1:]...)
 }

@@ -39,10 +39,11 @@ func (d *Dashboard) wireCapacity() {
 		return
 	}
 	args := d.sup.Args()
-	if len(args) < 2 || args[1] != "sim" || !server.KnownCommand(args) {
+	c := server.Classify(args)
+	if c.Kind != server.KindSim {
 		return
 	}
-	simArgs, getenv := append([]string(nil), args[2:]...), d.getenv
+	simArgs, getenv := append([]string(nil), args[c.Args:]...), d.getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}

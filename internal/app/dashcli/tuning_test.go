@@ -40,6 +40,17 @@ func TestCapacityModelForSimulatorCommands(t *testing.T) {
 	assert.Greater(t, hi.Columns[0].KVTokens, lo.Columns[0].KVTokens, "more memory, more KV cache")
 	assert.Equal(t, 0.9, hi.Util)
 
+	// Behind env, the simulator's flags are read where they begin.
+	d, err = parseDashboard("--", "env", "A=1", "vllmtop", "sim", "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4")
+	require.NoError(t, err)
+	require.NoError(t, d.server(nil, func(string, ...any) {}))
+	defer d.sup.Close()
+	d.wireCapacity()
+	require.NotNil(t, d.deps.CapacityReport)
+	wrapped, err := d.deps.CapacityReport(0.9, d.deps.Workloads[0])
+	require.NoError(t, err)
+	assert.Equal(t, hi.Columns[0].KVTokens, wrapped.Columns[0].KVTokens)
+
 	d, err = parseDashboard("--", "vllm", "serve", "m")
 	require.NoError(t, err)
 	require.NoError(t, d.server(nil, func(string, ...any) {}))

@@ -1,6 +1,7 @@
-// Package simtest starts the simulated vLLM in-process for tests of the packages that watch
-// servers, and finds the external programs (Prometheus) those tests run: installed by .ci/run
-// in CI, where their absence fails the test, skipped with a reason elsewhere.
+// Package simtest starts the simulated vLLM in-process, through launch as vllmtop starts it,
+// for tests of the packages that watch servers, and finds the external programs (Prometheus)
+// those tests run: installed by .ci/run in CI, where their absence fails the test, skipped
+// with a reason elsewhere.
 package simtest
 
 import (
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"testing"
@@ -16,9 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server/sim"
-	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 // Instance is one simulated server on a loopback port.
@@ -41,25 +41,17 @@ func Start(t testing.TB, args ...string) *Instance {
 	return in
 }
 
+// stopGrace is how long a test's in-flight requests run on when its server stops.
+const stopGrace = 100 * time.Millisecond
+
 func (in *Instance) serve(t testing.TB, ln net.Listener) {
 	t.Helper()
-	opts, err := serve.ParseArgs(append(append([]string(nil), in.args...), "--sim-startup-seconds", "0"), func(string) string { return "" })
+	args := append(append([]string(nil), in.args...), "--sim-startup-seconds", "0")
+	srv, err := launch.Launch(launch.Spec{Command: launch.Sim(args...), Mode: launch.InProcess, Listener: ln, Grace: stopGrace})
 	require.NoError(t, err)
-	setup, err := sim.Resolve(opts.Engine, nil)
-	require.NoError(t, err)
-	srv := serve.New(opts, setup, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Run(ctx, ln, 100*time.Millisecond)
-		close(done)
-	}()
-	in.stop = func() {
-		cancel()
-		<-done
-	}
+	in.stop = srv.Stop
 	t.Cleanup(in.Stop)
-	require.Eventually(t, srv.Ready, 10*time.Second, time.Millisecond, "simulator ready")
+	require.Eventually(t, srv.Instance.Ready, 10*time.Second, time.Millisecond, "simulator ready")
 }
 
 // Stop shuts the server down (its port refuses connections from then on). It may be called
@@ -84,23 +76,19 @@ func (in *Instance) Restart(t testing.TB) {
 	in.serve(t, ln)
 }
 
-// StartVirtual serves the simulator behind httptest on a virtual clock: engine steps run
+// StartVirtual serves the simulator on a loopback port on a virtual clock: engine steps run
 // back to back, so a test's load takes milliseconds of simulated time per step of CPU.
 func StartVirtual(t testing.TB, args ...string) string {
 	t.Helper()
-	opts, err := serve.ParseArgs(args, func(string) string { return "" })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	setup, err := sim.Resolve(opts.Engine, nil)
+	args = append(append([]string(nil), args...), "--sim-startup-seconds", "0")
+	srv, err := launch.Launch(launch.Spec{Command: launch.Sim(args...), Mode: launch.InProcess, Listener: ln,
+		Clock: sim.NewVirtualClock(time.Now()), Grace: stopGrace})
 	require.NoError(t, err)
-	srv := serve.New(opts, setup, sim.NewVirtualClock(time.Now()), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv.Start(ctx)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-	})
-	return hs.URL
+	t.Cleanup(srv.Stop)
+	require.Eventually(t, srv.Instance.Ready, 10*time.Second, time.Millisecond, "simulator ready")
+	return srv.Instance.URL()
 }
 
 // Need returns the path of command name, or ends the test: a failure under CI

@@ -21,12 +21,12 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/benchcli"
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
+	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/app/predict"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/loadgen/curve"
 	"github.com/vllmtop/vllmtop/server"
-	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 // Config is a parsed `vllmtop sweep` command line.
@@ -45,7 +45,6 @@ type Config struct {
 	Search                   benchcli.Search // SLA mode when Search.On()
 	Plot                     string          // FILE.png or FILE.svg: the curves
 	VarX, VarY               string          // the curves' axes: result keys
-	Self                     string          // this executable, run where --serve-cmd says vllmtop
 	Getenv                   func(string) string
 }
 
@@ -288,8 +287,8 @@ func parseDoc(b []byte) (loadgen.ResultDoc, error) {
 // started is a server ready for benchmarks: its URL, or the simulator on its virtual clock.
 type started struct {
 	url      string
-	virtual  *predict.Target
-	endpoint string
+	virtual  *launch.Server
+	spec     launch.Spec // what was launched, launched again for another endpoint
 	capacity []loadgen.Field
 	// prompts counts the prompts the server has been sent: each run gets fresh ones.
 	prompts *promptCount
@@ -299,58 +298,43 @@ type promptCount struct{ n int }
 
 // startServer starts one setting's server and waits until it is ready.
 func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.Env) (started, func(), error) {
-	sim := len(cmd) > 1 && filepath.Base(cmd[0]) == "vllmtop" && cmd[1] == "sim"
+	spec := launch.Spec{Command: cmd, APIKey: cfg.clientKey(), Endpoint: loadgen.EndpointCompletions, Getenv: cfg.Getenv}
 	if cfg.Clock == benchcli.ClockVirtual {
-		if !sim {
-			return started{}, nil, errors.New("--sim-clock virtual simulates vllmtop sim in-process: --serve-cmd must be a vllmtop sim command")
-		}
-		plan, err := serve.Prepare(cmd[2:], cfg.Getenv)
-		if err != nil {
-			return started{}, nil, fmt.Errorf("the simulated server would not start: %s", textfmt.OneLine(err.Error(), 0))
-		}
-		c := plan.Capacity()
+		spec.Mode = launch.Virtual
+	}
+	srv, err := launch.Launch(spec)
+	var bad *launch.ArgsError
+	switch {
+	case errors.Is(err, launch.ErrNotSim):
+		return started{}, nil, errors.New("--sim-clock virtual simulates vllmtop sim in-process: --serve-cmd must be a vllmtop sim command")
+	case errors.As(err, &bad):
+		return started{}, nil, fmt.Errorf("the simulated server would not start: %s", textfmt.OneLine(bad.Error(), 0))
+	case err != nil:
+		return started{}, nil, err
+	}
+	if spec.Mode == launch.Virtual {
+		plan, c := srv.Plan, srv.Plan.Capacity()
 		// Rounded as vLLM logs them, so a virtual sweep's summary reads as a real one's.
-		st := started{endpoint: loadgen.EndpointCompletions, capacity: capacityFields(c.KVCacheTokens, round2(c.MaxConcurrency), plan.MaxModelLen(),
-			round2(float64(c.AvailableKVBytes)/(1<<30)), round2(float64(c.WeightsBytes)/(1<<30)))}
-		st.virtual, st.prompts = predict.New(plan, st.endpoint), &promptCount{}
+		st := started{virtual: srv, spec: spec, prompts: &promptCount{}, capacity: capacityFields(c.KVCacheTokens, round2(c.MaxConcurrency),
+			plan.MaxModelLen(), round2(float64(c.AvailableKVBytes)/(1<<30)), round2(float64(c.WeightsBytes)/(1<<30)))}
 		fmt.Fprintf(env.Stdout, "Simulated server: %s on %s, in-process on the virtual clock\n", plan.Model(), plan.GPU())
 		return st, func() {}, nil
 	}
-	if sim {
-		cmd = append([]string{cfg.Self}, cmd[1:]...)
-	}
-	cmd, err := server.OnLoopback(cmd)
-	if err != nil {
+	if err := srv.StartReady(ctx, cfg.ReadyTimeout, "the server"); err != nil {
 		return started{}, nil, err
 	}
-	var opts []server.Option
-	if sim {
-		opts = append(opts, server.WithAPIKey(loadgen.APIKeyFromEnv(cfg.Getenv)))
-	}
-	sup, err := server.New(cmd, opts...)
-	if err != nil {
-		return started{}, nil, err
-	}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = sup.Stop(sctx)
-		_ = sup.Close()
-	}
-	if err := sup.Start(ctx); err != nil {
-		stop()
-		return started{}, nil, fmt.Errorf("the server failed to start: %v", err)
-	}
-	wait, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
-	defer cancel()
-	if err := sup.WaitReady(wait); err != nil {
-		stop()
-		return started{}, nil, fmt.Errorf("the server did not become ready: %v", err)
-	}
-	st := sup.Status()
-	st = awaitCapacity(ctx, sup, st)
+	st := awaitCapacity(ctx, srv.Sup, srv.Sup.Status())
 	return started{url: st.URL, capacity: capacityFields(st.KVCacheTokens, st.MaxConcurrency, st.MaxModelLen, st.KVCacheGiB, st.ModelGiB),
-		prompts: &promptCount{}}, stop, nil
+		prompts: &promptCount{}}, srv.Stop, nil
+}
+
+// clientKey is the key the benchmark sends (its --api-key, else the environment's), which
+// the servers the sweep starts ask for.
+func (cfg *Config) clientKey() string {
+	if o, err := ParseBench(cfg.BenchArgs, cfg.Getenv); err == nil {
+		return o.Client.APIKey
+	}
+	return loadgen.APIKeyFromEnv(cfg.Getenv)
 }
 
 // awaitCapacity gives the log reader a moment to fold in the capacity lines a server logged
@@ -414,15 +398,24 @@ func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir st
 	if !o.TargetGiven && t.url != "" {
 		o.Client.BaseURL = t.url
 	}
-	if t.virtual != nil && o.Client.Endpoint != t.endpoint {
-		t.virtual = predict.New(t.virtual.Plan(), o.Client.Endpoint)
+	var virtual *predict.Target
+	if t.virtual != nil {
+		if virtual = t.virtual.Target; o.Client.Endpoint != t.spec.Endpoint {
+			spec := t.spec
+			spec.Endpoint = o.Client.Endpoint
+			again, err := launch.Launch(spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			virtual = again.Target
+		}
 	}
 	if cfg.Search.On() {
 		o.SetSearch(cfg.Search)
 	} else {
 		o.Runs.Info.Metrics = append([]string(nil), loadgen.PercentileMetrics...) // as vllm bench sweep asks
 	}
-	b, err := benchcli.Prepare(ctx, o, t.virtual, env)
+	b, err := benchcli.Prepare(ctx, o, virtual, env)
 	if err != nil {
 		return nil, nil, err
 	}

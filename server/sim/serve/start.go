@@ -149,6 +149,7 @@ type startConfig struct {
 	stdout, stderr io.Writer
 	ln             net.Listener
 	clock          sim.Clock
+	grace          time.Duration
 }
 
 // WithLogs writes vLLM's log lines (start-up, stats, access, failures) to stdout and stderr.
@@ -161,6 +162,10 @@ func WithListener(ln net.Listener) StartOption { return func(c *startConfig) { c
 
 // WithClock drives the engine on c (a *sim.VirtualClock in tests) instead of the wall clock.
 func WithClock(c sim.Clock) StartOption { return func(s *startConfig) { s.clock = c } }
+
+// WithGrace lets in-flight requests run on for d after Stop instead of ShutdownGrace (0 keeps
+// ShutdownGrace): a test's servers stop at once.
+func WithGrace(d time.Duration) StartOption { return func(s *startConfig) { s.grace = d } }
 
 // Instance is a simulated vLLM server started by Start.
 type Instance struct {
@@ -205,13 +210,16 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 			return nil, fmt.Errorf("cannot listen on %s: %v", addr, unwrapSyscall(err))
 		}
 	}
+	if cfg.grace <= 0 {
+		cfg.grace = ShutdownGrace
+	}
 	i := &Instance{plan: plan, srv: New(plan.opts, plan.setup, cfg.clock, logs), url: "http://" + ln.Addr().String(),
 		done: make(chan struct{})}
 	var runCtx context.Context
 	runCtx, i.cancel = context.WithCancel(ctx)
 	go func() {
 		defer close(i.done)
-		i.err = i.srv.Run(runCtx, ln, ShutdownGrace)
+		i.err = i.srv.Run(runCtx, ln, cfg.grace)
 	}()
 	return i, nil
 }
