@@ -48,6 +48,8 @@ type fleetMsg struct{ f fleet.Fleet }
 // drillMsg asks the root to show one row's endpoint in the Overview, Log and Runs views.
 type drillMsg struct{ row fleet.Row }
 
+func (drillMsg) forRoot() {}
+
 // fleetRefreshEvery bounds how long the rows wait for news: states age (STALE) without any.
 const fleetRefreshEvery = 2 * time.Second
 
@@ -643,7 +645,7 @@ func (m *Model) drillInto(r fleet.Row) tea.Cmd {
 	if c.deps.Fleet != nil {
 		backfill(s.hist, c.deps.Fleet.History(), r.Key)
 	}
-	m.setView(1)
+	m.show(overviewTab)
 	m.header.Update(refreshMsg{})
 	c.setStatus("drilled into "+clean(r.Name)+" (esc: back to the fleet)", false)
 	return scheduleScrape(m.scrapeGen, 0)
@@ -656,7 +658,7 @@ func (m *Model) leaveDrill() {
 	c.deps.Scraper = nil
 	m.scrapeGen++
 	m.snaps, s.snap, s.fast, s.slow = nil, nil, nil, nil
-	m.setView(0)
+	m.show(fleetTab.name)
 	m.header.Update(refreshMsg{})
 	c.setStatus("", false)
 }

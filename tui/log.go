@@ -31,6 +31,9 @@ type logLine struct {
 	polling bool // vllmtop's own GET /health or /metrics
 }
 
+// logTab is the server log's view, which keeps the log lines.
+const logTab = "Log"
+
 // logPanel is the server's log: vllmtop's own polling hidden unless asked for, a filter,
 // wrapping or horizontal scrolling, and paging. It draws only the lines on screen.
 type logPanel struct {

@@ -194,6 +194,9 @@ var overviewCharts = []chartDef{
 	{"Queue", unitRequests, 0, []int{serRunning, serWaiting, serPreempt}},
 }
 
+// overviewTab is the charts' view, where a drill-down from the fleet lands.
+const overviewTab = "Overview"
+
 // overview is the four charts over one shared time window.
 type overview struct {
 	c      *common
