@@ -124,7 +124,8 @@ func TestWindowKeyCyclesTheChartSpan(t *testing.T) {
 		d.press("z")
 		assert.Contains(t, d.m.tabLine(), "window "+want)
 	}
-	d.press("2", "z")
+	d.showView(streamTab)
+	d.press("z")
 	assert.Contains(t, d.m.tabLine(), "window 5m", "z belongs to the Overview")
 }
 
@@ -403,7 +404,8 @@ func TestRunsPickAndCompare(t *testing.T) {
 		d.press(k)
 	}
 	d.second()
-	d.press("4", "up", "up", "x", "down", "x")
+	d.showView("Runs")
+	d.press("up", "up", "x", "down", "x")
 	runs := panelOf[*runsPanel](d)
 	assert.Equal(t, []int{0, 1}, runs.picked)
 	out := d.view()
