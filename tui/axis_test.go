@@ -131,7 +131,7 @@ func TestEveryChartHasTheSameTicks(t *testing.T) {
 	label := regexp.MustCompile(`┴(\d\d:\d\d(:\d\d)?)`)
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
 		d := scripted(t, sz[0], sz[1], "dark", false)
-		d.m.setView(0)
+		d.m.show(overviewTab)
 		for range chartWindows {
 			span := chartWindows[d.m.c.s.window]
 			out := d.view()

@@ -18,7 +18,7 @@ func TestCapacityViewEstimatesWhenAttached(t *testing.T) {
 		dp.Mode, dp.RestartDisabled, dp.Supervisor, dp.Capacity, dp.CapacityReport = ModeAttach, true, nil, nil, nil
 	})
 	d.second()
-	d.m.setView(4)
+	d.m.show("Capacity")
 	out := sgr.ReplaceAllString(d.view(), "")
 	// 29,045 blocks of 16; 256 + 128 tokens are 24 blocks: 1,210 requests.
 	assert.Contains(t, out, "384 tok (24 blocks) a request · 1,210 fit in KV · max running 1,210")
@@ -33,7 +33,7 @@ func TestCapacityViewMarksRefusedSettings(t *testing.T) {
 		dp.CapacityReport = simCapacity("meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--max-model-len", "131072")
 	})
 	d.second()
-	d.m.setView(4)
+	d.m.show("Capacity")
 	out := sgr.ReplaceAllString(d.view(), "")
 	r, err := d.m.c.deps.CapacityReport(0.92, capacity.Workload{PromptTokens: 256, OutputTokens: 128})
 	require.NoError(t, err)

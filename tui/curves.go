@@ -71,17 +71,7 @@ func tuneChart(t *tuneState) curve.Chart {
 func (p *curvesPanel) render() string {
 	st := &p.c.styles
 	t := &p.c.s.tune
-	title := st.Title.Render("Tuning curves")
-	switch {
-	case t.kind == tuneSearch:
-		title += st.Muted.Render("  (SLO search under way)")
-	case t.kind == tuneSweep:
-		title += st.Muted.Render("  (utilisation sweep under way)")
-	}
-	out := []string{title}
-	if t.kind != tuneIdle && t.progress != "" {
-		out = append(out, st.Warn.Render(truncate(t.progress+" · "+sloMetric(t.slo)+" of the last probe · S/W stops", p.w)))
-	}
+	out := p.title()
 	chart := tuneChart(t)
 	points := 0
 	for _, s := range chart.Series {
@@ -104,36 +94,7 @@ func (p *curvesPanel) render() string {
 	}
 	var notes []string
 	for i, cv := range t.curves {
-		glyph := string(curve.Markers[i%len(curve.Markers)])
-		line := st.series(i).Style.Render(glyph+" "+cv.Name) + "  "
-		if cv.Err != "" {
-			notes = append(notes, truncate(line+st.Bad.Render("did not start: "+clean(cv.Err)), p.w))
-			continue
-		}
-		if cv.Knee > 0 {
-			line += st.Good.Render("knee " + p.valueText(cv.Knee))
-		} else if t.slo != nil && len(cv.Probes) > 0 {
-			line += st.Bad.Render("no probe met the SLO")
-		}
-		var probes []string
-		for _, pr := range (loadgen.SLOResult{Probes: cv.Probes}).ByValue() {
-			y, _ := docNumber(pr.Docs, sloMetric(t.slo))
-			x, _ := docNumber(pr.Docs, "output_throughput")
-			mark := ""
-			if t.slo != nil {
-				mark = map[bool]string{true: "✓", false: "✗"}[pr.Passed()]
-			}
-			probes = append(probes, fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark))
-		}
-		for j := range probes {
-			probes[j] = st.Muted.Render(probes[j])
-		}
-		for j, l := range wrapItems(append([]string{strings.TrimRight(line, " ")}, probes...), "  ", p.w-2, perCurve) {
-			if j > 0 {
-				l = "  " + l // a continuation of the setting above
-			}
-			notes = append(notes, l)
-		}
+		notes = append(notes, p.curveNotes(i, cv, perCurve)...)
 	}
 	legendNote := st.Muted.Render(fmt.Sprintf("each probe: %s / output tok/s", sloMetric(t.slo)))
 	room := p.h - len(out) - len(notes) - 1
@@ -149,6 +110,59 @@ func (p *curvesPanel) render() string {
 	out = append(out, notes...)
 	out = append(out, legendNote)
 	return strings.Join(out, "\n")
+}
+
+// title is the panel's title and, while a run is under way, its progress.
+func (p *curvesPanel) title() []string {
+	st := &p.c.styles
+	t := &p.c.s.tune
+	title := st.Title.Render("Tuning curves")
+	switch {
+	case t.kind == tuneSearch:
+		title += st.Muted.Render("  (SLO search under way)")
+	case t.kind == tuneSweep:
+		title += st.Muted.Render("  (utilisation sweep under way)")
+	}
+	out := []string{title}
+	if t.kind != tuneIdle && t.progress != "" {
+		out = append(out, st.Warn.Render(truncate(t.progress+" · "+sloMetric(t.slo)+" of the last probe · S/W stops", p.w)))
+	}
+	return out
+}
+
+// curveNotes are the i-th setting's lines under the plot: its knee, then its probes, on at
+// most lines lines.
+func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
+	st := &p.c.styles
+	t := &p.c.s.tune
+	glyph := string(curve.Markers[i%len(curve.Markers)])
+	line := st.series(i).Style.Render(glyph+" "+cv.Name) + "  "
+	if cv.Err != "" {
+		return []string{truncate(line+st.Bad.Render("did not start: "+clean(cv.Err)), p.w)}
+	}
+	if cv.Knee > 0 {
+		line += st.Good.Render("knee " + p.valueText(cv.Knee))
+	} else if t.slo != nil && len(cv.Probes) > 0 {
+		line += st.Bad.Render("no probe met the SLO")
+	}
+	var probes []string
+	for _, pr := range (loadgen.SLOResult{Probes: cv.Probes}).ByValue() {
+		y, _ := docNumber(pr.Docs, sloMetric(t.slo))
+		x, _ := docNumber(pr.Docs, "output_throughput")
+		mark := ""
+		if t.slo != nil {
+			mark = map[bool]string{true: "✓", false: "✗"}[pr.Passed()]
+		}
+		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark)))
+	}
+	var out []string
+	for j, l := range wrapItems(append([]string{strings.TrimRight(line, " ")}, probes...), "  ", p.w-2, lines) {
+		if j > 0 {
+			l = "  " + l // a continuation of the setting above
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 func (p *curvesPanel) valueText(v int) string {

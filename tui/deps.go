@@ -5,7 +5,8 @@
 //
 // The root Model owns the layout, the global keys, the phase of a restart or a quit, and the
 // state every panel reads (common); each view is a panel in a file of its own, listed once in
-// tabs (panel.go), from which the view keys, the tab line and the help are made. The header and
+// tabs (panel.go), from which the view keys, the tab line and the help are made; the root
+// sends a panel its messages by its name, never by its place in the tabs. The header and
 // the footer are panels too, without a tab. Scrapes are parsed and compared in commands, off
 // the UI goroutine; Update and View never block.
 package tui

@@ -125,6 +125,18 @@ func (d *driver) logs(lines ...string) {
 
 func (d *driver) view() string { return d.m.View() }
 
+// showView presses the key of the view named name, as a user would.
+func (d *driver) showView(name string) {
+	d.t.Helper()
+	k := d.m.viewKey(name)
+	require.NotEmpty(d.t, k, "the dashboard has a %s view", name)
+	d.press(k)
+	require.Equal(d.t, name, d.activeView())
+}
+
+// activeView is the name of the view shown.
+func (d *driver) activeView() string { return d.m.tabs[d.m.active].name }
+
 // panel is the dashboard's panel of type T.
 func panelOf[T panel](d *driver) T {
 	for _, p := range d.m.panels {

@@ -48,6 +48,8 @@ type fleetMsg struct{ f fleet.Fleet }
 // drillMsg asks the root to show one row's endpoint in the Overview, Log and Runs views.
 type drillMsg struct{ row fleet.Row }
 
+func (drillMsg) forRoot() {}
+
 // fleetRefreshEvery bounds how long the rows wait for news: states age (STALE) without any.
 const fleetRefreshEvery = 2 * time.Second
 
@@ -233,7 +235,8 @@ type fleetPanel struct {
 }
 
 type fleetKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom, Sort, Reverse, Filter, Clear, Drill key.Binding
+	moveKeys
+	Sort, Reverse, Filter, Clear, Drill key.Binding
 }
 
 func newFleetPanel(c *common) panel {
@@ -242,12 +245,7 @@ func newFleetPanel(c *common) panel {
 	ti.Prompt = "/"
 	ti.CharLimit = 64
 	return &fleetPanel{c: c, cols: fleetColumns(), filter: ti, keys: fleetKeys{
-		Up:       b([]string{"up", "k"}, "↑/k", "up"),
-		Down:     b([]string{"down", "j"}, "↓/j", "down"),
-		PageUp:   b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
-		PageDown: b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
-		Top:      b([]string{"home", "g"}, "g/home", "first row"),
-		Bottom:   b([]string{"end", "G"}, "G/end", "last row"),
+		moveKeys: newMoveKeys("first row", "last row"),
 		Sort:     b([]string{"s"}, "s", "sort by the next column"),
 		Reverse:  b([]string{"S"}, "S", "reverse the order"),
 		Filter:   b([]string{"/"}, "/", "filter rows"),
@@ -262,7 +260,7 @@ func (p *fleetPanel) ShortHelp() []key.Binding {
 
 func (p *fleetPanel) FullHelp() [][]key.Binding {
 	k := p.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Sort, k.Reverse, k.Filter, k.Clear, k.Drill}}
+	return [][]key.Binding{k.list(), {k.Sort, k.Reverse, k.Filter, k.Clear, k.Drill}}
 }
 
 func (p *fleetPanel) Capturing() bool { return p.typing }
@@ -319,19 +317,12 @@ func (p *fleetPanel) key(msg tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	// The rows are counted when drawn, which keeps the cursor among them.
+	if to, ok := k.moved(msg, p.cursor, math.MaxInt32, p.page()); ok {
+		p.cursor = to
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		p.cursor--
-	case key.Matches(msg, k.Down):
-		p.cursor++
-	case key.Matches(msg, k.PageUp):
-		p.cursor -= p.page()
-	case key.Matches(msg, k.PageDown):
-		p.cursor += p.page()
-	case key.Matches(msg, k.Top):
-		p.cursor = 0
-	case key.Matches(msg, k.Bottom):
-		p.cursor = math.MaxInt32
 	case key.Matches(msg, k.Sort):
 		p.sortIdx = (p.sortIdx + 1) % len(sortKeys)
 		p.c.setStatus("fleet sorted by "+sortKeys[p.sortIdx].name, false)
@@ -654,7 +645,7 @@ func (m *Model) drillInto(r fleet.Row) tea.Cmd {
 	if c.deps.Fleet != nil {
 		backfill(s.hist, c.deps.Fleet.History(), r.Key)
 	}
-	m.setView(1)
+	m.show(overviewTab)
 	m.header.Update(refreshMsg{})
 	c.setStatus("drilled into "+clean(r.Name)+" (esc: back to the fleet)", false)
 	return scheduleScrape(m.scrapeGen, 0)
@@ -667,7 +658,7 @@ func (m *Model) leaveDrill() {
 	c.deps.Scraper = nil
 	m.scrapeGen++
 	m.snaps, s.snap, s.fast, s.slow = nil, nil, nil, nil
-	m.setView(0)
+	m.show(fleetTab.name)
 	m.header.Update(refreshMsg{})
 	c.setStatus("", false)
 }

@@ -208,7 +208,7 @@ func TestFleetDrillDownAndBack(t *testing.T) {
 	require.NotNil(t, cmd)
 	d.send(d.send(cmd())) // the drill, then its first scrape's tick
 	require.NotNil(t, d.m.c.s.fleet.drill, "enter drills down")
-	assert.Equal(t, 1, d.m.active, "into the Overview")
+	assert.Equal(t, overviewTab, d.activeView(), "into the Overview")
 	assert.Contains(t, d.view(), "› gpu-02:8000")
 	filled := 0
 	for _, b := range d.m.c.s.hist.bins(serKV, timeWindow{End: t0, Span: 15 * time.Minute}, 90) {
@@ -222,7 +222,7 @@ func TestFleetDrillDownAndBack(t *testing.T) {
 	assert.NotNil(t, d.m.c.s.snap, "the drill-down scrapes the endpoint")
 	d.press("esc")
 	assert.Nil(t, d.m.c.s.fleet.drill)
-	assert.Equal(t, 0, d.m.active, "esc comes back to the fleet")
+	assert.Equal(t, fleetTab.name, d.activeView(), "esc comes back to the fleet")
 	assert.Nil(t, d.m.c.deps.Scraper, "and stops scraping it")
 }
 

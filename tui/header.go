@@ -185,49 +185,7 @@ func commandSummary(args []string) string {
 func (h *header) loadLine() string {
 	c, s, st := h.c, &h.c.s, &h.c.styles
 	ls := s.loader
-	mode := "closed"
-	settings := fmt.Sprintf("C=%d", s.concurrency)
-	if s.rateMode {
-		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
-	}
-	switch ls.Replay {
-	case loadgen.ReplayTrace:
-		mode, settings = "trace", "replay"
-	case loadgen.ReplayConversations:
-		mode = "conversations"
-	}
-	items := []item{{st.Label.Render("load ") + st.Value.Render(mode+" "+settings), 0}}
-	switch {
-	case s.autoPause != "":
-		items = append(items, item{st.Bad.Render("paused: server down"), 0})
-	case s.paused:
-		items = append(items, item{st.Warn.Render("paused"), 0})
-	}
-	items = append(items, item{st.Label.Render("in flight ") + fmt.Sprint(ls.InFlight), 1})
-	if i := s.runIndex(s.epoch); i >= 0 {
-		e := s.runs[i]
-		active := s.active(i, c.now())
-		items = append(items, item{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1})
-		items = append(items, item{commas(e.Requests) + st.Label.Render(" done"), 1})
-		if e.Failures > 0 {
-			items = append(items, item{st.Bad.Render(commas(e.Failures) + " failed"), 0})
-		} else {
-			items = append(items, item{"0" + st.Label.Render(" failed"), 2})
-		}
-		if sec := active.Seconds(); sec >= 1 {
-			rps := fmt.Sprintf("%.1f", float64(e.Requests)/sec) + st.Label.Render(" req/s")
-			if s.rateMode {
-				rps += st.Muted.Render(" of " + trimFloat(s.rate))
-			}
-			// Tokens as they arrive since the epoch began: long outputs finish minutes
-			// after their tokens were streamed.
-			tok := float64(e.OutputTokens)
-			if n, ok := s.notes[e.Epoch]; ok && ls.TokensReceived-n.tokens0 > 0 {
-				tok = float64(ls.TokensReceived - n.tokens0)
-			}
-			items = append(items, item{rps, 1}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 2})
-		}
-	}
+	items := append(h.loadSetting(), h.epochItems()...)
 	if fails := s.live.FailuresByClass; len(fails) > 0 {
 		items = append(items, item{st.Muted.Render(classes(fails)), 3})
 	}
@@ -267,6 +225,68 @@ func (h *header) loadLine() string {
 		line = fitItems(append(items, item{full, short.prio}), sep, h.w)
 	}
 	return line
+}
+
+// loadSetting is the load's mode and setting, whether it is paused, and its requests in
+// flight.
+func (h *header) loadSetting() []item {
+	s, st := &h.c.s, &h.c.styles
+	ls := s.loader
+	mode := "closed"
+	settings := fmt.Sprintf("C=%d", s.concurrency)
+	if s.rateMode {
+		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
+	}
+	switch ls.Replay {
+	case loadgen.ReplayTrace:
+		mode, settings = "trace", "replay"
+	case loadgen.ReplayConversations:
+		mode = "conversations"
+	}
+	items := []item{{st.Label.Render("load ") + st.Value.Render(mode+" "+settings), 0}}
+	switch {
+	case s.autoPause != "":
+		items = append(items, item{st.Bad.Render("paused: server down"), 0})
+	case s.paused:
+		items = append(items, item{st.Warn.Render("paused"), 0})
+	}
+	return append(items, item{st.Label.Render("in flight ") + fmt.Sprint(ls.InFlight), 1})
+}
+
+// epochItems are the current epoch's number, age, requests, failures and rates.
+func (h *header) epochItems() []item {
+	c, s, st := h.c, &h.c.s, &h.c.styles
+	ls := s.loader
+	i := s.runIndex(s.epoch)
+	if i < 0 {
+		return nil
+	}
+	e := s.runs[i]
+	active := s.active(i, c.now())
+	items := []item{
+		{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1},
+		{commas(e.Requests) + st.Label.Render(" done"), 1},
+	}
+	if e.Failures > 0 {
+		items = append(items, item{st.Bad.Render(commas(e.Failures) + " failed"), 0})
+	} else {
+		items = append(items, item{"0" + st.Label.Render(" failed"), 2})
+	}
+	sec := active.Seconds()
+	if sec < 1 {
+		return items
+	}
+	rps := fmt.Sprintf("%.1f", float64(e.Requests)/sec) + st.Label.Render(" req/s")
+	if s.rateMode {
+		rps += st.Muted.Render(" of " + trimFloat(s.rate))
+	}
+	// Tokens as they arrive since the epoch began: long outputs finish minutes after their
+	// tokens were streamed.
+	tok := float64(e.OutputTokens)
+	if n, ok := s.notes[e.Epoch]; ok && ls.TokensReceived-n.tokens0 > 0 {
+		tok = float64(ls.TokensReceived - n.tokens0)
+	}
+	return append(items, item{rps, 1}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 2})
 }
 
 // specDecode is speculative decoding's acceptance over the last scrape window, when the

@@ -25,12 +25,13 @@ type helpGroup struct {
 	keys  []key.Binding
 }
 
-// globalHelp is the global keys as the help shows them: pairs on one line, to stay short.
-func globalHelp() []helpGroup {
+// globalHelp is the global keys as the help shows them (views, the number of views): pairs on
+// one line, to stay short.
+func globalHelp(views int) []helpGroup {
 	b := func(k, desc string) key.Binding { return key.NewBinding(key.WithHelp(k, desc)) }
 	tk := defaultTuneKeys()
 	return []helpGroup{
-		{"views", []key.Binding{b("tab/shift+tab", "next / previous view"), b(fmt.Sprintf("1-%d", len(tabs)), "view by number")}},
+		{"views", []key.Binding{b("tab/shift+tab", "next / previous view"), b(fmt.Sprintf("1-%d", views), "view by number")}},
 		{"load", []key.Binding{b("+/-", "load ±1"), b("]/[", "load ×2 / ÷2"), b("r", "rate / concurrency"), b("space", "pause / resume"), b("p", "short / long prompts"), b("P", "shared prefix on / off")}},
 		{"server", []key.Binding{b("u/U", "util −/+ 0.01"), b("ctrl+u/y", "util −/+ 0.05"), b("enter", "restart with it"),
 			b(tk.Search.Help().Key+"/"+tk.Sweep.Help().Key+"/"+tk.Export.Help().Key, "SLO search / util sweep / export")}},
@@ -47,9 +48,9 @@ var helpNotes = []string{
 }
 
 // View draws the help for the global keys and panel p (named name).
-func (h *helpView) View(_ KeyMap, p panel, name string) string {
+func (h *helpView) View(k KeyMap, p panel, name string) string {
 	st := &h.c.styles
-	groups := globalHelp()
+	groups := globalHelp(len(k.Views))
 	for i, g := range p.FullHelp() {
 		title := strings.ToLower(name)
 		if i > 0 {

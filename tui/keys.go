@@ -92,3 +92,47 @@ func splitKeys(msg tea.KeyMsg) []tea.KeyMsg {
 	}
 	return out
 }
+
+// moveKeys move through a panel's lines or rows; top and bottom are their help.
+type moveKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+}
+
+func newMoveKeys(top, bottom string) moveKeys {
+	b := binding
+	return moveKeys{
+		Up:       b([]string{"up", "k"}, "↑/k", "up"),
+		Down:     b([]string{"down", "j"}, "↓/j", "down"),
+		PageUp:   b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
+		PageDown: b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
+		Top:      b([]string{"home", "g"}, "g/home", top),
+		Bottom:   b([]string{"end", "G"}, "G/end", bottom),
+	}
+}
+
+// list is the keys in the order the help shows them.
+func (k moveKeys) list() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+}
+
+// moved is where msg moves a cursor at row i of n, a page being page rows; ok is false when
+// msg is not one of these keys.
+func (k moveKeys) moved(msg tea.KeyMsg, i, n, page int) (to int, ok bool) {
+	switch {
+	case key.Matches(msg, k.Up):
+		to = i - 1
+	case key.Matches(msg, k.Down):
+		to = i + 1
+	case key.Matches(msg, k.PageUp):
+		to = i - page
+	case key.Matches(msg, k.PageDown):
+		to = i + page
+	case key.Matches(msg, k.Top):
+		to = 0
+	case key.Matches(msg, k.Bottom):
+		to = n - 1
+	default:
+		return i, false
+	}
+	return min(max(to, 0), n-1), true
+}

@@ -31,6 +31,9 @@ type logLine struct {
 	polling bool // vllmtop's own GET /health or /metrics
 }
 
+// logTab is the server log's view, which keeps the log lines.
+const logTab = "Log"
+
 // logPanel is the server's log: vllmtop's own polling hidden unless asked for, a filter,
 // wrapping or horizontal scrolling, and paging. It draws only the lines on screen.
 type logPanel struct {
@@ -52,19 +55,15 @@ type logPanel struct {
 }
 
 type logKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom, Left, Right key.Binding
-	Follow, Filter, Clear, Polling, Wrap                 key.Binding
+	moveKeys
+	Left, Right                          key.Binding
+	Follow, Filter, Clear, Polling, Wrap key.Binding
 }
 
 func newLogPanel(c *common) panel {
 	b := binding
 	p := &logPanel{c: c, follow: true, keys: logKeys{
-		Up:       b([]string{"up", "k"}, "↑/k", "up"),
-		Down:     b([]string{"down", "j"}, "↓/j", "down"),
-		PageUp:   b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
-		PageDown: b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
-		Top:      b([]string{"home", "g"}, "g/home", "first line"),
-		Bottom:   b([]string{"end", "G"}, "G/end", "last line, follow"),
+		moveKeys: newMoveKeys("first line", "last line, follow"),
 		Left:     b([]string{"left", "h"}, "←/h", "scroll left"),
 		Right:    b([]string{"right", "l"}, "→/l", "scroll right"),
 		Follow:   b([]string{"f"}, "f", "follow on/off"),
@@ -85,7 +84,7 @@ func (p *logPanel) ShortHelp() []key.Binding {
 
 func (p *logPanel) FullHelp() [][]key.Binding {
 	k := p.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right}, {k.Follow, k.Filter, k.Clear, k.Polling, k.Wrap}}
+	return [][]key.Binding{append(k.list(), k.Left, k.Right), {k.Follow, k.Filter, k.Clear, k.Polling, k.Wrap}}
 }
 
 func (p *logPanel) Capturing() bool { return p.filtering }

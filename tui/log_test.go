@@ -18,7 +18,7 @@ func logDriver(t *testing.T) (*driver, *logPanel) {
 	}
 	lines = append(lines, "ERROR boom "+strings.Repeat("x", 150)+" END")
 	d.logs(lines...)
-	d.press("3")
+	d.showView(logTab)
 	d.second()
 	return d, panelOf[*logPanel](d)
 }

@@ -97,7 +97,8 @@ func (m *Model) Init() tea.Cmd {
 }
 
 // Update handles one message: the size first, then keys (global ones, then the active
-// panel's), then the domain messages, which go to the state and then to the panels.
+// panel's), then the domain messages, which go to the state and then to the panels they are
+// for, by name.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -143,7 +144,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case fleetMsg:
 		m.c.s.fleet.f, m.c.s.fleet.at = &msg.f, m.c.now()
-		m.panels[0].Update(msg)
+		m.send(fleetTab.name, msg)
 		m.header.Update(refreshMsg{})
 		return m, waitFleetEvery(m.c.deps.Fleet, m.facts(), fleetGap(len(msg.f.Rows)))
 	case drillMsg:
@@ -151,13 +152,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case recordDoneMsg:
 		m.recorded(msg)
 		return m, nil
+	case panelMsg:
+		return m, m.send(msg.to, msg.msg)
 	}
 	if cmd, ok := m.tuneMsg(msg); ok {
 		m.refreshActive(false)
 		return m, cmd
 	}
-	// Anything else (a text field's blink) belongs to the active panel.
-	return m, m.panels[m.active].Update(msg)
+	// Anything else is for no one: what a panel asked for comes back to it as a panelMsg.
+	return m, nil
 }
 
 // keysOf splits a batched key message into its keys, unless the active panel is taking text.
@@ -329,9 +332,7 @@ func (m *Model) serverEvents(msg serverEventsMsg) tea.Cmd {
 		}
 	}
 	if len(lines.lines) > 0 || lines.dropped > 0 {
-		for _, p := range m.panels {
-			p.Update(lines)
-		}
+		m.send(logTab, lines)
 	}
 	if msg.closed {
 		m.eventsClosed = true
@@ -346,36 +347,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if key.Matches(msg, k.ForceQuit) || (s.phase == phaseStopping && key.Matches(msg, k.Quit)) {
 		return m.forceQuit(), true
 	}
-	p := m.panels[m.active]
-	if cp, ok := p.(capturer); ok && cp.Capturing() {
-		return p.Update(msg), false
+	if cp, ok := m.panels[m.active].(capturer); ok && cp.Capturing() {
+		return m.toActive(msg), false
 	}
 	if s.tune.prompt != nil {
 		return m.promptKey(msg), false
 	}
-	if s.phase == phaseConfirming {
-		switch {
-		case key.Matches(msg, k.Confirm):
-			return m.startRestart(), false
-		case key.Matches(msg, k.Cancel):
-			s.phase, s.pendingUtil = phaseIdle, s.util
-			c.setStatus("restart cancelled", false)
-			return nil, false
-		}
-	}
-	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
-		m.showHelp = false
-		return nil, false
-	}
-	if msg.Type == tea.KeyEsc && s.fleet.drill != nil && !m.showHelp {
-		m.leaveDrill()
-		return nil, false
-	}
-	for i, v := range k.Views {
-		if key.Matches(msg, v) {
-			m.setView(i)
-			return nil, false
-		}
+	if cmd, ok := m.modalKey(msg); ok {
+		return cmd, false
 	}
 	if why := replayRefusal(k, s.loader.Replay, msg); why != "" {
 		c.setStatus(why, true)
@@ -384,52 +363,91 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if cmd, ok := m.tuneKey(msg); ok {
 		return cmd, false
 	}
+	return m.globalKey(msg)
+}
+
+// modalKey handles the keys that answer what is on screen before the global ones: a restart
+// to confirm, the help to close, a drill-down to leave, and the view keys.
+func (m *Model) modalKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
+	c, s, k := m.c, &m.c.s, m.keys
+	if s.phase == phaseConfirming {
+		switch {
+		case key.Matches(msg, k.Confirm):
+			return m.startRestart(), true
+		case key.Matches(msg, k.Cancel):
+			s.phase, s.pendingUtil = phaseIdle, s.util
+			c.setStatus("restart cancelled", false)
+			return nil, true
+		}
+	}
+	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
+		m.showHelp = false
+		return nil, true
+	}
+	if msg.Type == tea.KeyEsc && s.fleet.drill != nil && !m.showHelp {
+		m.leaveDrill()
+		return nil, true
+	}
+	for i, v := range k.Views {
+		if key.Matches(msg, v) {
+			m.setView(i)
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// globalKey handles the global keys; the active panel has the rest.
+func (m *Model) globalKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
+	k := m.keys
 	switch {
 	case key.Matches(msg, k.Quit):
 		cmd := m.quit()
-		return cmd, s.phase == phaseForced
+		return cmd, m.c.s.phase == phaseForced
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 	case key.Matches(msg, k.NextView):
 		m.setView((m.active + 1) % len(m.panels))
 	case key.Matches(msg, k.PrevView):
 		m.setView((m.active + len(m.panels) - 1) % len(m.panels))
-	case key.Matches(msg, k.More):
-		m.changeLoad(func(c int) int { return c + 1 }, func(r float64) float64 { return r + 1 })
-	case key.Matches(msg, k.Less):
-		m.changeLoad(func(c int) int { return max(c-1, 0) }, func(r float64) float64 { return math.Max(r-1, 0.5) })
-	case key.Matches(msg, k.Double):
-		m.changeLoad(func(c int) int { return max(c*2, 1) }, func(r float64) float64 { return r * 2 })
-	case key.Matches(msg, k.Halve):
-		m.changeLoad(func(c int) int { return c / 2 }, func(r float64) float64 { return math.Max(r/2, 0.125) })
-	case key.Matches(msg, k.RateMode):
-		m.toggleRateMode()
-	case key.Matches(msg, k.Pause):
-		m.togglePause()
-	case key.Matches(msg, k.PromptLen):
-		m.togglePrompts()
-	case key.Matches(msg, k.Prefix):
-		m.togglePrefix()
-	case key.Matches(msg, k.UtilDown):
-		m.nudgeUtil(-0.01)
-	case key.Matches(msg, k.UtilUp):
-		m.nudgeUtil(0.01)
-	case key.Matches(msg, k.UtilDownBig):
-		m.nudgeUtil(-0.05)
-	case key.Matches(msg, k.UtilUpBig):
-		m.nudgeUtil(0.05)
-	case key.Matches(msg, k.Restart) && !panelHas(p, msg):
+	case key.Matches(msg, k.Restart) && !panelHas(m.panels[m.active], msg):
 		m.askRestart()
-	case key.Matches(msg, k.Theme):
-		m.nextTheme()
-	case key.Matches(msg, k.Canary):
-		m.toggleCanary()
 	case key.Matches(msg, k.Record):
 		return m.record(), false
 	default:
-		return p.Update(msg), false
+		for _, a := range m.actions() {
+			if key.Matches(msg, a.key) {
+				a.do()
+				return nil, false
+			}
+		}
+		return m.toActive(msg), false
 	}
 	return nil, false
+}
+
+// action is a global key and what it does.
+type action struct {
+	key key.Binding
+	do  func()
+}
+
+// actions are the global keys that set the load, the server's pending setting or the look.
+func (m *Model) actions() []action {
+	k := m.keys
+	load := func(conc func(int) int, rate func(float64) float64) func() {
+		return func() { m.changeLoad(conc, rate) }
+	}
+	util := func(d float64) func() { return func() { m.nudgeUtil(d) } }
+	return []action{
+		{k.More, load(func(c int) int { return c + 1 }, func(r float64) float64 { return r + 1 })},
+		{k.Less, load(func(c int) int { return max(c-1, 0) }, func(r float64) float64 { return math.Max(r-1, 0.5) })},
+		{k.Double, load(func(c int) int { return max(c*2, 1) }, func(r float64) float64 { return r * 2 })},
+		{k.Halve, load(func(c int) int { return c / 2 }, func(r float64) float64 { return math.Max(r/2, 0.125) })},
+		{k.RateMode, m.toggleRateMode}, {k.Pause, m.togglePause}, {k.PromptLen, m.togglePrompts}, {k.Prefix, m.togglePrefix},
+		{k.UtilDown, util(-0.01)}, {k.UtilUp, util(0.01)}, {k.UtilDownBig, util(-0.05)}, {k.UtilUpBig, util(0.05)},
+		{k.Theme, m.nextTheme}, {k.Canary, m.toggleCanary},
+	}
 }
 
 // panelHas reports whether the panel has a key of its own for msg (which then wins over a
@@ -514,14 +532,9 @@ func (m *Model) togglePause() {
 }
 
 func (m *Model) togglePrompts() {
-	c, s := m.c, &m.c.s
-	if c.deps.Load == nil {
-		return
-	}
-	s.longPrompts = !s.longPrompts
-	m.newWorkload(c.deps.Load.UseLongPrompts(s.longPrompts))
-	for _, p := range m.panels {
-		p.Update(workloadMsg{long: s.longPrompts})
+	if l := m.c.deps.Load; l != nil {
+		m.toggleWorkload(&m.c.s.longPrompts, l.UseLongPrompts)
+		m.send(streamTab, workloadMsg{long: m.c.s.longPrompts})
 	}
 }
 

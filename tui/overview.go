@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
 )
 
@@ -103,21 +104,23 @@ func clientTokens(c *common, now time.Time) sample {
 }
 
 func srvGen(c *common, _ time.Time) sample {
-	if r := rates(c.s.fast); r != nil {
-		return value(r.GenerationTokensPerSec.Or(math.NaN()))
-	}
-	if c.s.snap == nil && c.s.server.StatsTime.After(c.now().Add(-15*time.Second)) {
-		return value(c.s.server.Stats.GenerationTokensPerSec)
-	}
-	return sample{}
+	return srvTokens(c, func(r *scrape.Rates) scrape.Value { return r.GenerationTokensPerSec },
+		func(st server.Stats) float64 { return st.GenerationTokensPerSec })
 }
 
 func srvPrompt(c *common, _ time.Time) sample {
+	return srvTokens(c, func(r *scrape.Rates) scrape.Value { return r.PromptTokensPerSec },
+		func(st server.Stats) float64 { return st.PromptTokensPerSec })
+}
+
+// srvTokens is a token rate from the last scrape window, else from a periodic stats line of
+// the last 15 s when there is no /metrics.
+func srvTokens(c *common, scraped func(*scrape.Rates) scrape.Value, logged func(server.Stats) float64) sample {
 	if r := rates(c.s.fast); r != nil {
-		return value(r.PromptTokensPerSec.Or(math.NaN()))
+		return value(scraped(r).Or(math.NaN()))
 	}
 	if c.s.snap == nil && c.s.server.StatsTime.After(c.now().Add(-15*time.Second)) {
-		return value(c.s.server.Stats.PromptTokensPerSec)
+		return value(logged(c.s.server.Stats))
 	}
 	return sample{}
 }
@@ -190,6 +193,9 @@ var overviewCharts = []chartDef{
 	{"KV cache", unitPercent, 100, []int{serKV, serPrefixHit}},
 	{"Queue", unitRequests, 0, []int{serRunning, serWaiting, serPreempt}},
 }
+
+// overviewTab is the charts' view, where a drill-down from the fleet lands.
+const overviewTab = "Overview"
 
 // overview is the four charts over one shared time window.
 type overview struct {

@@ -35,7 +35,7 @@ func TestPrefixKeyTogglesTheSharedPrefix(t *testing.T) {
 		d.requests(3, 60*time.Millisecond)
 		d.second()
 	}
-	d.press("4")
+	d.showView("Runs")
 	out := d.view()
 	assert.Regexp(t, `1 +C=4 +256→128 prefix on `, out)
 	assert.Regexp(t, `2 +C=4 ·live +256→128 prefix off `, out)
@@ -62,7 +62,7 @@ func TestOverviewPrefixHitRate(t *testing.T) {
 		d.requests(3, 40*time.Millisecond)
 		d.second()
 	}
-	d.press("1")
+	d.showView(overviewTab)
 	assert.NotContains(t, d.view(), "prefix hit")
 	d = sized(t)
 	d.td.scr.prefix = true // from the second scrape on: once the window has passed the first

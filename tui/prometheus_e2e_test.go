@@ -50,7 +50,7 @@ func TestPrometheusFleetThroughTheDashboard(t *testing.T) {
 	m := New(Deps{Mode: ModeAttach, Theme: "dark", FleetDeps: FleetDeps{Fleet: src,
 		DrillScraper: func(r fleet.Row) (Scraper, error) { return nil, assert.AnError }}})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	p := m.panels[0].(*fleetPanel)
+	p := m.panels[m.view(fleetTab.name)].(*fleetPanel)
 	// next runs the view's command as the program would: wait for news, read the rows.
 	next := func() string {
 		m.Update(waitFleet(src, diagnose.Facts{})())

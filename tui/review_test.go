@@ -43,11 +43,7 @@ func TestCurvesListEveryProbeWhenThereIsRoom(t *testing.T) {
 		tune.curves[0].Probes = append(tune.curves[0].Probes, p)
 	}
 	d.m.c.s.tune = tune
-	for i, tb := range tabs {
-		if tb.name == curvesTab {
-			d.m.setView(i)
-		}
-	}
+	d.m.show(curvesTab)
 	d.second()
 	out := d.view()
 	assert.Contains(t, out, "C=1100 ", "the largest probe is listed, not cut off the line")
@@ -126,11 +122,7 @@ func TestRunsComparisonKeepsTwoTextsApart(t *testing.T) {
 	runs := panelOf[*runsPanel](d)
 	runs.pick(epochs[0])
 	runs.pick(epochs[1])
-	for i, tb := range tabs {
-		if tb.name == "Runs" {
-			d.m.setView(i)
-		}
-	}
+	d.m.show("Runs")
 	d.second()
 	out := d.view()
 	require.Contains(t, out, "A (run")

@@ -30,18 +30,14 @@ type runsPanel struct {
 }
 
 type runsKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom, Pick, Clear key.Binding
+	moveKeys
+	Pick, Clear key.Binding
 }
 
 func newRuns(c *common) panel {
 	b := binding
 	return &runsPanel{c: c, cursor: -1, keys: runsKeys{
-		Up:       b([]string{"up", "k"}, "↑/k", "up"),
-		Down:     b([]string{"down", "j"}, "↓/j", "down"),
-		PageUp:   b([]string{"pgup", "ctrl+b"}, "pgup", "page up"),
-		PageDown: b([]string{"pgdown", "ctrl+f"}, "pgdn", "page down"),
-		Top:      b([]string{"home", "g"}, "g/home", "first run"),
-		Bottom:   b([]string{"end", "G"}, "G/end", "newest run"),
+		moveKeys: newMoveKeys("first run", "newest run"),
 		Pick:     b([]string{"x"}, "x", "pick A, then B, to compare"),
 		Clear:    b([]string{"esc"}, "esc", "clear the picks"),
 	}}
@@ -51,7 +47,7 @@ func (p *runsPanel) ShortHelp() []key.Binding { return []key.Binding{p.keys.Pick
 
 func (p *runsPanel) FullHelp() [][]key.Binding {
 	k := p.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}, {k.Pick, k.Clear}}
+	return [][]key.Binding{k.list(), {k.Pick, k.Clear}}
 }
 
 func (p *runsPanel) SetSize(w, h int) { p.w, p.h = w, h }
@@ -143,26 +139,14 @@ func (p *runsPanel) key(msg tea.KeyMsg) {
 	}
 	k, i := p.keys, p.cursorIndex(rows)
 	page := max(p.h/2, 1)
-	move := func(to int) {
-		to = min(max(to, 0), len(rows)-1)
+	if to, ok := k.moved(msg, i, len(rows), page); ok {
 		p.cursor = rows[to].e.Epoch
 		if to == len(rows)-1 {
 			p.cursor = -1 // at the end, the cursor follows new runs
 		}
+		return
 	}
 	switch {
-	case key.Matches(msg, k.Up):
-		move(i - 1)
-	case key.Matches(msg, k.Down):
-		move(i + 1)
-	case key.Matches(msg, k.PageUp):
-		move(i - page)
-	case key.Matches(msg, k.PageDown):
-		move(i + page)
-	case key.Matches(msg, k.Top):
-		move(0)
-	case key.Matches(msg, k.Bottom):
-		move(len(rows) - 1)
 	case key.Matches(msg, k.Pick):
 		p.pick(rows[i].e.Epoch)
 	case key.Matches(msg, k.Clear):

@@ -31,6 +31,9 @@ type watchSlot struct {
 	known          bool
 }
 
+// streamTab is the watched requests' view, told when the workload switches.
+const streamTab = "Stream"
+
 // stream shows two watched requests side by side, the last of the short-prompt workload and
 // the last of the long one: what each spent before its first token (queueing and prefill) and
 // decoding, its token gaps, and a note when its decode slows because other requests' prefills

@@ -16,7 +16,7 @@ func streamDriver(t *testing.T) (*driver, *stream) {
 	for i := 0; i < 3; i++ {
 		d.second() // two scrapes and more: the server's prefill rate is known
 	}
-	d.press("2")
+	d.showView(streamTab)
 	return d, panelOf[*stream](d)
 }
 

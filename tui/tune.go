@@ -549,7 +549,7 @@ func (m *Model) tuneDone(err error) {
 	} else {
 		m.setLoadTo(0)
 	}
-	c.setStatus(msg+curvesHint(), false)
+	c.setStatus(msg+m.curvesHint(), false)
 }
 
 // setLoadTo sets the load to v of the run's variable, or back to where it was (v 0).
@@ -719,11 +719,9 @@ func probeDoc(e loadgen.EpochStats, variable string, value int, util float64, la
 }
 
 // curvesHint says which key shows the curve panel.
-func curvesHint() string {
-	for i, tb := range tabs {
-		if tb.name == curvesTab {
-			return fmt.Sprintf(" · %d shows the curves", i+1)
-		}
+func (m *Model) curvesHint() string {
+	if k := m.viewKey(curvesTab); k != "" {
+		return " · " + k + " shows the curves"
 	}
 	return ""
 }

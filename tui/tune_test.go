@@ -153,11 +153,11 @@ func TestSLOSearchKeyFindsTheKnee(t *testing.T) {
 	ttft, _ := docNumber(p.Docs, "p99_ttft_ms")
 	assert.InDelta(t, 500, ttft, 6, "the probe's p99 is the measured epoch's, not the warm-up's")
 
-	r.m.setView(3)
+	r.m.show("Runs")
 	out := r.view()
 	assert.Contains(t, out, "(probe 9)", "Runs shows the probes")
 	assert.Contains(t, out, "or a probe's warm-up folded away", "and folds their warm-ups")
-	r.m.setView(len(tabs) - 1)
+	r.m.show(curvesTab)
 	out = r.view()
 	assert.Contains(t, out, "knee C=50")
 	assert.Contains(t, out, "SLO p99_ttft_ms<=505")
@@ -274,7 +274,7 @@ func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
 	assert.Empty(t, tn.curves[0].Probes)
 	assert.Equal(t, 6, tn.curves[1].Knee, "the load resumed after the next restart")
 	assert.False(t, r.m.c.s.paused)
-	r.m.setView(len(tabs) - 1)
+	r.m.show(curvesTab)
 	assert.Contains(t, r.view(), "util 0.05  did not start: the server exited: ValueError")
 }
 
@@ -438,7 +438,7 @@ func BenchmarkCurvesView(b *testing.B) {
 	m := New(Deps{Theme: "dark"})
 	m.Update(tea.WindowSizeMsg{Width: 200, Height: 60})
 	m.c.s.tune = demoTune()
-	p := m.panels[len(tabs)-1]
+	p := m.panels[m.view(curvesTab)]
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Update(refreshMsg{second: true})

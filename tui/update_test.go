@@ -32,7 +32,7 @@ func TestBatchedKeysAreEveryKey(t *testing.T) {
 		d.press("-")
 	}
 	d.second()
-	d.press("4")
+	d.showView("Runs")
 	runs := panelOf[*runsPanel](d)
 	rows, _ := runs.rows()
 	require.GreaterOrEqual(t, len(rows), 5)
@@ -94,15 +94,15 @@ func td(d *driver) *fakeLoad { return d.td.load }
 
 func TestViewKeysComeFromTheTabList(t *testing.T) {
 	d := sized(t)
-	for i := range tabs {
+	for i, tb := range tabs {
 		d.press(string(rune('1' + i)))
-		assert.Equal(t, i, d.m.active)
-		assert.Contains(t, d.m.tabLine(), tabs[i].name)
+		assert.Equal(t, tb.name, d.activeView())
+		assert.Contains(t, d.m.tabLine(), string(rune('1'+i))+" "+tb.name)
 	}
 	d.press("1", "tab", "tab")
-	assert.Equal(t, 2, d.m.active)
+	assert.Equal(t, tabs[2].name, d.activeView(), "tab goes to the next view in the table")
 	d.press("shift+tab", "shift+tab", "shift+tab")
-	assert.Equal(t, len(tabs)-1, d.m.active, "shift+tab goes back, round the end")
+	assert.Equal(t, tabs[len(tabs)-1].name, d.activeView(), "shift+tab goes back, round the end")
 	d.press("?")
 	assert.True(t, d.m.showHelp)
 	d.press("esc")
@@ -124,7 +124,8 @@ func TestWindowKeyCyclesTheChartSpan(t *testing.T) {
 		d.press("z")
 		assert.Contains(t, d.m.tabLine(), "window "+want)
 	}
-	d.press("2", "z")
+	d.showView(streamTab)
+	d.press("z")
 	assert.Contains(t, d.m.tabLine(), "window 5m", "z belongs to the Overview")
 }
 
@@ -191,7 +192,7 @@ func TestAttachModeCannotRestart(t *testing.T) {
 	assert.NotContains(t, footer, "gpu util", "the footer does not offer keys that cannot work here")
 	assert.NotContains(t, footer, "restart")
 	assert.Contains(t, footer, "space pause / resume load")
-	d.press("3")
+	d.showView(logTab)
 	assert.Contains(t, d.view(), "log is not available")
 	d.press("space")
 	assert.False(t, d.td.load.isPaused(), "space starts the load")
@@ -208,7 +209,7 @@ func TestAttachModeReadsCapacityFromMetrics(t *testing.T) {
 	d.td.sup.setStatus(func(st *server.Status) { *st = server.Status{State: server.Ready, URL: "http://gpu-7:8000"} })
 	d.second()
 	d.second()
-	d.press("5")
+	d.showView("Capacity")
 	out := d.view()
 	assert.Contains(t, out, "464,720 tokens", "KV tokens from vllm:cache_config_info")
 	assert.Contains(t, out, "29,045 blocks of 16")
@@ -403,7 +404,8 @@ func TestRunsPickAndCompare(t *testing.T) {
 		d.press(k)
 	}
 	d.second()
-	d.press("4", "up", "up", "x", "down", "x")
+	d.showView("Runs")
+	d.press("up", "up", "x", "down", "x")
 	runs := panelOf[*runsPanel](d)
 	assert.Equal(t, []int{0, 1}, runs.picked)
 	out := d.view()
@@ -436,7 +438,7 @@ func TestRunsFoldBriefEpochsAndSkipPausedTime(t *testing.T) {
 		d.requests(3, 40*time.Millisecond)
 		d.second()
 	}
-	d.press("4")
+	d.showView("Runs")
 	runs := panelOf[*runsPanel](d)
 	rows, folded := runs.rows()
 	assert.Equal(t, 2, folded)
@@ -450,7 +452,7 @@ func TestRunsFoldBriefEpochsAndSkipPausedTime(t *testing.T) {
 
 func TestWatchAndPromptLengthKeys(t *testing.T) {
 	d := sized(t)
-	d.press("2")
+	d.showView(streamTab)
 	require.Len(t, d.td.load.watches, 1, "the Stream view watches a request of the workload")
 	d.press("w")
 	assert.Len(t, d.td.load.watches, 2)

@@ -101,9 +101,15 @@ func maxLineWidth(s string) int {
 // colour matches an SGR sequence that sets a colour (30-38, 40-48, 90-107 and extended).
 var colour = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-8]|4[0-8]|9[0-7]|10[0-7])[;m]`)
 
+// goldenSizes are the terminals the golden views are drawn at.
+var goldenSizes = [][2]int{{80, 24}, {120, 40}, {200, 60}}
+
+func sizeName(sz [2]int) string { return fmt.Sprintf("%dx%d", sz[0], sz[1]) }
+
+// TestGoldenViews draws every view of the tab table at every size and style; go test ./tui
+// -update writes the files again (a new view's too).
 func TestGoldenViews(t *testing.T) {
-	sizes := [][2]int{{80, 24}, {120, 40}, {200, 60}}
-	for _, sz := range sizes {
+	for _, sz := range goldenSizes {
 		for _, noColor := range []bool{false, true} {
 			d := scripted(t, sz[0], sz[1], "dark", noColor)
 			styles := themes.Names()
@@ -116,9 +122,9 @@ func TestGoldenViews(t *testing.T) {
 					d.press("t")
 				}
 				d.m.c.s.status = ""
-				for i, tb := range tabs {
-					t.Run(fmt.Sprintf("%s/%dx%d/%s", style, sz[0], sz[1], tb.name), func(t *testing.T) {
-						d.m.setView(i)
+				for _, tb := range tabs {
+					t.Run(style+"/"+sizeName(sz)+"/"+tb.name, func(t *testing.T) {
+						d.m.show(tb.name)
 						d.m.header.Update(refreshMsg{})
 						out := d.view()
 						lines := strings.Split(out, "\n")
@@ -147,7 +153,7 @@ func TestGoldenViews(t *testing.T) {
 
 func TestOverviewShowsEpochRulesAndTheSharedWindow(t *testing.T) {
 	d := scripted(t, 120, 40, "dark", false)
-	d.m.setView(0)
+	d.m.show(overviewTab)
 	out := d.view()
 	assert.Contains(t, out, "┊", "epoch rules are drawn")
 	for _, n := range []string{"1", "2"} {
@@ -174,13 +180,13 @@ func TestOverviewShowsEpochRulesAndTheSharedWindow(t *testing.T) {
 func TestHelpIsCompleteAtEverySize(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
 		d := newDriver(t, sz[0], sz[1])
-		for i, tb := range tabs {
-			d.m.setView(i)
+		for _, tb := range tabs {
+			d.m.show(tb.name)
 			d.press("?")
 			require.True(t, d.m.showHelp)
 			out := d.view()
 			assert.LessOrEqual(t, maxLineWidth(out), sz[0])
-			for _, g := range globalHelp() {
+			for _, g := range globalHelp(len(tabs)) {
 				for _, b := range g.keys {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
 				}
@@ -188,7 +194,7 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 			tk := d.m.keys.Tune
 			assert.Regexp(t, tk.Search.Help().Key+"/"+tk.Sweep.Help().Key+"/"+tk.Export.Help().Key+` +SLO search / util sweep / export`, out,
 				"%dx%d %s: the tuning keys are in the help", sz[0], sz[1], tb.name)
-			for _, g := range d.m.panels[i].FullHelp() {
+			for _, g := range d.m.panels[d.m.view(tb.name)].FullHelp() {
 				for _, b := range g {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every key of the panel is in the help", sz[0], sz[1], tb.name)
 				}
