@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// KVLayout is how vLLM V1 lays the KV cache out for a model (hybrid-kv.md sections 2-3): one
+// KVLayout is how vLLM V1 lays the KV cache out for a model (docs/hybrid-kv.md#page-size-and-groups): one
 // page size for every layer, the layers grouped by kind, and a pool of blocks the groups
 // share. A dense model is one group of full-attention layers; gpt-oss adds a sliding-window
 // group; a Qwen3.5 hybrid adds Gated-DeltaNet ("mamba") groups with a fixed-size state.
@@ -136,7 +136,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 		SlidingReserveTokens:   s.MaxNumBatchedTokens,
 	}
 	// Newer builds reserve the in-flight tokens of both batches that async scheduling
-	// keeps going (hybrid-kv.md section 2; the exact release is uncertain).
+	// keeps going (docs/hybrid-kv.md#sliding-window; the exact release is uncertain).
 	if s.Version.AtLeast("0.26.0") && s.Speculative == nil {
 		l.SlidingReserveTokens = 2 * s.MaxNumBatchedTokens
 	}

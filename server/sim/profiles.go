@@ -170,7 +170,7 @@ type Host struct {
 	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
 	Source                  string  `json:"source,omitempty"`
 
-	// Memory the vLLM runtime holds besides weights and KV cache (vllm.md 3.1): the transient
+	// Memory the vLLM runtime holds besides weights and KV cache (docs/vllm-behaviour.md#kv-cache-memory, docs/calibration.md#activation-memory): the transient
 	// activation peak of the profiling forward pass (the larger of the forward over
 	// max_num_batched_tokens and the sampler over max_num_seqs), non-torch allocations
 	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.
