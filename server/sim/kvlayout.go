@@ -117,7 +117,7 @@ func (l KVLayout) estimateMaxModelLen(availableBytes int64, maxModelLen int) int
 	return lo
 }
 
-// hybridAlignment is the kernel block size the hybrid block size is a multiple of.
+// hybridAlignment is the kernel block size the hybrid block size is a multiple of (docs/hybrid-kv.md#block-size-alignment).
 const hybridAlignment = 16
 
 // kvLayout builds the layout for a resolved setup (everything but Capacity set).
@@ -185,7 +185,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 // gdnStateBytes is one Gated-DeltaNet layer's state on one GPU (mamba_utils.py
 // gated_delta_net_state_shape): a conv state of (kernel - 1 + speculative tokens) x conv_dim
 // in the model dtype, and a temporal state of value heads x value dim x key dim in
-// mamba_ssm_dtype (float32 for Qwen3.5).
+// mamba_ssm_dtype (float32 for Qwen3.5; docs/hybrid-kv.md#gated-deltanet-state).
 func gdnStateBytes(s *Setup) int64 {
 	m := s.ModelProfile
 	tp := s.TensorParallelSize

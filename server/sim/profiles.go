@@ -13,7 +13,7 @@ import (
 //go:embed profiles/*.json
 var builtinProfiles embed.FS
 
-// GPU describes one accelerator: what the roofline and KV sizing need.
+// GPU describes one accelerator: what the roofline and KV sizing need (docs/calibration.md#gpu-profiles).
 type GPU struct {
 	Name    string   `json:"name"`
 	Aliases []string `json:"aliases,omitempty"`
@@ -33,7 +33,7 @@ type GPU struct {
 	Source                     string `json:"source,omitempty"`
 }
 
-// Model describes a model by the config.json values that size its weights and KV cache.
+// Model describes a model by the config.json values that size its weights and KV cache (docs/calibration.md#model-profiles).
 type Model struct {
 	Name                  string   `json:"name"`
 	Aliases               []string `json:"aliases,omitempty"`
@@ -158,7 +158,7 @@ func (m Model) validateLayers() error {
 	return nil
 }
 
-// Host describes the CPU-side costs of the API server and scheduler.
+// Host describes the CPU-side costs of the API server and scheduler (docs/calibration.md#host-profiles).
 type Host struct {
 	Name     string  `json:"name"`
 	InputMS  float64 `json:"input_ms"`   // request parsing and tokenization before the engine sees it
