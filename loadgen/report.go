@@ -509,7 +509,7 @@ func (f PyFloat) MarshalJSON() ([]byte, error) {
 // (Python's %Y%m%d-%H%M%S).
 const ResultDateFormat = "20060102-150405"
 
-// ResultJSON builds the document vllm bench serve saves with --save-result (vllm.md 6.6):
+// ResultJSON builds the document vllm bench serve saves with --save-result (docs/vllm-behaviour.md#benchmark-client):
 // the run's setup, then the statistics, then mean/median/std/percentiles of each selected
 // metric in milliseconds. detailed (a Tally's DetailFields) adds the per-request arrays of
 // --save-detailed. Keys vLLM does not write: failures_by_class, and percentiles_estimated

@@ -72,7 +72,7 @@ func (s *Stats) prefillKV() **Histogram { return &s.PrefillKVComputedTokens }
 func (s *Stats) iteration() **Histogram { return &s.IterationTokens }
 func (s *Stats) paramsN() **Histogram   { return &s.ParamsN }
 
-// rules: vLLM (V0, V1 and the renames of vllm.md 1.7), SGLang and TGI where the meaning is
+// rules: vLLM (V0, V1 and the renames of docs/vllm-behaviour.md#metric-renames-by-version), SGLang and TGI where the meaning is
 // the same as vLLM's.
 var rules = []*rule{
 	// vLLM scheduler gauges.

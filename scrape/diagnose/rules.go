@@ -80,7 +80,7 @@ type Thresholds struct {
 	ITLP99  time.Duration
 }
 
-// DefaultThresholds are the limits used when none are configured.
+// DefaultThresholds are the limits used when none are configured; docs/monitoring.md#verdict-thresholds gives their reasons.
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		KVBound:                0.90,

@@ -27,7 +27,7 @@ type Endpoint struct {
 	Timeout  time.Duration
 }
 
-// Defaults of a Direct source.
+// Defaults of a Direct source (docs/monitoring.md#freshness-and-restarts).
 const (
 	DefaultInterval      = time.Second
 	DefaultWindow        = 60 * time.Second

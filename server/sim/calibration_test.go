@@ -49,7 +49,7 @@ func measure(t *testing.T, cfg Config, total, conc, in, out int) loadFigures {
 }
 
 // TestCalibrationL4Qwen05B compares with a published sweep of vLLM on one L4 serving
-// Qwen2.5-0.5B-Instruct (util 0.6, 256 in / 128 out, closed loop; sim-model.md section 3).
+// Qwen2.5-0.5B-Instruct (util 0.6, 256 in / 128 out, closed loop; docs/calibration.md#published-measurements).
 func TestCalibrationL4Qwen05B(t *testing.T) {
 	for _, tc := range []struct {
 		conc       int
@@ -70,7 +70,7 @@ func TestCalibrationL4Qwen05B(t *testing.T) {
 }
 
 // TestCalibrationA100Llama8B: one A100-40GB decoding Llama-3.1-8B at C=1 (1024 in / 128 out)
-// runs at about 75 tokens/s (sim-model.md section 3).
+// runs at about 75 tokens/s (docs/calibration.md#published-measurements).
 func TestCalibrationA100Llama8B(t *testing.T) {
 	f := measure(t, Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "A100-SXM-40GB", MaxModelLen: 8192}, 4, 1, 1024, 128)
 	decode := 1 / f.itlMean.Seconds()
@@ -79,7 +79,7 @@ func TestCalibrationA100Llama8B(t *testing.T) {
 }
 
 // TestCalibrationH200StepTimes compares the GPU part of the step model with decode steps of
-// Llama-3.1-8B measured on one H200 (sim-model.md 2.4, CUDA graphs).
+// Llama-3.1-8B measured on one H200 (docs/calibration.md#h200-step-times, CUDA graphs).
 func TestCalibrationH200StepTimes(t *testing.T) {
 	s, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H200"}, nil)
 	if err != nil {
@@ -97,7 +97,7 @@ func TestCalibrationH200StepTimes(t *testing.T) {
 		{128, 256, 7.89}, {128, 1024, 10.78},
 		{256, 256, 10.64}, {256, 1024, 17.16},
 		// B=1 at 4096 (6.36 ms measured) is left out: torch SDPA does not split the KV at
-		// batch 1, which vLLM's attention kernels do; sim-model.md calls it a known misfit.
+		// batch 1, which vLLM's attention kernels do; docs/calibration.md#h200-step-times calls it a known misfit.
 	}
 	for _, g := range grid {
 		batch := make([]Work, g.batch)
@@ -146,7 +146,7 @@ func TestCalibrationH100GptOss20b(t *testing.T) {
 // TestCalibrationH100Qwen35: Qwen3.5-9B decoding alone on one H100. A decode step streams the
 // bf16 weights (17.5 GB) and the Gated-DeltaNet states; published measurements bound it:
 // single-stream vLLM decode reaches about 77% of the memory bandwidth (johnmusgrave.com, A100
-// 40GB, Llama-3.1-8B, vLLM 0.23) and copies reach 88.7% on Hopper (sim-model.md 2.4, H200),
+// 40GB, Llama-3.1-8B, vLLM 0.23) and copies reach 88.7% on Hopper (docs/calibration.md#h200-step-times),
 // with 30-45 us of kernel floor per layer in a CUDA graph (the same measurements, BLIS).
 // At batch 64 each sequence adds its GDN state, read and written every step (2 x 24 layers x
 // 2.1 MB in float32): no KV growth, but a fixed cost per sequence.

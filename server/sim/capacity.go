@@ -10,7 +10,7 @@ import (
 const gib = 1 << 30
 
 // Capacity is the memory plan of one GPU (one tensor-parallel rank), as vLLM V1 computes it
-// (vllm.md 3.1-3.4, hybrid-kv.md). Byte counts are per GPU.
+// (docs/vllm-behaviour.md#kv-cache-memory, docs/hybrid-kv.md). Byte counts are per GPU.
 type Capacity struct {
 	TotalBytes      int64 // device memory as torch reports it
 	FreeBytes       int64 // total minus what other processes hold
@@ -164,7 +164,7 @@ func CUDAGraphEstimateBytes(s *Setup) int64 {
 
 // KVCapacity is vLLM's arithmetic from available KV bytes to the logged figures for a
 // layout: the number of blocks, the maximum concurrency for max_model_len-token requests,
-// and the "GPU KV cache size" in tokens, whose formula changed in 0.21 (hybrid-kv.md 2).
+// and the "GPU KV cache size" in tokens, whose formula changed in 0.21 (docs/hybrid-kv.md#tokens-line-by-version).
 func KVCapacity(l KVLayout, availableBytes int64, maxModelLen int, v Version) (numBlocks int, maxConcurrency float64, tokens int) {
 	numBlocks = l.NumBlocks(availableBytes)
 	maxConcurrency = float64(numBlocks) / float64(l.BlocksPerRequest(maxModelLen))
@@ -178,7 +178,7 @@ func KVCapacity(l KVLayout, availableBytes int64, maxModelLen int, v Version) (n
 
 // KVCacheSize is vLLM's arithmetic from available KV bytes to the logged figures: the number
 // of blocks, the maximum concurrency for max_model_len-token requests, and the KV cache size
-// in tokens (vllm.md 3.4).
+// in tokens (docs/vllm-behaviour.md#blocks-tokens-and-concurrency).
 func KVCacheSize(availableBytes, bytesPerToken int64, blockSize, maxModelLen int) (numBlocks int, maxConcurrency float64, tokens int) {
 	numBlocks = int(availableBytes / (bytesPerToken * int64(blockSize)))
 	maxConcurrency = float64(numBlocks) / float64(ceilDiv(maxModelLen, blockSize))

@@ -42,7 +42,7 @@ func TestCapacityMatchesRealLogs(t *testing.T) {
 			wantKVGiB:  5.01,
 			wantTokens: 93872,
 			wantConc:   5.73,
-			source:     "fixtures/vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log",
+			source:     "testdata/vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log",
 		},
 		{
 			name:       "Llama-3.1-8B RTX 3090 util 0.9, 20k batched tokens",
@@ -50,7 +50,7 @@ func TestCapacityMatchesRealLogs(t *testing.T) {
 			profiles:   rtx3090Profiles,
 			wantKVGiB:  3.81,
 			wantBlocks: 1952,
-			source:     "vllm#10517 (sim-model.md 2.5)",
+			source:     "vllm#10517 (docs/calibration.md#activation-memory)",
 		},
 		{
 			name:      "Llama-3.1-8B RTX 3090 util 0.9, 29k batched tokens",
@@ -95,7 +95,7 @@ func TestKVCacheSizeArithmetic(t *testing.T) {
 		wantConc      string
 		wantTokens    int
 	}{
-		// vllm.md 3.4: Qwen3-0.6B (112 KiB/token), 130.5 GiB available, max_model_len 40960.
+		// docs/vllm-behaviour.md#blocks-tokens-and-concurrency: Qwen3-0.6B (112 KiB/token), 130.5 GiB available, max_model_len 40960.
 		{"Qwen3-0.6B H200", 130.5, 2 * 28 * 8 * 128 * 2, 16, 40960, 76361, "29.83", 1221776},
 		// Qwen2-7B on A100: 5867 blocks give the logged 93,872 tokens and 5.73x.
 		{"Qwen2-7B A100", 5867.5 * 16 * 57344 / gib, 2 * 28 * 4 * 128 * 2, 16, 16384, 5867, "5.73", 93872},

@@ -43,7 +43,7 @@ type Config struct {
 	Speculative *SpeculativeConfig
 }
 
-// Defaults vLLM applies (vllm.md section 4).
+// Defaults vLLM applies (docs/vllm-behaviour.md#defaults-by-version).
 const (
 	DefaultGPUMemoryUtilization = 0.92
 	DefaultBlockSize            = 16

@@ -21,7 +21,7 @@ func TestGptOss120bFixtureCapacity(t *testing.T) {
 	within(t, 2640144, float64(c.KVCacheTokens), 0.01, "GPU KV cache size")
 	within(t, 284.25, c.MaxConcurrency, 0.01, "maximum concurrency")
 
-	// The layout the log implies (hybrid-kv.md 3B): 2 KV heads per rank of 64, one 8 KiB page
+	// The layout the log implies (docs/hybrid-kv.md#worked-example-gpt-oss-120b): 2 KV heads per rank of 64, one 8 KiB page
 	// per layer and block, 18 + 18 layers in two groups of 18 shared tensors.
 	l := c.Layout
 	assert.Equal(t, int64(8192), l.PageBytes)
@@ -37,7 +37,7 @@ func TestGptOss120bFixtureCapacity(t *testing.T) {
 	assert.Equal(t, 2640144, tokens)
 
 	// The same server on the newest vLLM: tokens as int(concurrency x max_model_len), and the
-	// sliding window reserving both in-flight batches (hybrid-kv.md 3B: 256.03x).
+	// sliding window reserving both in-flight batches (docs/hybrid-kv.md#worked-example-gpt-oss-120b: 256.03x).
 	cfg.MaxNumBatchedTokens = 2048 // A100's default; the layout is taken on a larger GPU
 	blocks, conc, tokens = KVCapacity(newLayout(t, cfg, "0.26.0"), 330018*147456, 16384, MustVersion("0.26.0"))
 	assert.Equal(t, "256.03", fmtFloat2(conc))
@@ -74,7 +74,7 @@ func hybridShapes(t *testing.T) *Profiles {
 	return p
 }
 
-// TestQwen35HybridLayout follows hybrid-kv.md 3A for Qwen3.5-0.8B: 18 GDN layers with a
+// TestQwen35HybridLayout follows docs/hybrid-kv.md#worked-example-qwen35-08b for Qwen3.5-0.8B: 18 GDN layers with a
 // float32 temporal state, 6 full-attention layers of 2 KV heads x 256.
 func TestQwen35HybridLayout(t *testing.T) {
 	s, err := Resolve(Config{Model: "Qwen/Qwen3.5-0.8B", GPU: "RTX-4060-8GB", MaxModelLen: 32768}, nil)

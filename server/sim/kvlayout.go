@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// KVLayout is how vLLM V1 lays the KV cache out for a model (hybrid-kv.md sections 2-3): one
+// KVLayout is how vLLM V1 lays the KV cache out for a model (docs/hybrid-kv.md#page-size-and-groups): one
 // page size for every layer, the layers grouped by kind, and a pool of blocks the groups
 // share. A dense model is one group of full-attention layers; gpt-oss adds a sliding-window
 // group; a Qwen3.5 hybrid adds Gated-DeltaNet ("mamba") groups with a fixed-size state.
@@ -117,7 +117,7 @@ func (l KVLayout) estimateMaxModelLen(availableBytes int64, maxModelLen int) int
 	return lo
 }
 
-// hybridAlignment is the kernel block size the hybrid block size is a multiple of.
+// hybridAlignment is the kernel block size the hybrid block size is a multiple of (docs/hybrid-kv.md#block-size-alignment).
 const hybridAlignment = 16
 
 // kvLayout builds the layout for a resolved setup (everything but Capacity set).
@@ -136,7 +136,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 		SlidingReserveTokens:   s.MaxNumBatchedTokens,
 	}
 	// Newer builds reserve the in-flight tokens of both batches that async scheduling
-	// keeps going (hybrid-kv.md section 2; the exact release is uncertain).
+	// keeps going (docs/hybrid-kv.md#sliding-window; the exact release is uncertain).
 	if s.Version.AtLeast("0.26.0") && s.Speculative == nil {
 		l.SlidingReserveTokens = 2 * s.MaxNumBatchedTokens
 	}
@@ -185,7 +185,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 // gdnStateBytes is one Gated-DeltaNet layer's state on one GPU (mamba_utils.py
 // gated_delta_net_state_shape): a conv state of (kernel - 1 + speculative tokens) x conv_dim
 // in the model dtype, and a temporal state of value heads x value dim x key dim in
-// mamba_ssm_dtype (float32 for Qwen3.5).
+// mamba_ssm_dtype (float32 for Qwen3.5; docs/hybrid-kv.md#gated-deltanet-state).
 func gdnStateBytes(s *Setup) int64 {
 	m := s.ModelProfile
 	tp := s.TensorParallelSize

@@ -13,7 +13,7 @@ import (
 //go:embed profiles/*.json
 var builtinProfiles embed.FS
 
-// GPU describes one accelerator: what the roofline and KV sizing need.
+// GPU describes one accelerator: what the roofline and KV sizing need (docs/calibration.md#gpu-profiles).
 type GPU struct {
 	Name    string   `json:"name"`
 	Aliases []string `json:"aliases,omitempty"`
@@ -33,7 +33,7 @@ type GPU struct {
 	Source                     string `json:"source,omitempty"`
 }
 
-// Model describes a model by the config.json values that size its weights and KV cache.
+// Model describes a model by the config.json values that size its weights and KV cache (docs/calibration.md#model-profiles).
 type Model struct {
 	Name                  string   `json:"name"`
 	Aliases               []string `json:"aliases,omitempty"`
@@ -158,7 +158,7 @@ func (m Model) validateLayers() error {
 	return nil
 }
 
-// Host describes the CPU-side costs of the API server and scheduler.
+// Host describes the CPU-side costs of the API server and scheduler (docs/calibration.md#host-profiles).
 type Host struct {
 	Name     string  `json:"name"`
 	InputMS  float64 `json:"input_ms"`   // request parsing and tokenization before the engine sees it
@@ -170,7 +170,7 @@ type Host struct {
 	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
 	Source                  string  `json:"source,omitempty"`
 
-	// Memory the vLLM runtime holds besides weights and KV cache (vllm.md 3.1): the transient
+	// Memory the vLLM runtime holds besides weights and KV cache (docs/vllm-behaviour.md#kv-cache-memory, docs/calibration.md#activation-memory): the transient
 	// activation peak of the profiling forward pass (the larger of the forward over
 	// max_num_batched_tokens and the sampler over max_num_seqs), non-torch allocations
 	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.

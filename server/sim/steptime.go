@@ -10,7 +10,7 @@ import (
 // speculative decoding; a prefill chunk is Q>1).
 type Work struct{ Q, C int }
 
-// StepModel is the roofline model of one engine step (sim-model.md 6.2), with every constant
+// StepModel is the roofline model of one engine step (docs/calibration.md#step-time-model), with every constant
 // taken from the GPU, model and host profiles. It is immutable and safe for concurrent use.
 //
 // Beyond a dense transformer it knows three layer and weight shapes:

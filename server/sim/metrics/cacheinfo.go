@@ -11,7 +11,7 @@ import (
 
 // cacheConfigLabels is vLLM's CacheConfig rendered as vllm:cache_config_info labels: every
 // field as Python's str() of its value, plus engine, with the field set of the release
-// (the 0.26 one of vllm.md 1.4; 0.23-0.25 as the 0.25.1 capture, with hash_block_size;
+// (the 0.26 one of docs/vllm-behaviour.md#cache_config_info; 0.23-0.25 as the 0.25.1 capture, with hash_block_size;
 // older as a 0.16-0.19 capture, without the capacity fields). The simulator has no CPU
 // offloading, so those fields keep vLLM's defaults.
 func cacheConfigLabels(s *sim.Setup, engine string, f features) prometheus.Labels {

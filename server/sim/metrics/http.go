@@ -8,7 +8,7 @@ import (
 )
 
 // httpFamilies are prometheus-fastapi-instrumentator's default metrics, which vLLM's
-// /metrics carries (vllm.md 1.5), with its names, HELP texts (trailing spaces included),
+// /metrics carries (docs/vllm-behaviour.md#http-metrics), with its names, HELP texts (trailing spaces included),
 // label names and buckets, in its registration order.
 type httpFamilies struct {
 	requests     *prometheus.CounterVec

@@ -88,7 +88,7 @@ func newMetrics(setup *sim.Setup, modelName string, logStats bool, now func() ti
 }
 
 // registerEngine registers the vllm: families in vLLM's construction order
-// (PrometheusStatLogger.__init__, vllm.md 1.2): spec decoding first, then the MFU counters,
+// (PrometheusStatLogger.__init__, docs/vllm-behaviour.md#engine-metrics): spec decoding first, then the MFU counters,
 // scheduler gauges, cache counters, token counters, histograms, and cache_config_info.
 func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 	f := families{reg: m.reg, order: &m.order, series: &m.series, labels: prometheus.Labels{"model_name": modelName, "engine": engineIndex}}

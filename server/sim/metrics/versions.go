@@ -2,7 +2,7 @@ package metrics
 
 import "github.com/vllmtop/vllmtop/server/sim"
 
-// features are the parts of vLLM's /metrics that changed between releases, as vllm.md 1.7
+// features are the parts of vLLM's /metrics that changed between releases, as docs/vllm-behaviour.md#metric-renames-by-version
 // dates them (merge dates mapped to the first release after them), plus two captures: the
 // 0.25.1 one in testdata and an older one with prompt_tokens_recomputed (0.16-0.19).
 type features struct {

@@ -2,7 +2,7 @@
 // real `vllm serve` log (for the KV-cache size, the readiness line, the periodic stats line, a
 // startup failure) parses the simulator's the same way.
 //
-// The shape is vLLM's (vllm.md section 2): vLLM's logger writes
+// The shape is vLLM's (docs/vllm-behaviour.md#log-line-format): vLLM's logger writes
 //
 //	(APIServer pid=4127) INFO 07-24 10:15:43 [api_server.py:677] Starting vLLM server on http://0.0.0.0:8000
 //

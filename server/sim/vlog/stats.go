@@ -18,7 +18,7 @@ const DefaultStatsInterval = 10 * time.Second
 const prefixWindowRequests = 1000
 
 // Stats accumulates engine steps and writes vLLM's periodic stats line from the API server
-// (vllm/v1/metrics/loggers.py LoggingStatLogger, vllm.md 2.5):
+// (vllm/v1/metrics/loggers.py LoggingStatLogger, docs/vllm-behaviour.md#periodic-stats-line):
 //
 //	Engine 000: Avg prompt throughput: 61.2 tokens/s, Avg generation throughput: 1203.4 tokens/s, Running: 16 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.3%, Prefix cache hit rate: 0.0%
 //

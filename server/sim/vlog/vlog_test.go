@@ -26,7 +26,7 @@ var (
 	prefixRE  = regexp.MustCompile(`^\((APIServer|EngineCore) pid=\d+\) (INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+:\d+\] `)
 	uvicornRE = regexp.MustCompile(`^\(APIServer pid=\d+\) (INFO|WARNING|ERROR):\s+\S`)
 
-	// vllm.md 2.2.
+	// docs/vllm-behaviour.md#startup-log-lines
 	kvSizeRE  = regexp.MustCompile(`GPU KV cache size: ([\d,]+) tokens`)
 	concRE    = regexp.MustCompile(`Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x`)
 	loadingRE = regexp.MustCompile(`Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds`)
@@ -37,7 +37,7 @@ var (
 	initRE    = regexp.MustCompile(`init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s`)
 	readyRE   = regexp.MustCompile(`Starting vLLM server on (\S+)`)
 
-	// vllm.md 2.5, applied after stripping the logger prefix.
+	// docs/vllm-behaviour.md#periodic-stats-line, applied after stripping the logger prefix.
 	statsRE     = regexp.MustCompile(`^(?:Engine (\d{3})|(\d+) Engines Aggregated): Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs(?:, Deferred: (\d+) reqs)?(?:, Preemptions: (\d+))?, GPU KV cache usage: ([\d.]+)%, Prefix cache hit rate: ([\d.]+)%`)
 	anyPrefixRE = regexp.MustCompile(`^\([\w]+ pid=\d+\) [A-Z]+ \d\d-\d\d \d\d:\d\d:\d\d \[[\w./]+:\d+\] `)
 
@@ -367,7 +367,7 @@ func TestStatsLine(t *testing.T) {
 		t.Fatalf("after idle:\n got %q\nwant %q", got6, want)
 	}
 
-	// Every line parses with vllm.md's tolerant regex, Preemptions captured when present.
+	// Every line parses with the tolerant regex of docs/vllm-behaviour.md#periodic-stats-line, Preemptions captured when present.
 	for i, line := range lines(stdout.String()) {
 		if !prefixRE.MatchString(line) {
 			t.Errorf("stats line %d without prefix: %q", i, line)
