@@ -198,11 +198,11 @@ func (d *Dashboard) server(startSim SimStarter, say Sayer) error {
 		}
 	default:
 		d.deps.Mode = tui.ModeSimulator
-		sup, plan, err := startSim(d.simArgs, d.loadCfg.Client.Model, d.loadCfg.Client.APIKey)
+		sup, _, err := startSim(d.simArgs, d.loadCfg.Client.Model, d.loadCfg.Client.APIKey)
 		if err != nil {
 			return err
 		}
-		d.sup, d.deps.Capacity = sup, plan.CapacityAt
+		d.sup = sup
 	}
 	args := d.sup.Args()
 	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
