@@ -1,9 +1,10 @@
 // Package capacity ties a server's KV cache to a workload: how many requests of a given
 // prompt and output length fit at once, and what limits concurrency first (the KV blocks,
 // --max-num-seqs, or --max-num-batched-tokens), with the memory that the KV cache is what is
-// left of. It is arithmetic on numbers a simulator plan or a running server reports (see
-// FromCacheInfo for vllm:cache_config_info), with no I/O, so the CLI and the dashboard's
-// Capacity view show the same figures.
+// left of. It is arithmetic on numbers a simulator plan or a running server reports, with no
+// I/O: Build is the one place that puts a Report together from them (the simulator's model,
+// the server's log, vllm:cache_config_info, scaled estimates), each figure with its Source,
+// so the CLI and the dashboard's Capacity view show the same figures.
 package capacity
 
 import (
