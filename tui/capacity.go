@@ -28,13 +28,14 @@ func (c *common) knownCapacity() capacity.Known {
 	k := s.knownCapacity()
 	k.Workload = c.deps.Workloads[boolIndex(s.longPrompts)]
 	k.Sim, k.Attached = c.deps.Capacity, c.deps.Mode == ModeAttach
-	if l := k.Log; l.KVTokens == 0 && s.logged.KVTokens > 0 {
+	if k.Log.KVTokens == 0 && s.logged.KVTokens > 0 {
 		k.Log = s.logged
 	}
 	return k
 }
 
-// knownCapacity is what the server's log and its metrics say of the KV cache now.
+// knownCapacity is what the server's log and its metrics say of the KV cache now. It notes
+// the log's figures in s.logged, for the restart after which the log says nothing yet.
 func (s *state) knownCapacity() capacity.Known {
 	k := capacity.Known{Util: s.server.GPUMemoryUtilization, DefaultUtil: s.util, Log: server.LoggedCapacity(s.server)}
 	if k.Log.KVTokens > 0 {
