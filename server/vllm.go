@@ -213,33 +213,6 @@ func ModelArg(args []string) string {
 	return ""
 }
 
-// ScaledCapacity predicts the KV cache (tokens, maximum concurrency) a server would have at
-// another utilisation, from what it logged running at util with tokens and maxConc: the KV
-// memory grows with the utilisation times the GPU's memory, less what is not KV (the weights
-// and about a gibibyte of activations and runtime). It returns nil when st lacks the figures.
-func ScaledCapacity(st Status, util float64, tokens int, maxConc float64) func(util float64) (int, float64, error) {
-	if tokens == 0 || st.KVCacheGiB <= 0 || util <= 0 {
-		return nil
-	}
-	nonKV := st.ModelGiB + 1
-	total := (st.KVCacheGiB + nonKV) / util
-	perToken := st.KVCacheGiB / float64(tokens)
-	return func(u float64) (int, float64, error) {
-		kv := total*u - nonKV
-		if kv <= 0 {
-			return 0, 0, errNoKVMemory
-		}
-		t := int(kv / perToken)
-		c := 0.0
-		if maxConc > 0 {
-			c = maxConc * float64(t) / float64(tokens)
-		}
-		return t, c, nil
-	}
-}
-
-var errNoKVMemory = errors.New("no memory for the KV cache")
-
 // WithAPIKey makes the child ask for key, as vLLM reads it from VLLM_API_KEY (an --api-key
 // on its command line still comes first): the variable is set to key in its environment, or
 // removed when key is "", so a server started for a client asks for the key that client sends.

@@ -80,23 +80,6 @@ func TestKnownCommand(t *testing.T) {
 	}
 }
 
-func TestScaledCapacity(t *testing.T) {
-	st := Status{KVCacheGiB: 54, ModelGiB: 15}
-	assert.Nil(t, ScaledCapacity(Status{}, 0.92, 1000, 1), "nothing logged yet")
-	assert.Nil(t, ScaledCapacity(st, 0, 1000, 1), "utilisation unknown")
-	f := ScaledCapacity(st, 0.9, 540000, 4)
-	require.NotNil(t, f)
-	tok, conc, err := f(0.9)
-	require.NoError(t, err)
-	assert.Equal(t, 540000, tok, "the running utilisation predicts what was logged")
-	assert.InDelta(t, 4, conc, 1e-9)
-	more, _, err := f(0.95)
-	require.NoError(t, err)
-	assert.Greater(t, more, tok)
-	_, _, err = f(0.1)
-	assert.EqualError(t, err, "no memory for the KV cache")
-}
-
 func TestOnLoopbackAndAPIKey(t *testing.T) {
 	got, err := OnLoopback([]string{"vllm", "serve", "m"})
 	require.NoError(t, err)

@@ -8,68 +8,50 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
-// capacityData is everything the Capacity view shows, in one plain struct: whichever source
-// knows the figures (the server's log, its vllm:cache_config_info, a capacity model) fills it,
-// and the view only draws it.
-type capacityData struct {
-	Util, PendingUtil float64 // --gpu-memory-utilization now and for the next restart
-	KVTokens          int
-	KVBlocks          int
-	BlockSize         int     // tokens per block
-	MaxConcurrency    float64 // requests of MaxModelLen tokens that fit at once
-	MaxModelLen       int
-	Reported          string // where the current figures come from
-	// Predict gives the capacity at another utilisation; nil when nothing can predict it.
-	Predict    CapacityFunc
-	Source     string // what Predict is
-	CanRestart bool
-	NoRestart  string // why not, when CanRestart is false
-	Why        string // why there is no prediction, when Predict is nil
-	// Fit is how the current workload fits, with the memory plan and the what-ifs.
-	Fit capacityFit
+// capacityView is what the Capacity view draws: the one capacity report, each figure with
+// its source, and the dashboard's side (the pending utilisation, whether it can restart).
+type capacityView struct {
+	capacity.Report
+	PendingUtil float64 // --gpu-memory-utilization for the next restart
+	CanRestart  bool
+	NoRestart   string // why not, when CanRestart is false
 }
 
-// gatherCapacity fills capacityData from the state: the log's figures first (they are what
-// vLLM computed), then cache_config_info (attach mode has nothing else).
-func gatherCapacity(c *common) capacityData {
+// knownCapacity is what the dashboard knows of its server's KV cache, as plain values for
+// capacity.Build. It keeps the latest figures a run logged: after a restart at another
+// utilisation they are scaled until the new run logs its own.
+func (c *common) knownCapacity() capacity.Known {
 	s := &c.s
-	d := capacityData{Util: s.util, PendingUtil: s.pendingUtil, CanRestart: !c.deps.RestartDisabled && c.deps.Supervisor != nil,
-		KVTokens: s.server.KVCacheTokens, KVBlocks: s.server.KVCacheBlocks, MaxConcurrency: s.server.MaxConcurrency,
-		MaxModelLen: s.server.MaxModelLen, NoRestart: noRestartReason(c.deps.Mode)}
-	if d.KVTokens > 0 {
-		d.Reported = "the server's log"
+	k := s.knownCapacity()
+	k.Workload = c.deps.Workloads[boolIndex(s.longPrompts)]
+	k.Sim, k.Attached = c.deps.Capacity, c.deps.Mode == ModeAttach
+	if k.Log.KVTokens == 0 && s.logged.KVTokens > 0 {
+		k.Log = s.logged
+	}
+	return k
+}
+
+// knownCapacity is what the server's log and its metrics say of the KV cache now. It notes
+// the log's figures in s.logged, for the restart after which the log says nothing yet.
+func (s *state) knownCapacity() capacity.Known {
+	k := capacity.Known{Util: s.server.GPUMemoryUtilization, DefaultUtil: s.util, Log: server.LoggedCapacity(s.server)}
+	if k.Log.KVTokens > 0 {
+		s.logged = k.Log
 	}
 	if s.snap != nil {
-		cp := s.snap.Capacity
-		if d.KVTokens == 0 && cp.KVCacheTokens.OK {
-			d.KVTokens, d.Reported = int(cp.KVCacheTokens.V), "vllm:cache_config_info"
-		}
-		if d.KVBlocks == 0 {
-			d.KVBlocks = int(cp.NumGPUBlocks.Or(0))
-		}
-		d.BlockSize = int(cp.BlockSizeTokens.Or(0))
-		if d.MaxConcurrency == 0 {
-			d.MaxConcurrency = cp.MaxConcurrency.Or(0)
-		}
-		if d.Util == 0 && cp.GPUMemoryUtilization.OK {
-			d.Util, d.PendingUtil = cp.GPUMemoryUtilization.V, cp.GPUMemoryUtilization.V
-		}
+		k.Cache = s.snap.Capacity.CacheInfo()
 	}
-	switch {
-	case c.deps.Capacity != nil:
-		d.Predict, d.Source = c.deps.Capacity, "the simulator's capacity model"
-	default:
-		if f := server.ScaledCapacity(s.server, d.Util, d.KVTokens, d.MaxConcurrency); f != nil {
-			d.Predict, d.Source = f, "scaled from what the server's log reported"
-		} else if c.deps.Mode == ModeAttach {
-			d.Why = "a what-if needs the server's log (the weights' size): an attached server reports only its current capacity"
-		} else {
-			d.Why = "a what-if needs the server's KV cache size and weights, from its log"
-		}
-	}
-	return d
+	return k
+}
+
+// gatherCapacity builds the capacity report from what is known, with the dashboard's side.
+func gatherCapacity(c *common) capacityView {
+	s := &c.s
+	return capacityView{Report: capacity.Build(c.knownCapacity()), PendingUtil: s.pendingUtil,
+		CanRestart: !c.deps.RestartDisabled && c.deps.Supervisor != nil, NoRestart: noRestartReason(c.deps.Mode)}
 }
 
 // capacityPanel is the KV cache now and, where it can be predicted, at other utilisations.
@@ -78,7 +60,6 @@ type capacityPanel struct {
 	c     *common
 	w, h  int
 	cache string
-	memo  capacityReports
 }
 
 func newCapacity(c *common) panel { return &capacityPanel{c: c} }
@@ -90,45 +71,60 @@ func (p *capacityPanel) View() string { return p.cache }
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
 	case refreshMsg, restyleMsg, tea.KeyMsg, workloadMsg:
-		d := gatherCapacity(p.c)
-		d.Fit = gatherFit(p.c, d, &p.memo)
-		p.cache = fit(p.render(d), p.w, p.h)
+		p.cache = fit(p.render(gatherCapacity(p.c)), p.w, p.h)
 	}
 	return nil
 }
 
-func (p *capacityPanel) render(d capacityData) string {
+func (p *capacityPanel) render(d capacityView) string {
 	st := &p.c.styles
-	out := []string{st.Title.Render("KV cache") + st.Muted.Render(orDash(d.Reported != "", "  (from "+d.Reported+")"))}
-	if d.KVTokens == 0 {
+	src := ""
+	if d.KVTokens.Known() {
+		src = "  (" + strings.Join(append([]string{d.KVTokens.Source.Phrase()}, d.Sources()...), "; ") + ")"
+	}
+	out := []string{st.Title.Render("KV cache") + st.Muted.Render(orDash(src != "", src))}
+	if d.KVTokens.V == 0 {
 		out = append(out, st.Muted.Render("waiting for the server to report its KV cache (its log, or vllm:cache_config_info in /metrics)"))
 		return strings.Join(out, "\n")
 	}
-	now := []string{st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", d.Util)),
-		st.Value.Render(commas(d.KVTokens)) + st.Label.Render(" tokens")}
-	if d.KVBlocks > 0 {
-		blocks := st.Value.Render(commas(d.KVBlocks)) + st.Label.Render(" blocks")
-		if d.BlockSize > 0 {
-			blocks += st.Label.Render(fmt.Sprintf(" of %d", d.BlockSize))
+	out = append(out, p.renderNow(d.Report)...)
+	out = append(out, "")
+	if f := renderFit(st, d.Report, p.w); len(f) > 0 {
+		out = append(append(out, f...), "")
+	}
+	if d.WhatIf == nil {
+		return strings.Join(append(out, wrapWords(d.NoWhatIf, p.w)...), "\n")
+	}
+	return strings.Join(p.renderWhatIf(out, d), "\n")
+}
+
+// renderNow is the KV cache now: the utilisation, tokens, blocks and concurrency.
+func (p *capacityPanel) renderNow(r capacity.Report) []string {
+	st := &p.c.styles
+	now := []string{st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", r.Util)),
+		st.Value.Render(commas(r.KVTokens.V)) + st.Label.Render(" tokens")}
+	if r.KVBlocks.V > 0 {
+		blocks := st.Value.Render(commas(r.KVBlocks.V)) + st.Label.Render(" blocks")
+		if r.BlockSize.V > 0 {
+			blocks += st.Label.Render(fmt.Sprintf(" of %d", r.BlockSize.V))
 		}
 		now = append(now, blocks)
 	}
-	if d.MaxConcurrency > 0 {
-		conc := st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", d.MaxConcurrency))
-		if d.MaxModelLen > 0 {
-			conc += st.Label.Render(" at " + commas(d.MaxModelLen) + " tok/request")
+	if r.MaxConcurrency.V > 0 {
+		conc := st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", r.MaxConcurrency.V))
+		if r.MaxModelLen.V > 0 {
+			conc += st.Label.Render(" at " + commas(r.MaxModelLen.V) + " tok/request")
 		}
 		now = append(now, conc)
 	}
-	out = append(out, wrapItems(now, st.Muted.Render(" · "), p.w, 2)...)
-	out = append(out, "")
-	if f := renderFit(st, d.Fit, p.w); len(f) > 0 {
-		out = append(append(out, f...), "")
-	}
-	if d.Predict == nil {
-		return strings.Join(append(out, wrapWords(d.Why, p.w)...), "\n")
-	}
-	out = append(out, st.Title.Render("what-if by --gpu-memory-utilization")+st.Muted.Render("  ("+d.Source+")"),
+	return wrapItems(now, st.Muted.Render(" · "), p.w, 2)
+}
+
+// renderWhatIf appends the table of the KV cache at other utilisations to out, as many rows
+// around the current one as fit, with what the server reports beside the current one.
+func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
+	st := &p.c.styles
+	out = append(out, st.Title.Render("what-if by --gpu-memory-utilization")+st.Muted.Render("  ("+d.WhatIfSource.Phrase()+")"),
 		st.Label.Render(fmt.Sprintf("  %5s %14s %10s   %s", "util", "KV tokens", "max conc", "observed now")))
 	cur := math.Round(d.Util*100) / 100
 	utils := whatIfUtils(cur, d.PendingUtil)
@@ -140,7 +136,7 @@ func (p *capacityPanel) render(d capacityData) string {
 		utils = utils[first : first+room]
 	}
 	for _, u := range utils {
-		t, conc, err := d.Predict(u)
+		t, conc, err := d.WhatIf(u)
 		pred := fmt.Sprintf("%14s %10s", orDash(t > 0, commas(t)), orDash(conc > 0, fmt.Sprintf("%.2fx", conc)))
 		if err != nil {
 			pred = fmt.Sprintf("%25s", "does not start")
@@ -148,7 +144,9 @@ func (p *capacityPanel) render(d capacityData) string {
 		mark, obs := " ", ""
 		if u == cur {
 			mark = "▶"
-			obs = fmt.Sprintf("   %s tok · %s", commas(d.KVTokens), orDash(d.MaxConcurrency > 0, fmt.Sprintf("%.2fx", d.MaxConcurrency)))
+			if d.KVTokens.Source.Reported() {
+				obs = fmt.Sprintf("   %s tok · %s", commas(d.KVTokens.V), orDash(d.MaxConcurrency.V > 0, fmt.Sprintf("%.2fx", d.MaxConcurrency.V)))
+			}
 		} else if u == d.PendingUtil {
 			mark = "→"
 		}
@@ -167,8 +165,7 @@ func (p *capacityPanel) render(d capacityData) string {
 	if !d.CanRestart {
 		hint = "▶ current (" + d.NoRestart + ")"
 	}
-	out = append(out, st.Muted.Render(hint))
-	return strings.Join(out, "\n")
+	return append(out, st.Muted.Render(hint))
 }
 
 // whatIfUtils are 0.70 to 0.98 by 0.02, with the current and pending utilisations.

@@ -8,66 +8,17 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
-// capacityFit is the Capacity view's part tied to the workload: how many of its requests fit,
-// what limits concurrency first, the memory plan and the what-if columns. Report is the
-// simulator's model of the server (nil when it cannot model it); Estimate is the fit scaled
-// from vllm:cache_config_info when there is no Report.
-type capacityFit struct {
-	Workload  capacity.Workload
-	Report    *capacity.Report
-	ReportErr string
-	Estimate  *capacity.Fit
-}
-
-// capacityReports memoises the capacity model's reports by utilisation and workload: a
-// report parses a command line and resolves a memory plan, too much for every refresh.
-type capacityReports struct {
-	key  [3]float64
-	r    *capacity.Report
-	err  string
-	have bool
-}
-
-func (c *capacityReports) get(f func(float64, capacity.Workload) (capacity.Report, error), util float64, w capacity.Workload) (*capacity.Report, string) {
-	k := [3]float64{util, float64(w.PromptTokens), float64(w.OutputTokens)}
-	if !c.have || c.key != k {
-		r, err := f(util, w)
-		c.key, c.have, c.r, c.err = k, true, &r, ""
-		if err != nil {
-			c.r, c.err = nil, clean(err.Error())
-		}
-	}
-	return c.r, c.err
-}
-
-// gatherFit fills capacityFit for the current workload.
-func gatherFit(c *common, d capacityData, memo *capacityReports) capacityFit {
-	s := &c.s
-	f := capacityFit{Workload: c.deps.Workloads[boolIndex(s.longPrompts)]}
-	if f.Workload.Tokens() == 0 {
-		return f
-	}
-	if c.deps.CapacityReport != nil && d.Util > 0 {
-		f.Report, f.ReportErr = memo.get(c.deps.CapacityReport, math.Round(d.Util*100)/100, f.Workload)
-		if f.Report != nil && len(f.Report.Columns) > 0 {
-			return f
-		}
-		f.Report = nil
-	}
-	info := capacity.CacheInfo{BlockSize: d.BlockSize, NumGPUBlocks: d.KVBlocks, KVCacheTokens: d.KVTokens}
-	if fit, ok := capacity.FromCacheInfo(info, capacity.Limits{MaxModelLen: d.MaxModelLen}, f.Workload); ok {
-		f.Estimate = &fit
-	}
-	return f
-}
-
 // renderFit draws the workload's part of the Capacity view in width columns.
-func renderFit(st *Styles, f capacityFit, width int) []string {
-	w := f.Workload
+func renderFit(st *Styles, r capacity.Report, width int) []string {
+	w := r.Workload
 	if w.Tokens() == 0 {
 		return nil
 	}
-	out := []string{st.Title.Render("this workload") + st.Muted.Render(fmt.Sprintf("  (a request of %d prompt + %d output tokens)", w.PromptTokens, w.OutputTokens))}
+	src := ""
+	if r.Fit.Source == capacity.SimulatorModel {
+		src = "; " + r.Fit.Source.String()
+	}
+	out := []string{st.Title.Render("this workload") + st.Muted.Render(fmt.Sprintf("  (a request of %d prompt + %d output tokens%s)", w.PromptTokens, w.OutputTokens, src))}
 	limits := func(fit capacity.Fit, est bool) string {
 		if fit.Limiter == capacity.LimitLength && fit.Concurrency == 0 {
 			return st.Bad.Render("a request is longer than --max-model-len: vLLM answers it with HTTP 400")
@@ -84,21 +35,21 @@ func renderFit(st *Styles, f capacityFit, width int) []string {
 		return strings.Join(wrapItems(parts, st.Muted.Render(" · "), width, 3), "\n")
 	}
 	switch {
-	case f.Report != nil:
-		col := f.Report.Columns[0]
+	case len(r.Columns) > 0:
+		col := r.Columns[0]
 		if col.Refused != "" {
 			out = append(out, st.Bad.Render(truncate("as given, vLLM would refuse to start: "+col.Refused, width)))
 		} else {
-			out = append(out, limits(col.Fit, false))
+			out = append(out, limits(r.Fit.V, false))
 		}
 		out = append(out, memoryBar(st, col.Memory, width)...)
-		out = append(out, whatIfColumns(st, f.Report.Columns, width)...)
-	case f.Estimate != nil:
-		out = append(out, limits(*f.Estimate, true))
+		out = append(out, whatIfColumns(st, r.Columns, width)...)
+	case r.Fit.Known():
+		out = append(out, limits(r.Fit.V, true))
 	default:
 		why := "waiting for the KV cache's block size (vllm:cache_config_info)"
-		if f.ReportErr != "" {
-			why = "the capacity model: " + f.ReportErr
+		if r.PlanErr != "" {
+			why = "the capacity model: " + clean(r.PlanErr)
 		}
 		out = append(out, st.Muted.Render(truncate(why, width)))
 	}

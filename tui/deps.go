@@ -81,9 +81,6 @@ type Scraper interface {
 	Scrape(ctx context.Context) (scrape.Snapshot, error)
 }
 
-// CapacityFunc predicts the KV cache (tokens, max concurrency) at a --gpu-memory-utilization.
-type CapacityFunc func(util float64) (tokens int, maxConcurrency float64, err error)
-
 // Deps are the dashboard's collaborators.
 type Deps struct {
 	Mode       Mode
@@ -91,8 +88,10 @@ type Deps struct {
 	Supervisor Supervisor
 	Load       Load
 	Scraper    Scraper
-	// Capacity predicts capacity for the what-if table; nil when the model is unknown.
-	Capacity        CapacityFunc
+	// Capacity is the simulator's model of the server, for the what-ifs of the Capacity view;
+	// nil when the server is not one it models (the view then works from the server's log
+	// and vllm:cache_config_info).
+	Capacity        *capacity.Model
 	ScrapeInterval  time.Duration
 	Theme           string
 	Now             func() time.Time
@@ -123,10 +122,6 @@ type Deps struct {
 	Tune TuneConfig
 	// ExportDir is where the export key writes its files ("": the current directory).
 	ExportDir string
-	// CapacityReport sizes the server at a utilisation for a request of the workload, with
-	// what-ifs, as the simulator's model does; nil when the server's command is not one it
-	// models (the Capacity view then estimates from vllm:cache_config_info).
-	CapacityReport func(util float64, w capacity.Workload) (capacity.Report, error)
 	// Workloads are the short and the long workload's requests, in tokens.
 	Workloads [2]capacity.Workload
 	// FleetDeps are the fleet view's, the verdicts', the canary's and the recorder's.

@@ -22,6 +22,7 @@ import (
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 	"github.com/vllmtop/vllmtop/tui"
 )
@@ -77,7 +78,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	predict := plan.CapacityAt
 	m := tui.New(tui.Deps{Mode: tui.ModeSimulator, Target: "sim", Supervisor: sup, Load: load,
-		Scraper: scr, Capacity: predict, ScrapeInterval: 200 * time.Millisecond, InitialUtil: 0.92, InitialConc: 4})
+		Scraper: scr, Capacity: &capacity.Model{At: predict}, ScrapeInterval: 200 * time.Millisecond, InitialUtil: 0.92, InitialConc: 4})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 48))
 
 	wait := func(what string, cond func(string) bool) {

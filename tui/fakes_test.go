@@ -303,12 +303,14 @@ func newTestDeps(t *testing.T) testDeps {
 	scr := &fakeScraper{now: now, start: float64(t0.Add(-2 * time.Minute).Unix())}
 	d := Deps{
 		Mode: ModeSimulator, Target: "vllmtop sim meta-llama/Llama-3.1-8B-Instruct", Supervisor: sup, Load: load, Scraper: scr,
-		Capacity: func(u float64) (int, float64, error) {
-			return int(u * 505000), u * 3.86, nil
+		Capacity: &capacity.Model{
+			At: func(u float64) (int, float64, error) {
+				return int(u * 505000), u * 3.86, nil
+			},
+			Plan: simCapacity("meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100-SXM-80GB"),
 		},
 		Now: now, InitialUtil: 0.92, InitialConc: 4, Theme: "dark", Workload: "random 256 in / 128 out",
-		CapacityReport: simCapacity("meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100-SXM-80GB"),
-		Workloads:      [2]capacity.Workload{{PromptTokens: 256, OutputTokens: 128}, {PromptTokens: 4096, OutputTokens: 128}},
+		Workloads: [2]capacity.Workload{{PromptTokens: 256, OutputTokens: 128}, {PromptTokens: 4096, OutputTokens: 128}},
 	}
 	return testDeps{sup: sup, load: load, scr: scr, deps: d, clock: &clock}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 	"github.com/vllmtop/vllmtop/themes"
 )
 
@@ -44,6 +45,7 @@ type state struct {
 
 	// --gpu-memory-utilization: what the server runs with, and what the next restart uses.
 	util, pendingUtil float64
+	logged            capacity.Logged // the KV cache the latest run to log it logged
 	phase             phase
 
 	epoch int                  // the current epoch
@@ -110,16 +112,15 @@ func rates(w *scrape.Window) *scrape.Rates {
 	return &w.Models[0].Total
 }
 
-// capacity is the server's KV cache: what its log said, else vllm:cache_config_info.
+// capacity is the server's KV cache as it reports it (its log, else vllm:cache_config_info):
+// the capacity report's figures, without its predictions.
 func (s *state) capacity() (tokens int, conc float64) {
-	tokens, conc = s.server.KVCacheTokens, s.server.MaxConcurrency
-	if s.snap != nil {
-		if tokens == 0 {
-			tokens = int(s.snap.Capacity.KVCacheTokens.Or(0))
-		}
-		if conc == 0 {
-			conc = s.snap.Capacity.MaxConcurrency.Or(0)
-		}
+	r := capacity.Build(s.knownCapacity())
+	if r.KVTokens.Source.Reported() {
+		tokens = r.KVTokens.V
+	}
+	if r.MaxConcurrency.Source.Reported() {
+		conc = r.MaxConcurrency.V
 	}
 	return tokens, conc
 }

@@ -34,6 +34,7 @@ func TestDashboardLaunchesThroughTheLauncher(t *testing.T) {
 		last := servers[len(servers)-1]
 		assert.Same(t, d.sup, last.Sup, "%q", args)
 		assert.Equal(t, "client-key", specs[len(specs)-1].APIKey, "%q", args)
+		d.wireCapacity()
 		assert.Equal(t, last.Plan != nil, d.deps.Capacity != nil, "the simulator's capacity model, supervised or built in")
 	}
 	require.Len(t, servers, 3)

@@ -204,9 +204,6 @@ func (d *Dashboard) server(words SimErrors, say Sayer) error {
 		return err
 	}
 	d.sup = srv.Sup
-	if srv.Plan != nil {
-		d.deps.Capacity = srv.Plan.CapacityAt
-	}
 	args := d.sup.Args()
 	d.deps.Target = sanitize.Message(strings.Join(server.RedactKeys(args), " "))
 	d.deps.InitialUtil = server.GPUMemoryUtilization(args)

@@ -28,7 +28,7 @@ func (o *Dashboard) finishTuning() error {
 
 // wireCapacity gives the Capacity view the workload's sizes and, for a server the simulator
 // models (vllmtop sim, supervised or built in), its capacity model at any utilisation.
-// Other servers get the estimate the view makes from vllm:cache_config_info.
+// Other servers get what the view works out from their log and vllm:cache_config_info.
 func (d *Dashboard) wireCapacity() {
 	l := d.loadCfg
 	d.deps.Workloads = [2]capacity.Workload{
@@ -47,7 +47,7 @@ func (d *Dashboard) wireCapacity() {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	d.deps.CapacityReport = func(util float64, w capacity.Workload) (capacity.Report, error) {
-		return serve.CapacityReport(server.EditArgs(simArgs, server.SetGPUMemoryUtilization(util)), getenv, w)
+	if m, err := serve.CapacityModel(simArgs, getenv); err == nil {
+		d.deps.Capacity = m
 	}
 }

@@ -1,9 +1,10 @@
 // Package capacity ties a server's KV cache to a workload: how many requests of a given
 // prompt and output length fit at once, and what limits concurrency first (the KV blocks,
 // --max-num-seqs, or --max-num-batched-tokens), with the memory that the KV cache is what is
-// left of. It is arithmetic on numbers a simulator plan or a running server reports (see
-// FromCacheInfo for vllm:cache_config_info), with no I/O, so the CLI and the dashboard's
-// Capacity view show the same figures.
+// left of. It is arithmetic on numbers a simulator plan or a running server reports, with no
+// I/O: Build is the one place that puts a Report together from them (the simulator's model,
+// the server's log, vllm:cache_config_info, scaled estimates), each figure with its Source,
+// so the CLI and the dashboard's Capacity view show the same figures.
 package capacity
 
 import (
@@ -89,10 +90,12 @@ func FitWorkload(l Limits, w Workload) Fit {
 	return f
 }
 
-// CacheInfo is what an attached server reports in vllm:cache_config_info (scrape's
-// CacheConfig): the block size, and the blocks or the token capacity (0 when absent).
+// CacheInfo is what a server reports in vllm:cache_config_info (scrape's Capacity): the
+// block size, the blocks or the token capacity, the concurrency of max-model-len requests and
+// the utilisation it runs with (0 when absent).
 type CacheInfo struct {
 	BlockSize, NumGPUBlocks, KVCacheTokens int
+	MaxConcurrency, Util                   float64
 }
 
 // FromCacheInfo estimates how w fits a server from its cache_config_info, with what is known
@@ -136,12 +139,28 @@ type Column struct {
 	Fit         Fit
 }
 
-// Report is the capacity of one model on one GPU for a workload, with what-ifs.
+// Report is the capacity of a server for a workload, each figure with its Source: the
+// simulator's memory plan of one model on one GPU with what-ifs (Columns, what
+// `vllmtop sim --print-capacity` prints), and what Build puts together from the server's log,
+// its vllm:cache_config_info and the predictions.
 type Report struct {
 	Model, GPU string
 	Util       float64
 	Workload   Workload
-	Columns    []Column // the first is the setting as given
+	// Columns are the simulator's plan, the first the setting as given; none without a plan.
+	Columns []Column
+	PlanErr string // why the simulator, which models the server, has no plan
+
+	// The server's KV cache now.
+	KVTokens, KVBlocks, BlockSize, MaxModelLen Figure[int]
+	MaxConcurrency, KVGiB                      Figure[float64] // KVGiB: the memory left for it
+	// Fit is how Workload fits: the plan's setting as given, else an estimate.
+	Fit Figure[Fit]
+	// WhatIf is the KV cache at another utilisation, from WhatIfSource; nil when nothing
+	// predicts it, and NoWhatIf says why.
+	WhatIf       func(util float64) (tokens int, maxConcurrency float64, err error)
+	WhatIfSource Source
+	NoWhatIf     string
 }
 
 // Bar draws a memory plan as a bar of width cells: W weights, A activation peak, N non-torch,

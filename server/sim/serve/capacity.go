@@ -18,15 +18,58 @@ import (
 // workload), each marked where vLLM would refuse to start. Its error is a bad command line
 // (a *UsageError or *ConfigError); a setting vLLM refuses is a column, not an error.
 func CapacityReport(args []string, getenv func(string) string, w capacity.Workload) (capacity.Report, error) {
-	opts, err := ParseArgs(args, getenv)
+	opts, profiles, err := parseForCapacity(args, getenv)
 	if err != nil {
 		return capacity.Report{}, err
 	}
+	return planReport(opts.Engine, profiles, w)
+}
+
+// CapacityModel is the simulator's capacity model of the server that args run: its KV cache
+// at any --gpu-memory-utilization, and its plan (CapacityReport's) there for a workload.
+// Its error is a bad command line.
+func CapacityModel(args []string, getenv func(string) string) (*capacity.Model, error) {
+	opts, profiles, err := parseForCapacity(args, getenv)
+	if err != nil {
+		return nil, err
+	}
+	at := func(util float64) sim.Config {
+		cfg := opts.Engine
+		cfg.GPUMemoryUtilization = util
+		return cfg
+	}
+	return &capacity.Model{
+		At: func(util float64) (int, float64, error) { return capacityAt(at(util), profiles) },
+		Plan: func(util float64, w capacity.Workload) (capacity.Report, error) {
+			return planReport(at(util), profiles, w)
+		},
+	}, nil
+}
+
+// capacityAt is the KV cache (tokens, and the concurrency of max-model-len requests it holds)
+// of a server with cfg; the error is the *StartupError vLLM would stop with.
+func capacityAt(cfg sim.Config, profiles *sim.Profiles) (tokens int, maxConcurrency float64, err error) {
+	s, err := sim.Resolve(cfg, profiles)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
+}
+
+func parseForCapacity(args []string, getenv func(string) string) (*Options, *sim.Profiles, error) {
+	opts, err := ParseArgs(args, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
 	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
 	if err != nil {
-		return capacity.Report{}, &ConfigError{Msg: err.Error()}
+		return nil, nil, &ConfigError{Msg: err.Error()}
 	}
-	base := opts.Engine
+	return opts, profiles, nil
+}
+
+// planReport is CapacityReport for the engine configuration base.
+func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (capacity.Report, error) {
 	first := column("as given", base, profiles, w)
 	var cfgErr *ConfigError
 	if errors.As(first.err, &cfgErr) {

@@ -96,11 +96,7 @@ func (p *Plan) StartupTime() time.Duration {
 func (p *Plan) CapacityAt(util float64) (tokens int, maxConcurrency float64, err error) {
 	cfg := p.opts.Engine
 	cfg.GPUMemoryUtilization = util
-	s, err := sim.Resolve(cfg, p.profiles)
-	if err != nil {
-		return 0, 0, err
-	}
-	return s.Capacity.KVCacheTokens, s.Capacity.MaxConcurrency, nil
+	return capacityAt(cfg, p.profiles)
 }
 
 // WithDefaults returns args with defaults ("--flag", "value" pairs) put before them for each
