@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vllmtop/vllmtop/internal/base/defaults"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/internal/base/tlsconfig"
 )
@@ -89,18 +90,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = EndpointCompletions
 	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = DefaultStallTimeout
-	}
-	if cfg.MaxEventBytes <= 0 {
-		cfg.MaxEventBytes = DefaultMaxEventBytes
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
+	cfg.RequestTimeout = defaults.Positive(cfg.RequestTimeout, DefaultRequestTimeout)
+	cfg.StallTimeout = defaults.Positive(cfg.StallTimeout, DefaultStallTimeout)
+	cfg.MaxEventBytes = defaults.Positive(cfg.MaxEventBytes, DefaultMaxEventBytes)
+	cfg.MaxBodyBytes = defaults.Positive(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("base URL %q: want http://host:port or https://host:port", sanitize.URL(cfg.BaseURL))

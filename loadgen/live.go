@@ -56,23 +56,19 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 }
 
 type interval struct {
-	lat        latencies
-	requests   int
-	failures   int
-	byClass    map[ErrorClass]int
-	outTokens  int
-	inTokens   int
+	lat latencies
+	resultCounts
 	start, end time.Time
 }
 
 func newInterval() *interval {
-	return &interval{lat: newLatenciesDigits(liveDigits), byClass: map[ErrorClass]int{}}
+	return &interval{lat: newLatenciesDigits(liveDigits), resultCounts: resultCounts{failures: map[ErrorClass]int{}}}
 }
 
 func (iv *interval) reset(start time.Time) {
 	iv.lat.reset()
-	iv.requests, iv.failures, iv.outTokens, iv.inTokens = 0, 0, 0, 0
-	clear(iv.byClass)
+	clear(iv.failures)
+	iv.resultCounts = resultCounts{failures: iv.failures}
 	iv.start, iv.end = start, time.Time{}
 }
 
@@ -155,14 +151,9 @@ func (l *Live) Add(r Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	iv := l.cur
-	if !r.OK() {
-		iv.failures++
-		iv.byClass[r.Error]++
+	if !iv.add(&r) {
 		return
 	}
-	iv.requests++
-	iv.outTokens += r.OutputTokens
-	iv.inTokens += r.PromptTokens
 	record(iv.lat.ttft, r.TTFT)
 	record(iv.lat.e2el, r.E2EL)
 	record(iv.lat.queue, r.QueueDelay())
@@ -189,11 +180,11 @@ func (l *Live) Tick(now time.Time) Point {
 	defer l.mu.Unlock()
 	iv := l.cur
 	iv.end = now
-	p := Point{At: now, Requests: iv.requests, Failures: iv.failures,
+	p := Point{At: now, Requests: iv.completed, Failures: iv.failed,
 		TTFT: quantiles(iv.lat.ttft), TPOT: quantiles(iv.lat.tpot), ITL: quantiles(iv.lat.itl),
 		E2EL: quantiles(iv.lat.e2el), Queue: quantiles(iv.lat.queue)}
 	if sec := now.Sub(iv.start).Seconds(); sec > 0 {
-		p.RequestsPerSec = float64(iv.requests) / sec
+		p.RequestsPerSec = float64(iv.completed) / sec
 		p.OutputTokensPerSec = float64(iv.outTokens) / sec
 	}
 	l.points[l.pNext] = p
@@ -241,9 +232,9 @@ func (l *Live) window(withLatency bool) WindowStats {
 		if withLatency {
 			merged.merge(iv.lat)
 		}
-		w.Requests += iv.requests
-		w.Failures += iv.failures
-		for k, v := range iv.byClass {
+		w.Requests += iv.completed
+		w.Failures += iv.failed
+		for k, v := range iv.failures {
 			w.FailuresByClass[k] += v
 		}
 		out += iv.outTokens

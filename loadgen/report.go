@@ -85,11 +85,7 @@ func (info RunInfo) selected(metric string) bool {
 // ParsePercentileMetrics reads --percentile-metrics ("ttft,tpot,itl"): known names only.
 func ParsePercentileMetrics(s string) ([]string, error) {
 	var out []string
-	for _, m := range strings.Split(s, ",") {
-		m = strings.TrimSpace(m)
-		if m == "" {
-			continue
-		}
+	for _, m := range commaList(s) {
 		known := false
 		for _, k := range PercentileMetrics {
 			known = known || k == m
@@ -105,14 +101,21 @@ func ParsePercentileMetrics(s string) ([]string, error) {
 	return out, nil
 }
 
+// commaList is the items of a comma-separated flag value, trimmed, the empty ones left out.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 // ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in (0, 100].
 func ParsePercentiles(s string) ([]float64, error) {
 	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
+	for _, f := range commaList(s) {
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || !(p > 0 && p <= 100) {
 			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in (0, 100]", f)

@@ -33,16 +33,38 @@ type Tally struct {
 	goodput  Goodput
 	maxBytes int
 
-	n, completed, failed int
-	failures             map[ErrorClass]int
-	inTokens, outTokens  int
-	fromUsage            bool
-	good                 int
+	n int
+	resultCounts
+	fromUsage bool
+	good      int
 
 	kept      []timing // exact: each successful request's timings
 	keptBytes int
 	est       *estimates // past the bound: nil until then
 	detail    *detailSpill
+}
+
+// resultCounts counts finished requests: those that succeeded with their tokens, and the
+// failures by class (a cancellation is neither).
+type resultCounts struct {
+	completed, failed   int
+	failures            map[ErrorClass]int
+	inTokens, outTokens int
+}
+
+// add counts r and reports whether it succeeded.
+func (c *resultCounts) add(r *Result) bool {
+	if !r.OK() {
+		if r.Error != ErrCanceled {
+			c.failed++
+			c.failures[r.Error]++
+		}
+		return false
+	}
+	c.completed++
+	c.inTokens += r.PromptTokens
+	c.outTokens += r.OutputTokens
+	return true
 }
 
 // timing is what the statistics need of one successful request.
@@ -57,7 +79,7 @@ type timing struct {
 // NewTally makes a tally for the goodput objectives g (none when g is zero) that keeps exact
 // timings up to DefaultExactBytes.
 func NewTally(g Goodput) *Tally {
-	return &Tally{goodput: g, maxBytes: DefaultExactBytes, failures: map[ErrorClass]int{}, fromUsage: true}
+	return &Tally{goodput: g, maxBytes: DefaultExactBytes, resultCounts: resultCounts{failures: map[ErrorClass]int{}}, fromUsage: true}
 }
 
 // SetExactBytes sets the bound of exact timings (see DefaultExactBytes); call it before Add.
@@ -74,16 +96,9 @@ func (t *Tally) Add(r Result) {
 	if t.detail != nil {
 		t.detail.add(&r)
 	}
-	if !r.OK() {
-		if r.Error != ErrCanceled {
-			t.failed++
-			t.failures[r.Error]++
-		}
+	if !t.add(&r) {
 		return
 	}
-	t.completed++
-	t.inTokens += r.PromptTokens
-	t.outTokens += r.OutputTokens
 	t.fromUsage = t.fromUsage && r.OutputFromUsage
 	if t.goodput.good(&r) {
 		t.good++

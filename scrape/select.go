@@ -482,84 +482,111 @@ func typeOK(b []byte) (string, bool) {
 // sampleOK checks what follows a sample's name: an optional plain label set, one blank, a
 // number, optionally one blank and an integer timestamp, the end of the line.
 func sampleOK(b []byte, typ, suffix string) bool {
-	var names [64][]byte
-	n := 0
-	var le, quantile []byte
-	hasLe, hasQuantile := false, false
+	var sl specialLabels
 	if len(b) > 0 && b[0] == '{' {
-		i := 1
-		for {
-			if i < len(b) && b[i] == '}' && n > 0 {
-				i++
-				break
-			}
-			j := i
-			for j < len(b) && nameByte(b[j], j == i, false) {
-				j++
-			}
-			if j == i || j+1 >= len(b) || b[j] != '=' || b[j+1] != '"' || n == len(names) {
-				return false
-			}
-			name := b[i:j]
-			if string(name) == model.MetricNameLabel {
-				return false
-			}
-			for _, prev := range names[:n] {
-				if bytes.Equal(prev, name) {
-					return false
-				}
-			}
-			names[n] = name
-			n++
-			k := j + 2
-			if q := bytes.IndexByte(b[k:], '"'); q >= 0 && bytes.IndexByte(b[k:k+q], '\\') < 0 {
-				k += q // no escapes: the first quote ends the value
-			}
-			for k < len(b) && b[k] != '"' {
-				switch b[k] {
-				case '\\':
-					if k+1 >= len(b) || (b[k+1] != '\\' && b[k+1] != '"' && b[k+1] != 'n') {
-						return false
-					}
-					k++
-				case '\n':
-					return false
-				}
-				k++
-			}
-			if k >= len(b) {
-				return false
-			}
-			value := b[j+2 : k]
-			if !utf8.Valid(value) {
-				return false
-			}
-			switch string(name) {
-			case "le":
-				le, hasLe = value, true
-			case "quantile":
-				quantile, hasQuantile = value, true
-			}
-			i = k + 1
-			if i < len(b) && b[i] == ',' {
-				i++
-			} else if i >= len(b) || b[i] != '}' {
-				return false
-			}
+		var ok bool
+		if b, sl, ok = labelSetOK(b); !ok {
+			return false
 		}
-		b = b[i:]
 	}
 	// The parser reads le in a histogram's lines and quantile in a summary's as numbers.
 	switch typ {
 	case "histogram":
-		if hasLe && !bound(le) || suffix == "_bucket" && !hasLe {
+		if sl.hasLe && !bound(sl.le) || suffix == "_bucket" && !sl.hasLe {
 			return false
 		}
 	case "summary":
-		if hasQuantile && !bound(quantile) || suffix == "" && !hasQuantile {
+		if sl.hasQuantile && !bound(sl.quantile) || suffix == "" && !sl.hasQuantile {
 			return false
 		}
 	}
+	return valueOK(b, typ, suffix)
+}
+
+// specialLabels are a sample's le and quantile label values.
+type specialLabels struct {
+	le, quantile       []byte
+	hasLe, hasQuantile bool
+}
+
+// labelSetOK checks the label set that opens b: at least one label, distinct names other
+// than __name__, quoted UTF-8 values with no escapes but \\, \" and \n. It returns what
+// follows the set.
+func labelSetOK(b []byte) (rest []byte, sl specialLabels, ok bool) {
+	var names [64][]byte
+	n := 0
+	i := 1
+	for {
+		if i < len(b) && b[i] == '}' && n > 0 {
+			i++
+			break
+		}
+		j := i
+		for j < len(b) && nameByte(b[j], j == i, false) {
+			j++
+		}
+		if j == i || j+1 >= len(b) || b[j] != '=' || b[j+1] != '"' || n == len(names) {
+			return nil, sl, false
+		}
+		name := b[i:j]
+		if string(name) == model.MetricNameLabel {
+			return nil, sl, false
+		}
+		for _, prev := range names[:n] {
+			if bytes.Equal(prev, name) {
+				return nil, sl, false
+			}
+		}
+		names[n] = name
+		n++
+		k, ok := closingQuote(b, j+2)
+		if !ok {
+			return nil, sl, false
+		}
+		value := b[j+2 : k]
+		if !utf8.Valid(value) {
+			return nil, sl, false
+		}
+		switch string(name) {
+		case "le":
+			sl.le, sl.hasLe = value, true
+		case "quantile":
+			sl.quantile, sl.hasQuantile = value, true
+		}
+		i = k + 1
+		if i < len(b) && b[i] == ',' {
+			i++
+		} else if i >= len(b) || b[i] != '}' {
+			return nil, sl, false
+		}
+	}
+	return b[i:], sl, true
+}
+
+// closingQuote is the index of the quote that ends the label value starting at k, which may
+// hold only the escapes \\, \" and \n and no newline.
+func closingQuote(b []byte, k int) (int, bool) {
+	if q := bytes.IndexByte(b[k:], '"'); q >= 0 && bytes.IndexByte(b[k:k+q], '\\') < 0 {
+		k += q // no escapes: the first quote ends the value
+	}
+	for k < len(b) && b[k] != '"' {
+		switch b[k] {
+		case '\\':
+			if k+1 >= len(b) || (b[k+1] != '\\' && b[k+1] != '"' && b[k+1] != 'n') {
+				return 0, false
+			}
+			k++
+		case '\n':
+			return 0, false
+		}
+		k++
+	}
+	return k, k < len(b)
+}
+
+// valueOK checks what follows the labels: one blank, a number (not negative in a histogram's
+// bucket and count lines), optionally one blank and a timestamp, the end of the line.
+func valueOK(b []byte, typ, suffix string) bool {
 	if len(b) < 3 || b[0] != ' ' {
 		return false
 	}
@@ -582,10 +609,11 @@ func sampleOK(b []byte, typ, suffix string) bool {
 	if typ == "histogram" && (suffix == "_bucket" || suffix == "_count") && b[0] == '-' {
 		return false
 	}
-	if end == nl {
-		return true
-	}
-	ts := b[end+1 : nl]
+	return end == nl || timestampOK(b[end+1:nl])
+}
+
+// timestampOK: an integer of at most 18 digits, optionally negative.
+func timestampOK(ts []byte) bool {
 	if len(ts) > 0 && ts[0] == '-' {
 		ts = ts[1:]
 	}

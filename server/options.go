@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/base/defaults"
 )
 
 // Defaults of the Supervisor's options.
@@ -90,39 +92,23 @@ func WithGrace(d time.Duration) Option {
 // WithWaitDelay sets how long to wait for the output pipes to close once the main process has
 // exited (see DefaultWaitDelay).
 func WithWaitDelay(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.waitDelay = d
-		}
-	}
+	return func(o *options) { o.waitDelay = defaults.Positive(d, o.waitDelay) }
 }
 
 // WithHealthInterval sets the period of the /health probe once ready, and the longest pause
 // between probes while starting.
 func WithHealthInterval(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.healthInterval = d
-		}
-	}
+	return func(o *options) { o.healthInterval = defaults.Positive(d, o.healthInterval) }
 }
 
 // WithHealthTimeout bounds one /health probe.
 func WithHealthTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.healthTimeout = d
-		}
-	}
+	return func(o *options) { o.healthTimeout = defaults.Positive(d, o.healthTimeout) }
 }
 
 // WithUnhealthyAfter sets how many failed probes in a row turn Ready into Unhealthy.
 func WithUnhealthyAfter(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.unhealthyAfter = n
-		}
-	}
+	return func(o *options) { o.unhealthyAfter = defaults.Positive(n, o.unhealthyAfter) }
 }
 
 // WithHealthURL sets the server's base URL ("http://127.0.0.1:8000") instead of deriving it from
@@ -140,32 +126,20 @@ func WithHTTPClient(c *http.Client) Option {
 
 // WithRingSize sets how many log lines are kept for Logs.
 func WithRingSize(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.ringSize = n
-		}
-	}
+	return func(o *options) { o.ringSize = defaults.Positive(n, o.ringSize) }
 }
 
 // WithMaxLineBytes caps the length of one log line.
 func WithMaxLineBytes(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.maxLineBytes = n
-		}
-	}
+	return func(o *options) { o.maxLineBytes = defaults.Positive(n, o.maxLineBytes) }
 }
 
 // WithMaxPending sets how many log lines and how many parsed events may wait for the consumer
 // of Events before they are dropped.
 func WithMaxPending(lines, events int) Option {
 	return func(o *options) {
-		if lines > 0 {
-			o.maxPendingLines = lines
-		}
-		if events > 0 {
-			o.maxPendingEvts = events
-		}
+		o.maxPendingLines = defaults.Positive(lines, o.maxPendingLines)
+		o.maxPendingEvts = defaults.Positive(events, o.maxPendingEvts)
 	}
 }
 

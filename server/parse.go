@@ -260,81 +260,50 @@ type matcher struct {
 	match func(msg string) (Event, bool)
 }
 
+// onMatch is a matcher that builds its event from the submatches of re, when it matches.
+func onMatch(re *regexp.Regexp, build func(g []string) (Event, bool)) func(string) (Event, bool) {
+	return func(m string) (Event, bool) {
+		g := re.FindStringSubmatch(m)
+		if g == nil {
+			return nil, false
+		}
+		return build(g)
+	}
+}
+
 var matchers = []matcher{
 	{"throughput:", parseStats},
-	{"Model loading took", func(m string) (Event, bool) {
-		g := reModelLoaded.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	{"Model loading took", onMatch(reModelLoaded, func(g []string) (Event, bool) {
 		return ModelLoaded{GiB: toFloat(g[1]), Seconds: toFloat(g[2])}, true
-	}},
-	{"Loading model weights took", func(m string) (Event, bool) {
-		g := reModelLoadedV0.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Loading model weights took", onMatch(reModelLoadedV0, func(g []string) (Event, bool) {
 		return ModelLoaded{GiB: toFloat(g[1])}, true
-	}},
-	{"Available KV cache memory", func(m string) (Event, bool) {
-		return kvMemory(reKVMemory.FindStringSubmatch(m))
-	}},
-	{"kv_cache_memory_bytes", func(m string) (Event, bool) {
-		return kvMemory(reKVMemoryBytes.FindStringSubmatch(m))
-	}},
-	{"kv_cache_size=", func(m string) (Event, bool) {
-		return kvMemory(reKVMemoryV0.FindStringSubmatch(m))
-	}},
-	{"GPU KV cache size", func(m string) (Event, bool) {
-		g := reKVTokens.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Available KV cache memory", onMatch(reKVMemory, kvMemory)},
+	{"kv_cache_memory_bytes", onMatch(reKVMemoryBytes, kvMemory)},
+	{"kv_cache_size=", onMatch(reKVMemoryV0, kvMemory)},
+	{"GPU KV cache size", onMatch(reKVTokens, func(g []string) (Event, bool) {
 		n, ok := integer(g[1])
 		return KVCacheSize{Tokens: n}, ok
-	}},
-	{"# GPU blocks", func(m string) (Event, bool) {
-		return kvBlocks(reKVBlocks.FindStringSubmatch(m))
-	}},
-	{"num_gpu_blocks is", func(m string) (Event, bool) {
-		return kvBlocks(reKVBlocksInfo.FindStringSubmatch(m))
-	}},
-	{"Maximum concurrency", func(m string) (Event, bool) {
-		g := reConcurrency.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"# GPU blocks", onMatch(reKVBlocks, kvBlocks)},
+	{"num_gpu_blocks is", onMatch(reKVBlocksInfo, kvBlocks)},
+	{"Maximum concurrency", onMatch(reConcurrency, func(g []string) (Event, bool) {
 		n, ok := integer(g[1])
 		return MaxConcurrency{Concurrency: toFloat(g[2]), TokensPerRequest: n}, ok
-	}},
-	{"Graph capturing finished", func(m string) (Event, bool) {
-		g := reGraphs.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Graph capturing finished", onMatch(reGraphs, func(g []string) (Event, bool) {
 		return CUDAGraphMemory{Seconds: toFloat(g[1]), GiB: toFloat(g[2])}, true
-	}},
-	{"Estimated CUDA graph memory", func(m string) (Event, bool) {
-		g := reGraphEstimate.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Estimated CUDA graph memory", onMatch(reGraphEstimate, func(g []string) (Event, bool) {
 		return CUDAGraphMemory{GiB: toFloat(g[1]), Estimated: true}, true
-	}},
-	{"init engine", func(m string) (Event, bool) {
-		g := reEngineInit.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"init engine", onMatch(reEngineInit, func(g []string) (Event, bool) {
 		return EngineInitialized{Seconds: toFloat(g[1]), CompilationSeconds: toFloat(g[2])}, true
-	}},
-	{"Starting vLLM", func(m string) (Event, bool) {
-		g := reListening.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Starting vLLM", onMatch(reListening, func(g []string) (Event, bool) {
 		return ServerAddress{URL: g[1]}, true
-	}},
+	})},
 	{"Uvicorn running on", func(m string) (Event, bool) {
 		if g := reUvicornURL.FindStringSubmatch(m); g != nil {
 			return ServerAddress{URL: g[1]}, true
@@ -348,20 +317,12 @@ var matchers = []matcher{
 		return StartupComplete{}, strings.TrimSuffix(m, ".") == "Application startup complete"
 	}},
 	{"version", parseVersion},
-	{"LLM engine (v", func(m string) (Event, bool) {
-		g := reVersionEngine.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	{"LLM engine (v", onMatch(reVersionEngine, func(g []string) (Event, bool) {
 		return Version{Version: g[1]}, true
-	}},
-	{"Starting to load model", func(m string) (Event, bool) {
-		g := reLoadStarted.FindStringSubmatch(m)
-		if g == nil {
-			return nil, false
-		}
+	})},
+	{"Starting to load model", onMatch(reLoadStarted, func(g []string) (Event, bool) {
 		return LoadStarted{Model: g[1]}, true
-	}},
+	})},
 	{"Loading model from scratch", func(m string) (Event, bool) {
 		return LoadStarted{}, m == "Loading model from scratch..."
 	}},
@@ -525,16 +486,10 @@ func parseFreeMemory(m string) (Event, bool) {
 }
 
 func kvMemory(g []string) (Event, bool) {
-	if g == nil {
-		return nil, false
-	}
 	return KVCacheMemory{AvailableGiB: toFloat(g[1])}, true
 }
 
 func kvBlocks(g []string) (Event, bool) {
-	if g == nil {
-		return nil, false
-	}
 	n, ok := integer(g[1])
 	return KVCacheSize{Blocks: n}, ok
 }

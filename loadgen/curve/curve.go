@@ -144,24 +144,53 @@ func Text(c Chart, width, height int) string {
 	if c.points() == 0 {
 		return "(no points)\n"
 	}
-	xmax, ymax := 0.0, 0.0
+	xmax, ymax, clipped := axisEnds(c)
+	ylab := axisNumber(ymax)
+	gutter := len(ylab) + 1
+	plotW := width - gutter - 1
+	grid, shared := plotGrid(c, xmax, ymax, plotW, height)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (y) against %s (x)\n", printable(c.YLabel), printable(c.XLabel))
+	for i, line := range grid {
+		label := ""
+		switch i {
+		case 0:
+			label = ylab
+		case height - 1:
+			label = "0"
+		}
+		fmt.Fprintf(&b, "%*s|%s\n", gutter-1, label, strings.TrimRight(string(line), " "))
+	}
+	xlab := axisNumber(xmax)
+	fmt.Fprintf(&b, "%*s+%s\n", gutter-1, "", strings.Repeat("-", plotW))
+	fmt.Fprintf(&b, "%*s0%*s\n", gutter-1, "", plotW, xlab)
+	for _, l := range wrap(strings.Join(legend(c, ymax, clipped, shared), "   "), width) {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// axisEnds are the round ends of the axes over every point and the SLO; clipped is true when
+// the y axis stops at four times the SLO, so that the knee stays in view.
+func axisEnds(c Chart) (xmax, ymax float64, clipped bool) {
 	for _, s := range c.Series {
 		for _, p := range s.Points {
 			xmax, ymax = math.Max(xmax, p.X), math.Max(ymax, p.Y)
 		}
 	}
-	clipped := false
 	if c.SLOLabel != "" {
 		ymax = math.Max(ymax, c.SLO)
 		if ymax > 4*c.SLO && c.SLO > 0 { // the knee is the point: keep the SLO in view
 			ymax, clipped = 4*c.SLO, true
 		}
 	}
-	xmax, ymax = niceCeil(xmax), niceCeil(ymax)
-	ylab := axisNumber(ymax)
-	gutter := len(ylab) + 1
-	plotW := width - gutter - 1
-	grid := make([][]rune, height)
+	return niceCeil(xmax), niceCeil(ymax), clipped
+}
+
+// plotGrid draws the SLO line and the series' points in a plotW x height grid; shared is true
+// when two series' points fell in one cell.
+func plotGrid(c Chart, xmax, ymax float64, plotW, height int) (grid [][]rune, shared bool) {
+	grid = make([][]rune, height)
 	for i := range grid {
 		grid[i] = []rune(strings.Repeat(" ", plotW))
 	}
@@ -173,7 +202,6 @@ func Text(c Chart, width, height int) string {
 			grid[r][i] = '-'
 		}
 	}
-	shared := false
 	for i, s := range c.Series {
 		m := Markers[i%len(Markers)]
 		for j, p := range s.Points {
@@ -193,21 +221,11 @@ func Text(c Chart, width, height int) string {
 			}
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (y) against %s (x)\n", printable(c.YLabel), printable(c.XLabel))
-	for i, line := range grid {
-		label := ""
-		switch i {
-		case 0:
-			label = ylab
-		case height - 1:
-			label = "0"
-		}
-		fmt.Fprintf(&b, "%*s|%s\n", gutter-1, label, strings.TrimRight(string(line), " "))
-	}
-	xlab := axisNumber(xmax)
-	fmt.Fprintf(&b, "%*s+%s\n", gutter-1, "", strings.Repeat("-", plotW))
-	fmt.Fprintf(&b, "%*s0%*s\n", gutter-1, "", plotW, xlab)
+	return grid, shared
+}
+
+// legend names each series' marker and the other marks the chart uses.
+func legend(c Chart, ymax float64, clipped, shared bool) []string {
 	var legend []string
 	for i, s := range c.Series {
 		legend = append(legend, string(Markers[i%len(Markers)])+" "+printable(s.Name))
@@ -227,10 +245,7 @@ func Text(c Chart, width, height int) string {
 	if shared {
 		legend = append(legend, "# several")
 	}
-	for _, l := range wrap(strings.Join(legend, "   "), width) {
-		b.WriteString(l + "\n")
-	}
-	return b.String()
+	return legend
 }
 
 // axisNumber writes an axis end: 10000, 0.5, 2e+07 only past a million.

@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"time"
+
+	"github.com/vllmtop/vllmtop/scrape"
 )
 
 // Rule names, as verdicts carry them.
@@ -251,13 +253,23 @@ func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 		Flags: []string{"--max-num-seqs"}, Evidence: ev}, true
 }
 
+// ttftShare is part's share of the mean TTFT t, ok when both are known, t is long enough to
+// matter and the share reaches atLeast.
+func ttftShare(t, part scrape.Value, th Thresholds, atLeast float64) (share float64, ok bool) {
+	if !t.OK || !part.OK || t.V < th.MinTTFTSeconds {
+		return 0, false
+	}
+	share = part.V / t.V
+	return share, share >= atLeast
+}
+
 func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
-	t, p, n := s.TTFTMean, s.PrefillMean, s.PromptTokensMean
-	if !t.OK || !p.OK || !n.OK || t.V < th.MinTTFTSeconds || n.V < th.LongPrompt {
+	t, n := s.TTFTMean, s.PromptTokensMean
+	if !n.OK || n.V < th.LongPrompt {
 		return Verdict{}, false
 	}
-	share := p.V / t.V
-	if share < th.PrefillShare {
+	share, ok := ttftShare(t, s.PrefillMean, th, th.PrefillShare)
+	if !ok {
 		return Verdict{}, false
 	}
 	return Verdict{Rule: RulePrefillBound, Severity: Warning, Subject: s.Subject,
@@ -273,11 +285,8 @@ func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 
 func queueBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	t, q := s.TTFTMean, s.QueueMean
-	if !t.OK || !q.OK || t.V < th.MinTTFTSeconds {
-		return Verdict{}, false
-	}
-	share := q.V / t.V
-	if share < th.QueueShare {
+	share, ok := ttftShare(t, q, th, th.QueueShare)
+	if !ok {
 		return Verdict{}, false
 	}
 	return Verdict{Rule: RuleQueueBound, Severity: Warning, Subject: s.Subject,

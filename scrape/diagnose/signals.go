@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/vllmtop/vllmtop/scrape"
@@ -41,13 +40,7 @@ func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads what MarshalText wrote.
 func (s *State) UnmarshalText(b []byte) error {
-	for _, x := range []State{StateInit, StateUp, StateRestarted, StateStale, StateDown} {
-		if x.String() == string(b) {
-			*s = x
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown state %q", b)
+	return unmarshalName(s, b, "state", StateInit, StateUp, StateRestarted, StateStale, StateDown)
 }
 
 // Bound says how far a quantile estimate can be trusted.

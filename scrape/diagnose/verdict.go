@@ -37,13 +37,18 @@ func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil
 
 // UnmarshalText reads what MarshalText wrote.
 func (s *Severity) UnmarshalText(b []byte) error {
-	for _, x := range []Severity{Info, Warning, Critical} {
+	return unmarshalName(s, b, "severity", Info, Warning, Critical)
+}
+
+// unmarshalName sets *dst to the one of all whose String is b.
+func unmarshalName[T fmt.Stringer](dst *T, b []byte, what string, all ...T) error {
+	for _, x := range all {
 		if x.String() == string(b) {
-			*s = x
+			*dst = x
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown severity %q", b)
+	return fmt.Errorf("unknown %s %q", what, b)
 }
 
 // Evidence is one number a rule looked at, with the threshold it was held against.

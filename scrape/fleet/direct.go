@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vllmtop/vllmtop/internal/base/defaults"
 	"github.com/vllmtop/vllmtop/internal/base/untrusted"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
@@ -78,16 +79,12 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("no endpoint to watch")
 	}
-	cfg.Interval = orDuration(cfg.Interval, DefaultInterval)
-	cfg.Timeout = orDuration(cfg.Timeout, scrape.DefaultTimeout)
-	cfg.Window = orDuration(cfg.Window, DefaultWindow)
-	cfg.RestartHold = orDuration(cfg.RestartHold, DefaultRestartHold)
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = DefaultStaleAfter
-	}
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = DefaultMaxConcurrent
-	}
+	cfg.Interval = defaults.Positive(cfg.Interval, DefaultInterval)
+	cfg.Timeout = defaults.Positive(cfg.Timeout, scrape.DefaultTimeout)
+	cfg.Window = defaults.Positive(cfg.Window, DefaultWindow)
+	cfg.RestartHold = defaults.Positive(cfg.RestartHold, DefaultRestartHold)
+	cfg.StaleAfter = defaults.Positive(cfg.StaleAfter, DefaultStaleAfter)
+	cfg.MaxConcurrent = defaults.Positive(cfg.MaxConcurrent, DefaultMaxConcurrent)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -104,7 +101,7 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 	}
 	names := map[string]bool{}
 	for i, ep := range cfg.Endpoints {
-		opts := []scrape.Option{scrape.WithHTTPClient(cfg.HTTPClient), scrape.WithTimeout(orDuration(ep.Timeout, cfg.Timeout)), scrape.WithAPIKey(ep.APIKey)}
+		opts := []scrape.Option{scrape.WithHTTPClient(cfg.HTTPClient), scrape.WithTimeout(defaults.Positive(ep.Timeout, cfg.Timeout)), scrape.WithAPIKey(ep.APIKey)}
 		c, err := scrape.NewClient(ep.URL, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %d: %w", i+1, err)
@@ -118,7 +115,7 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 			return nil, fmt.Errorf("endpoint %q is named twice", ep.Name)
 		}
 		names[ep.Name] = true
-		ep.Interval = orDuration(ep.Interval, cfg.Interval)
+		ep.Interval = defaults.Positive(ep.Interval, cfg.Interval)
 		d.trackers = append(d.trackers, &tracker{ep: ep, client: c, url: untrusted.URL(c.URL()), window: cfg.Window})
 	}
 	return d, nil
@@ -132,13 +129,6 @@ func NewDirect(cfg DirectConfig) (*Direct, error) {
 // better read through Prometheus.
 func IntervalFor(n int) time.Duration {
 	return min(max(DefaultInterval, time.Duration(n)*80*time.Millisecond), 15*time.Second)
-}
-
-func orDuration(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // pooledClient keeps two idle connections per endpoint however many endpoints there are

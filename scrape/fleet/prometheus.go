@@ -15,6 +15,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/vllmtop/vllmtop/internal/base/defaults"
 	"github.com/vllmtop/vllmtop/internal/base/untrusted"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
@@ -100,20 +101,14 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Interval = orDuration(cfg.Interval, DefaultPromInterval)
-	cfg.Window = orDuration(cfg.Window, DefaultWindow)
-	cfg.Timeout = orDuration(cfg.Timeout, DefaultPromTimeout)
-	cfg.RestartHold = orDuration(cfg.RestartHold, DefaultPromRestartHold)
-	cfg.Lookback = orDuration(cfg.Lookback, DefaultLookback)
-	if cfg.StaleAfter <= 0 {
-		cfg.StaleAfter = DefaultStaleAfter
-	}
-	if cfg.MaxConcurrentQueries <= 0 {
-		cfg.MaxConcurrentQueries = defaultPromConcurrency
-	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
+	cfg.Interval = defaults.Positive(cfg.Interval, DefaultPromInterval)
+	cfg.Window = defaults.Positive(cfg.Window, DefaultWindow)
+	cfg.Timeout = defaults.Positive(cfg.Timeout, DefaultPromTimeout)
+	cfg.RestartHold = defaults.Positive(cfg.RestartHold, DefaultPromRestartHold)
+	cfg.Lookback = defaults.Positive(cfg.Lookback, DefaultLookback)
+	cfg.StaleAfter = defaults.Positive(cfg.StaleAfter, DefaultStaleAfter)
+	cfg.MaxConcurrentQueries = defaults.Positive(cfg.MaxConcurrentQueries, defaultPromConcurrency)
+	cfg.MaxResponseBytes = defaults.Positive(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

@@ -96,6 +96,33 @@ func (e *ConfigError) Error() string { return e.Msg }
 // profiles uses the built-in ones. Errors are *ConfigError (a bad value) or *StartupError (the
 // engine would fail to start, with vLLM's own message).
 func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
+	s, err := resolveProfiles(&cfg, profiles)
+	if err != nil {
+		return nil, err
+	}
+	m, g := s.ModelProfile, s.GPUProfile
+	if err := resolveLayout(&cfg, m); err != nil {
+		return nil, err
+	}
+	if err := resolveDTypes(s, cfg); err != nil {
+		return nil, err
+	}
+	if err := resolveLimits(&cfg, m, g); err != nil {
+		return nil, err
+	}
+	if cfg.Speculative, err = resolveSpeculative(cfg.Speculative, m); err != nil {
+		return nil, err
+	}
+
+	s.Config = cfg
+	if s.Capacity, err = computeCapacity(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolveProfiles defaults the model, GPU, host and vLLM version of cfg and looks them up.
+func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	if profiles == nil {
 		profiles = BuiltinProfiles()
 	}
@@ -119,7 +146,6 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	if s.HostProfile, err = profiles.Host(cfg.Host); err != nil {
 		return nil, &ConfigError{err.Error()}
 	}
-	m, g := s.ModelProfile, s.GPUProfile
 	if cfg.VLLMVersion == "" {
 		cfg.VLLMVersion = DefaultVersion
 	}
@@ -129,21 +155,26 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	if s.Version.Less(oldestVersion) || newestVersion.Less(s.Version) {
 		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to 0.26", s.Version, oldestVersion)}
 	}
+	return s, nil
+}
 
+// resolveLayout defaults and checks the memory fraction, the tensor parallelism and the block
+// size.
+func resolveLayout(cfg *Config, m Model) error {
 	if cfg.GPUMemoryUtilization == 0 {
 		cfg.GPUMemoryUtilization = DefaultGPUMemoryUtilization
 	}
 	if !(cfg.GPUMemoryUtilization > 0 && cfg.GPUMemoryUtilization <= 1) {
-		return nil, &ConfigError{fmt.Sprintf("--gpu-memory-utilization must be greater than 0 and at most 1, got %g", cfg.GPUMemoryUtilization)}
+		return &ConfigError{fmt.Sprintf("--gpu-memory-utilization must be greater than 0 and at most 1, got %g", cfg.GPUMemoryUtilization)}
 	}
 	if cfg.TensorParallelSize == 0 {
 		cfg.TensorParallelSize = 1
 	}
 	if cfg.TensorParallelSize < 0 || cfg.TensorParallelSize > 64 {
-		return nil, &ConfigError{fmt.Sprintf("--tensor-parallel-size must be between 1 and 64, got %d", cfg.TensorParallelSize)}
+		return &ConfigError{fmt.Sprintf("--tensor-parallel-size must be between 1 and 64, got %d", cfg.TensorParallelSize)}
 	}
 	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
-		return nil, &ConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
+		return &ConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = DefaultBlockSize
@@ -151,29 +182,39 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	switch cfg.BlockSize {
 	case 1, 8, 16, 32, 64, 128, 256:
 	default:
-		return nil, &ConfigError{fmt.Sprintf("--block-size must be one of 1, 8, 16, 32, 64, 128, 256, got %d", cfg.BlockSize)}
+		return &ConfigError{fmt.Sprintf("--block-size must be one of 1, 8, 16, 32, 64, 128, 256, got %d", cfg.BlockSize)}
 	}
+	return nil
+}
 
-	if s.ModelDType, err = resolveModelDType(cfg.DType, m.DType); err != nil {
-		return nil, &ConfigError{err.Error()}
+// resolveDTypes sets the model and KV-cache data types of s and checks the quantization.
+func resolveDTypes(s *Setup, cfg Config) error {
+	var err error
+	if s.ModelDType, err = resolveModelDType(cfg.DType, s.ModelProfile.DType); err != nil {
+		return &ConfigError{err.Error()}
 	}
 	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
-		return nil, &ConfigError{err.Error()}
+		return &ConfigError{err.Error()}
 	}
 	switch strings.ToLower(cfg.Quantization) {
 	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq", "mxfp4":
 	default:
-		return nil, &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq, fp8 or mxfp4", cfg.Quantization)}
+		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq, fp8 or mxfp4", cfg.Quantization)}
 	}
+	return nil
+}
 
+// resolveLimits defaults and checks the context length, the per-step token and sequence
+// budgets, the memory already in use, the block override and the jitter.
+func resolveLimits(cfg *Config, m Model, g GPU) error {
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = m.MaxPositionEmbeddings
 	}
 	if cfg.MaxModelLen < 0 {
-		return nil, &ConfigError{fmt.Sprintf("--max-model-len must be positive, got %d", cfg.MaxModelLen)}
+		return &ConfigError{fmt.Sprintf("--max-model-len must be positive, got %d", cfg.MaxModelLen)}
 	}
 	if cfg.MaxModelLen > m.MaxPositionEmbeddings && !cfg.AllowLongMaxModelLen {
-		return nil, &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
+		return &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
 	}
 
 	chunked := cfg.ChunkedPrefill != Off
@@ -184,40 +225,31 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		}
 	}
 	if cfg.MaxNumBatchedTokens < 0 {
-		return nil, &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}
+		return &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}
 	}
 	if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
-		return nil, &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen)}
+		return &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen)}
 	}
 	if cfg.MaxNumSeqs < 0 {
-		return nil, &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
+		return &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
 	}
 	if cfg.MaxNumSeqs == 0 {
 		// vLLM's default batch size, capped at the token budget (get_batch_defaults).
 		cfg.MaxNumSeqs = min(g.DefaultMaxNumSeqs, cfg.MaxNumBatchedTokens)
 	}
 	if cfg.MaxNumBatchedTokens < cfg.MaxNumSeqs {
-		return nil, &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)}
+		return &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)}
 	}
 	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
-		return nil, &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
+		return &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
 	}
 	if cfg.NumGPUBlocksOverride < 0 {
-		return nil, &ConfigError{fmt.Sprintf("--num-gpu-blocks-override must be positive, got %d", cfg.NumGPUBlocksOverride)}
+		return &ConfigError{fmt.Sprintf("--num-gpu-blocks-override must be positive, got %d", cfg.NumGPUBlocksOverride)}
 	}
 	if cfg.Jitter < 0 || cfg.Jitter > 0.5 || math.IsNaN(cfg.Jitter) {
-		return nil, &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}
+		return &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}
 	}
-
-	if cfg.Speculative, err = resolveSpeculative(cfg.Speculative, m); err != nil {
-		return nil, err
-	}
-
-	s.Config = cfg
-	if s.Capacity, err = computeCapacity(s); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return nil
 }
 
 func resolveModelDType(flag, checkpoint string) (string, error) {

@@ -330,10 +330,41 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	r := &e.result
 	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0], SpecAcceptedPerPos: r.SpecAcceptedPerPos[:0]}
 	e.batch, e.batchSeq, e.drafted = e.batch[:0], e.batchSeq[:0], e.drafted[:0]
-	budget := e.setup.MaxNumBatchedTokens
 	chunked := e.setup.ChunkedPrefillEnabled()
 
-	// 1. Running requests, oldest first.
+	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
+	if !preempted {
+		e.admitWaiting(r, now, budget, chunked)
+	}
+
+	if len(e.batch) == 0 {
+		r.Idle = true
+		if len(e.waiting) > 0 {
+			r.NextReady = e.waiting[0].Times.Queued
+		}
+		e.fillGauges(r)
+		return r
+	}
+
+	d := e.stepDuration()
+	end := now.Add(d)
+	r.Duration, r.End = d, end
+	e.counters.Steps++
+	e.counters.BusyTime += d
+
+	e.applyBatch(r, end)
+	if len(r.Finished) > 0 {
+		e.dropFinished()
+	}
+	e.counters.Preemptions += int64(r.Preempted)
+	e.fillGauges(r)
+	return r
+}
+
+// scheduleRunning schedules the running requests, oldest first, within budget tokens, preempting
+// the newest running request while KV blocks run out. It returns the budget left and whether it
+// had to preempt.
+func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, bool) {
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		s := e.running[i]
@@ -365,50 +396,47 @@ func (e *Engine) Step(now time.Time) *StepResult {
 		e.schedule(s, n)
 		budget -= n
 	}
+	return budget, preempted
+}
 
-	// 2. Waiting requests, in order, unless this step had to preempt.
-	if !preempted {
-		for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
-			s := e.waiting[0]
-			if s.Times.Queued.After(now) {
-				break
-			}
-			if s.computed == 0 {
-				e.matchPrefix(s)
-			}
-			need := s.numTokens() - s.computed
-			n := min(need, budget)
-			if (!chunked && need > budget) || !e.reserve(s, s.computed+n, n) {
-				// Not admitted: give back the prefix hits; they are looked up again next time.
-				e.freeBlocks(s)
-				s.computed = 0
-				break
-			}
-			if e.pool.cache != nil {
-				r.PrefixQueries += len(s.Prompt)
-				r.PrefixHits += s.computed
-			}
-			e.waiting = e.waiting[1:]
-			s.state = stateRunning
-			if !s.wasRun {
-				s.wasRun = true
-				s.Times.FirstScheduled = now
-			}
-			e.running = append(e.running, s)
-			e.schedule(s, n)
-			budget -= n
+// admitWaiting admits waiting requests in FIFO order while the token budget, max_num_seqs and
+// the KV blocks allow, stopping at the first that does not fit or has not arrived by now.
+func (e *Engine) admitWaiting(r *StepResult, now time.Time, budget int, chunked bool) {
+	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
+		s := e.waiting[0]
+		if s.Times.Queued.After(now) {
+			break
 		}
-	}
-
-	if len(e.batch) == 0 {
-		r.Idle = true
-		if len(e.waiting) > 0 {
-			r.NextReady = e.waiting[0].Times.Queued
+		if s.computed == 0 {
+			e.matchPrefix(s)
 		}
-		e.fillGauges(r)
-		return r
+		need := s.numTokens() - s.computed
+		n := min(need, budget)
+		if (!chunked && need > budget) || !e.reserve(s, s.computed+n, n) {
+			// Not admitted: give back the prefix hits; they are looked up again next time.
+			e.freeBlocks(s)
+			s.computed = 0
+			break
+		}
+		if e.pool.cache != nil {
+			r.PrefixQueries += len(s.Prompt)
+			r.PrefixHits += s.computed
+		}
+		e.waiting = e.waiting[1:]
+		s.state = stateRunning
+		if !s.wasRun {
+			s.wasRun = true
+			s.Times.FirstScheduled = now
+		}
+		e.running = append(e.running, s)
+		e.schedule(s, n)
+		budget -= n
 	}
+}
 
+// stepDuration is the simulated GPU time of the scheduled batch: the forward pass, the draft
+// model's proposals when any request drafted, and the configured jitter.
+func (e *Engine) stepDuration() time.Duration {
 	d := e.model.StepDuration(e.batch)
 	if e.spec > 0 && e.model.draftSeconds > 0 {
 		for _, k := range e.drafted {
@@ -424,13 +452,12 @@ func (e *Engine) Step(now time.Time) *StepResult {
 		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 		d = time.Duration(float64(d) * max(0.5, 1+j*z))
 	}
-	end := now.Add(d)
-	r.Duration, r.End = d, end
-	e.counters.Steps++
-	e.counters.BusyTime += d
+	return d
+}
 
-	// 3. Apply: advance every scheduled request; those that caught up sample a token (and,
-	// with speculative decoding, keep the draft tokens the verifier accepts).
+// applyBatch advances every scheduled request; those that caught up sample a token (and, with
+// speculative decoding, keep the draft tokens the verifier accepts).
+func (e *Engine) applyBatch(r *StepResult, end time.Time) {
 	if need := len(e.batchSeq) * (1 + e.spec); cap(e.tokenBuf) < need {
 		e.tokenBuf = make([]int, 0, 2*need)
 	}
@@ -465,50 +492,55 @@ func (e *Engine) Step(now time.Time) *StepResult {
 			e.counters.PromptTokens += int64(len(s.Prompt))
 			s.Times.FirstToken = end
 		}
-		out := Output{Seq: s, Index: s.Outputs, Drafted: drafted, Accepted: accepted}
-		if s.Outputs > 0 {
-			out.Gap = end.Sub(s.Times.LastToken)
-		}
-		first := len(e.tokenBuf)
-		for range 1 + accepted {
-			e.tokenBuf = append(e.tokenBuf, wordBase+int(next(&s.rng)%uint64(len(outputWords))))
-			s.Outputs++
-			e.counters.GenerationTokens++
-			if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
-				out.Finished = true
-				break
-			}
-		}
-		out.Tokens = e.tokenBuf[first:len(e.tokenBuf):len(e.tokenBuf)]
-		out.Token = out.Tokens[0]
-		s.Times.LastToken = end
-		if out.Finished {
-			out.Reason = FinishLength
-			if s.eosStop && s.Outputs >= s.target {
-				out.Reason = FinishStop
-			}
-			s.Reason = out.Reason
-			s.state = stateDone
-			s.Times.Finished = end
-			e.freeBlocks(s)
-			e.counters.FinishedByReason[out.Reason]++
-			r.Finished = append(r.Finished, s)
-		}
-		r.Outputs = append(r.Outputs, out)
+		r.Outputs = append(r.Outputs, e.emit(r, s, end, drafted, accepted))
 	}
-	if len(r.Finished) > 0 {
-		kept := e.running[:0]
-		for _, s := range e.running {
-			if s.state == stateRunning {
-				kept = append(kept, s)
-			}
-		}
-		clear(e.running[len(kept):])
-		e.running = kept
+}
+
+// emit samples the verified token and the accepted drafts of s at end, finishing s when it
+// reaches its target length or max_model_len.
+func (e *Engine) emit(r *StepResult, s *Sequence, end time.Time, drafted, accepted int) Output {
+	out := Output{Seq: s, Index: s.Outputs, Drafted: drafted, Accepted: accepted}
+	if s.Outputs > 0 {
+		out.Gap = end.Sub(s.Times.LastToken)
 	}
-	e.counters.Preemptions += int64(r.Preempted)
-	e.fillGauges(r)
-	return r
+	first := len(e.tokenBuf)
+	for range 1 + accepted {
+		e.tokenBuf = append(e.tokenBuf, wordBase+int(next(&s.rng)%uint64(len(outputWords))))
+		s.Outputs++
+		e.counters.GenerationTokens++
+		if s.Outputs >= s.target || s.numTokens() >= e.setup.MaxModelLen {
+			out.Finished = true
+			break
+		}
+	}
+	out.Tokens = e.tokenBuf[first:len(e.tokenBuf):len(e.tokenBuf)]
+	out.Token = out.Tokens[0]
+	s.Times.LastToken = end
+	if out.Finished {
+		out.Reason = FinishLength
+		if s.eosStop && s.Outputs >= s.target {
+			out.Reason = FinishStop
+		}
+		s.Reason = out.Reason
+		s.state = stateDone
+		s.Times.Finished = end
+		e.freeBlocks(s)
+		e.counters.FinishedByReason[out.Reason]++
+		r.Finished = append(r.Finished, s)
+	}
+	return out
+}
+
+// dropFinished removes the requests that finished this step from the running list, in place.
+func (e *Engine) dropFinished() {
+	kept := e.running[:0]
+	for _, s := range e.running {
+		if s.state == stateRunning {
+			kept = append(kept, s)
+		}
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
 }
 
 func (e *Engine) fillGauges(r *StepResult) {

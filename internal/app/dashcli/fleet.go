@@ -80,6 +80,22 @@ func (o *Dashboard) finishFleet(extra []string, getenv func(string) string) erro
 	}
 	th := cfg.Thresholds()
 	o.deps.Thresholds = &th
+	if err := o.attachEndpoints(cfg, extra, getenv); err != nil {
+		return err
+	}
+	if err := o.namedFleet(cfg, getenv); err != nil {
+		return err
+	}
+	if err := o.prometheusSource(cfg, getenv); err != nil {
+		return err
+	}
+	return o.checkSources()
+}
+
+// attachEndpoints adds the --attach URLs and those of --attach-file; a bare name is an
+// endpoint of the config file.
+func (o *Dashboard) attachEndpoints(cfg *config.Config, extra []string, getenv func(string) string) error {
+	f := &o.fl
 	var urls []string
 	if o.attach != "" {
 		urls = append([]string{o.attach}, extra...)
@@ -104,36 +120,58 @@ func (o *Dashboard) finishFleet(extra []string, getenv func(string) string) erro
 		}
 		f.endpoints = append(f.endpoints, fleet.Endpoint{URL: strings.TrimRight(u, "/"), APIKey: o.loadCfg.Client.APIKey})
 	}
-	if f.fleetName != "" {
-		fl, ok := cfg.Fleet(f.fleetName)
-		if !ok {
-			return cliflag.Usagef("--fleet %q: no such fleet in %s", f.fleetName, orNone(cfg.Path))
-		}
-		if fl.Selector != "" {
-			f.selector = fl.Selector
-			if f.prometheus == "" && cfg.Prometheus != nil {
-				f.prometheus = cfg.Prometheus.URL
-			}
-		}
-		for _, ep := range cfg.FleetEndpoints(fl) {
-			fe, err := fromConfig(ep, getenv)
-			if err != nil {
-				return cliflag.Usagef("%s", oneLine(err))
-			}
-			f.endpoints = append(f.endpoints, fe)
+	return nil
+}
+
+// namedFleet adds the endpoints of --fleet, or takes its Prometheus selector.
+func (o *Dashboard) namedFleet(cfg *config.Config, getenv func(string) string) error {
+	f := &o.fl
+	if f.fleetName == "" {
+		return nil
+	}
+	fl, ok := cfg.Fleet(f.fleetName)
+	if !ok {
+		return cliflag.Usagef("--fleet %q: no such fleet in %s", f.fleetName, orNone(cfg.Path))
+	}
+	if fl.Selector != "" {
+		f.selector = fl.Selector
+		if f.prometheus == "" && cfg.Prometheus != nil {
+			f.prometheus = cfg.Prometheus.URL
 		}
 	}
-	if f.prometheus != "" {
-		f.promURL = f.prometheus
-		if cfg.Prometheus != nil && f.selector == "" {
-			f.selector = cfg.Prometheus.Selector
+	for _, ep := range cfg.FleetEndpoints(fl) {
+		fe, err := fromConfig(ep, getenv)
+		if err != nil {
+			return cliflag.Usagef("%s", oneLine(err))
 		}
-		if cfg.Prometheus != nil {
-			if f.promKey, err = config.APIKey(cfg.Prometheus.APIKeyEnv, getenv); err != nil {
-				return cliflag.Usagef("%s", oneLine(err))
-			}
+		f.endpoints = append(f.endpoints, fe)
+	}
+	return nil
+}
+
+// prometheusSource sets up --prometheus, with the config file's selector and key.
+func (o *Dashboard) prometheusSource(cfg *config.Config, getenv func(string) string) error {
+	f := &o.fl
+	if f.prometheus == "" {
+		return nil
+	}
+	f.promURL = f.prometheus
+	if cfg.Prometheus != nil && f.selector == "" {
+		f.selector = cfg.Prometheus.Selector
+	}
+	if cfg.Prometheus != nil {
+		var err error
+		if f.promKey, err = config.APIKey(cfg.Prometheus.APIKeyEnv, getenv); err != nil {
+			return cliflag.Usagef("%s", oneLine(err))
 		}
 	}
+	return nil
+}
+
+// checkSources refuses sources that cannot be combined; one URL alone is a single-server
+// attach.
+func (o *Dashboard) checkSources() error {
+	f := &o.fl
 	switch {
 	case f.promURL != "" && len(f.endpoints) > 0:
 		return cliflag.Usagef("--prometheus and endpoints to attach to cannot be combined: choose one source")

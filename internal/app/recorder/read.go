@@ -44,80 +44,18 @@ func Read(file string) (*Bundle, error) {
 }
 
 func read(r io.Reader) (*Bundle, error) {
-	gz, err := gzip.NewReader(r)
+	entries, err := readEntries(r)
 	if err != nil {
-		return nil, fmt.Errorf("not a .tar.gz: %w", err)
+		return nil, err
 	}
-	tr := tar.NewReader(gz)
-	entries := map[string][]byte{}
-	var total int64
-	for n := 0; ; n++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n > maxEntries {
-			return nil, errors.New("too many entries")
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		name := path.Clean(hdr.Name)
-		if path.IsAbs(name) || strings.HasPrefix(name, "..") {
-			return nil, fmt.Errorf("entry %q leaves the bundle", untrusted.Text(hdr.Name))
-		}
-		// Names are root/rel; the root directory's name does not matter.
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			name = name[i+1:]
-		}
-		data, err := io.ReadAll(io.LimitReader(tr, MaxEntryBytes+1))
-		if err != nil {
-			return nil, err
-		}
-		if len(data) > MaxEntryBytes {
-			return nil, fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxEntryBytes)
-		}
-		if total += int64(len(data)); total > MaxBundleBytes {
-			return nil, fmt.Errorf("over %d bytes uncompressed", MaxBundleBytes)
-		}
-		entries[name] = data
+	b, err := readManifest(entries)
+	if err != nil {
+		return nil, err
 	}
-	var m manifest
-	raw, ok := entries["manifest.json"]
-	if !ok {
-		return nil, errors.New("no manifest.json: not a vllmtop bundle")
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("manifest.json: %w", err)
-	}
-	if m.Format != formatVersion {
-		return nil, fmt.Errorf("bundle format %d; this vllmtop reads format %d", m.Format, formatVersion)
-	}
-	b := &Bundle{Created: m.Created, Span: m.SpanNanos}
-	for _, s := range m.Scrapes {
-		body, ok := entries[path.Clean(s.File)]
-		if !ok {
-			return nil, fmt.Errorf("manifest names %q, which the bundle lacks", untrusted.Text(s.File))
-		}
-		b.Scrapes = append(b.Scrapes, Scrape{Endpoint: untrusted.Text(s.Endpoint), Time: s.Time, Body: body})
-	}
-	if err := readLines(entries["client/results.jsonl"], func(d *json.Decoder) error {
-		var r loadgen.Result
-		err := d.Decode(&r)
-		b.Results = append(b.Results, r)
-		return err
-	}); err != nil {
+	if b.Results, err = decodeLines[loadgen.Result](entries["client/results.jsonl"]); err != nil {
 		return nil, fmt.Errorf("client/results.jsonl: %w", err)
 	}
-	if err := readLines(entries["client/canary.jsonl"], func(d *json.Decoder) error {
-		var c loadgen.CanarySample
-		err := d.Decode(&c)
-		b.Canary = append(b.Canary, c)
-		return err
-	}); err != nil {
+	if b.Canary, err = decodeLines[loadgen.CanarySample](entries["client/canary.jsonl"]); err != nil {
 		return nil, fmt.Errorf("client/canary.jsonl: %w", err)
 	}
 	if log := entries["server.log"]; len(log) > 0 {
@@ -142,14 +80,98 @@ func read(r io.Reader) (*Bundle, error) {
 	return b, nil
 }
 
-func readLines(data []byte, decode func(*json.Decoder) error) error {
+// readEntries reads the regular files of a .tar.gz by their name below the root directory,
+// within the limits on entries and bytes.
+func readEntries(r io.Reader) (map[string][]byte, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not a .tar.gz: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	entries := map[string][]byte{}
+	var total int64
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return entries, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n > maxEntries {
+			return nil, errors.New("too many entries")
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		name, err := entryName(hdr.Name)
+		if err != nil {
+			return nil, err
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, MaxEntryBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > MaxEntryBytes {
+			return nil, fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxEntryBytes)
+		}
+		if total += int64(len(data)); total > MaxBundleBytes {
+			return nil, fmt.Errorf("over %d bytes uncompressed", MaxBundleBytes)
+		}
+		entries[name] = data
+	}
+}
+
+// entryName is an entry's name below the bundle's root directory, refusing one that would
+// leave the bundle.
+func entryName(raw string) (string, error) {
+	name := path.Clean(raw)
+	if path.IsAbs(name) || strings.HasPrefix(name, "..") {
+		return "", fmt.Errorf("entry %q leaves the bundle", untrusted.Text(raw))
+	}
+	// Names are root/rel; the root directory's name does not matter.
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name, nil
+}
+
+// readManifest reads manifest.json and the scrapes it names.
+func readManifest(entries map[string][]byte) (*Bundle, error) {
+	var m manifest
+	raw, ok := entries["manifest.json"]
+	if !ok {
+		return nil, errors.New("no manifest.json: not a vllmtop bundle")
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("manifest.json: %w", err)
+	}
+	if m.Format != formatVersion {
+		return nil, fmt.Errorf("bundle format %d; this vllmtop reads format %d", m.Format, formatVersion)
+	}
+	b := &Bundle{Created: m.Created, Span: m.SpanNanos}
+	for _, s := range m.Scrapes {
+		body, ok := entries[path.Clean(s.File)]
+		if !ok {
+			return nil, fmt.Errorf("manifest names %q, which the bundle lacks", untrusted.Text(s.File))
+		}
+		b.Scrapes = append(b.Scrapes, Scrape{Endpoint: untrusted.Text(s.Endpoint), Time: s.Time, Body: body})
+	}
+	return b, nil
+}
+
+// decodeLines decodes a JSON-lines entry.
+func decodeLines[T any](data []byte) ([]T, error) {
+	var out []T
 	d := json.NewDecoder(bytes.NewReader(data))
 	for d.More() {
-		if err := decode(d); err != nil {
-			return err
+		var v T
+		if err := d.Decode(&v); err != nil {
+			return nil, err
 		}
+		out = append(out, v)
 	}
-	return nil
+	return out, nil
 }
 
 // Endpoints lists the endpoints that have scrapes, sorted.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/app/launch"
+	"github.com/vllmtop/vllmtop/internal/base/promtool"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server/sim"
 )
@@ -95,15 +96,7 @@ func StartVirtual(t testing.TB, args ...string) string {
 // (VLLMTOP_CI set), a skip otherwise.
 func Need(t testing.TB, name string) string {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	if os.Getenv("VLLMTOP_CI") != "" {
-		t.Fatalf("%s is not installed; .ci/run installs Debian's prometheus package", name)
-	}
-	t.Skipf("%s not installed (apt-get install prometheus); skipping", name)
-	return ""
+	return promtool.Need(t, name)
 }
 
 // Prometheus runs Debian's prometheus on a free loopback port, scraping targets as job

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -273,11 +274,7 @@ func pyStr(v any) string {
 // pyDict is json.dumps of an object: keys sorted here (Go's maps have no order), ", " and
 // ": " between items.
 func pyDict(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		kb, _ := json.Marshal(k)

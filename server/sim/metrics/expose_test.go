@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/promtool"
 	"github.com/vllmtop/vllmtop/server/sim"
-	"github.com/vllmtop/vllmtop/server/sim/internal/promtool"
 )
 
 const capture0251 = "../../../testdata/vllm-0.25.1-metrics-opt-125m-tp2-idle.prom"

@@ -70,11 +70,7 @@ func (f families) counter(name, help string) prometheus.Counter {
 // now, so each series is exposed at 0 before anything happens.
 func (f families) counterVec(name, help, label string, values ...string) map[string]prometheus.Counter {
 	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
-	f.register(name, v)
-	for _, value := range values {
-		f.series.note(name, value)
-	}
-	return children(v.WithLabelValues, values)
+	return registerChildren(f, name, v, v.WithLabelValues, values)
 }
 
 func (f families) gauge(name, help string) prometheus.Gauge {
@@ -86,17 +82,16 @@ func (f families) gauge(name, help string) prometheus.Gauge {
 // gaugeVec is counterVec for gauges.
 func (f families) gaugeVec(name, help, label string, values ...string) map[string]prometheus.Gauge {
 	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: f.labels}, []string{label})
-	f.register(name, v)
-	for _, value := range values {
-		f.series.note(name, value)
-	}
-	return children(v.WithLabelValues, values)
+	return registerChildren(f, name, v, v.WithLabelValues, values)
 }
 
-// children creates the child of every label value, keyed by the value.
-func children[T any](with func(...string) T, values []string) map[string]T {
+// registerChildren registers the family vec and creates the child of every label value, in
+// the order given, keyed by the value.
+func registerChildren[T any](f families, name string, vec prometheus.Collector, with func(...string) T, values []string) map[string]T {
+	f.register(name, vec)
 	out := make(map[string]T, len(values))
 	for _, value := range values {
+		f.series.note(name, value)
 		out[value] = with(value)
 	}
 	return out

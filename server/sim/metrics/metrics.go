@@ -92,10 +92,18 @@ func newMetrics(setup *sim.Setup, modelName string, logStats bool, now func() ti
 // scheduler gauges, cache counters, token counters, histograms, and cache_config_info.
 func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 	f := families{reg: m.reg, order: &m.order, series: &m.series, labels: prometheus.Labels{"model_name": modelName, "engine": engineIndex}}
-	ft := m.feat
-	tokens := build125Buckets(setup.MaxModelLen)
+	m.registerSpecDecode(f, setup.Speculative)
+	m.registerSchedulerAndCache(f)
+	m.registerTokenCounters(f)
+	m.registerHistograms(f, build125Buckets(setup.MaxModelLen))
+	m.registerCacheConfigInfo(setup)
+}
 
-	if sp := setup.Speculative; sp != nil {
+// registerSpecDecode registers the speculative decoding counters, when sp is set, and the
+// MFU counters of the releases that have them.
+func (m *Metrics) registerSpecDecode(f families, sp *sim.SpeculativeConfig) {
+	ft := m.feat
+	if sp != nil {
 		m.specDrafts = f.counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.")
 		m.specDraftTokens = f.counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.")
 		m.specAccepted = f.counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.")
@@ -114,7 +122,12 @@ func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 		f.counter("vllm:estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).")
 		f.counter("vllm:estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).")
 	}
+}
 
+// registerSchedulerAndCache registers the scheduler gauges and the KV and prefix cache
+// families.
+func (m *Metrics) registerSchedulerAndCache(f families) {
+	ft := m.feat
 	m.running = f.gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
 	m.waiting = f.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
 	if ft.waitingByReason {
@@ -141,7 +154,12 @@ func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 		f.counter("vllm:mm_cache_hits_total", "Multi-modal cache hits, in terms of number of cached items.")
 	}
 	m.preemptions = f.counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.")
+}
 
+// registerTokenCounters registers the prompt and generation token counters and the finished
+// requests by reason.
+func (m *Metrics) registerTokenCounters(f families) {
+	ft := m.feat
 	m.promptTokens = f.counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.")
 	if ft.promptBySource {
 		m.promptBySource = f.counterVec("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source", promptSources...)
@@ -152,7 +170,12 @@ func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 	}
 	m.generationTokens = f.counter("vllm:generation_tokens_total", "Number of generation tokens processed.")
 	m.success = f.counterVec("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason", ft.finishReasonsOf()...)
+}
 
+// registerHistograms registers the request, token and latency histograms; tokens are the
+// buckets of the token-count histograms.
+func (m *Metrics) registerHistograms(f families, tokens []float64) {
+	ft := m.feat
 	m.promptLen = f.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokens)
 	m.generationLen = f.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokens)
 	m.iterationTokens = f.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
@@ -181,7 +204,10 @@ func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 	if ft.prefillKVComputed {
 		m.prefillKV = f.histogram("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokens)
 	}
+}
 
+func (m *Metrics) registerCacheConfigInfo(setup *sim.Setup) {
+	ft := m.feat
 	// vLLM's "info" emulation: a gauge at 1 whose labels are the cache configuration. It has
 	// the engine label but, unlike the other families, no model_name.
 	info := prometheus.NewGauge(prometheus.GaugeOpts{

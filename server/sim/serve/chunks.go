@@ -209,17 +209,7 @@ func (c *chunker) appendUsage(b []byte) []byte {
 func (c *chunker) appendTokens(b []byte, choice int, ev event) []byte {
 	if c.chat && !c.roleSent[choice] {
 		c.roleSent[choice] = true
-		b = append(b, "data: "...)
-		b = c.appendHead(b, true)
-		b = append(b, `[{"index":`...)
-		b = appendInt(b, int64(choice))
-		b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
-		b = append(b, `,"prompt_token_ids":null,"prompt_text":null`...)
-		if c.continuous {
-			b = append(b, `,"usage":`...)
-			b = c.appendUsage(b)
-		}
-		b = append(b, "}\n\n"...)
+		b = c.appendRoleChunk(b, choice)
 	}
 	tokens := ev.tokens()
 	var text []byte
@@ -239,38 +229,14 @@ func (c *chunker) appendTokens(b []byte, choice int, ev event) []byte {
 		b = append(b, `,"delta":{"content":`...)
 		b = appendJSONString(b, string(text))
 		b = append(b, `},"logprobs":`...)
-		if c.topLogprobs >= 0 {
-			entries := make([]tokenLogprobs, len(tokens))
-			for i, t := range tokens {
-				entries[i] = logprobsAt(c.seeds[choice], ev.index+i, t, c.topLogprobs)
-			}
-			b = appendChatLogprobs(b, entries)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `,"finish_reason":`...)
+		b = c.appendChatDeltaLogprobs(b, choice, ev.index, tokens)
 	} else {
 		b = append(b, `,"text":`...)
 		b = appendJSONString(b, string(text))
 		b = append(b, `,"logprobs":`...)
-		if c.topLogprobs >= 0 {
-			var entries []*tokenLogprobs
-			if first {
-				entries = c.echoLogprobs(choice)
-			}
-			for i, t := range tokens {
-				e := logprobsAt(c.seeds[choice], ev.index+i, t, c.topLogprobs)
-				entries = append(entries, &e)
-			}
-			b = appendCompletionLogprobs(b, entries, c.offsets[choice])
-			for _, e := range entries {
-				c.offsets[choice] += len(e.text)
-			}
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `,"finish_reason":`...)
+		b = c.appendTextDeltaLogprobs(b, choice, ev.index, tokens, first)
 	}
+	b = append(b, `,"finish_reason":`...)
 	if ev.finished {
 		b = appendJSONString(b, string(ev.reason))
 		b = append(b, `,"stop_reason":null`...)
@@ -284,11 +250,60 @@ func (c *chunker) appendTokens(b []byte, choice int, ev event) []byte {
 		b = append(b, `,"prompt_token_ids":null`...)
 	}
 	b = append(b, `,"token_ids":null}]`...)
+	return c.appendChunkEnd(b)
+}
+
+// appendRoleChunk writes a chat choice's first chunk, which carries the assistant role.
+func (c *chunker) appendRoleChunk(b []byte, choice int) []byte {
+	b = append(b, "data: "...)
+	b = c.appendHead(b, true)
+	b = append(b, `[{"index":`...)
+	b = appendInt(b, int64(choice))
+	b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+	b = append(b, `,"prompt_token_ids":null,"prompt_text":null`...)
+	return c.appendChunkEnd(b)
+}
+
+// appendChunkEnd closes a chunk, with the usage so far under continuous_usage_stats.
+func (c *chunker) appendChunkEnd(b []byte) []byte {
 	if c.continuous {
 		b = append(b, `,"usage":`...)
 		b = c.appendUsage(b)
 	}
 	return append(b, "}\n\n"...)
+}
+
+// appendChatDeltaLogprobs writes a chat chunk's logprobs for tokens, the first at index.
+func (c *chunker) appendChatDeltaLogprobs(b []byte, choice, index int, tokens []int) []byte {
+	if c.topLogprobs < 0 {
+		return append(b, "null"...)
+	}
+	entries := make([]tokenLogprobs, len(tokens))
+	for i, t := range tokens {
+		entries[i] = logprobsAt(c.seeds[choice], index+i, t, c.topLogprobs)
+	}
+	return appendChatLogprobs(b, entries)
+}
+
+// appendTextDeltaLogprobs writes a completion chunk's logprobs for tokens, the first at index,
+// after the echoed prompt's in the first chunk, and advances the choice's text offset.
+func (c *chunker) appendTextDeltaLogprobs(b []byte, choice, index int, tokens []int, first bool) []byte {
+	if c.topLogprobs < 0 {
+		return append(b, "null"...)
+	}
+	var entries []*tokenLogprobs
+	if first {
+		entries = c.echoLogprobs(choice)
+	}
+	for i, t := range tokens {
+		e := logprobsAt(c.seeds[choice], index+i, t, c.topLogprobs)
+		entries = append(entries, &e)
+	}
+	b = appendCompletionLogprobs(b, entries, c.offsets[choice])
+	for _, e := range entries {
+		c.offsets[choice] += len(e.text)
+	}
+	return b
 }
 
 // appendUsageChunk writes the final usage chunk ("choices":[]).

@@ -215,63 +215,107 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if param, what := req.unsupported(); param != "" {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("`%s` is not supported: this server (vllmtop sim) does not model %s. (parameter=%s)", param, what, param), ptr(param))
-		return
-	}
-	n := 1
-	if req.N != nil {
-		n = *req.N
-		if n < 1 || n > maxN {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n must be between 1 and %d, got %d. (parameter=n, value=%d)", maxN, n, n), ptr("n"))
-			return
-		}
-	}
-	if req.StreamOptions != nil && !req.Stream {
-		writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}", ptr("body"))
-		return
-	}
-	topK, msg, param := s.logprobsOf(&req, chat)
-	if msg != "" {
-		typ := "BadRequestError"
-		if strings.HasPrefix(msg, "1 validation error") {
-			typ = "Bad Request"
-		}
-		writeError(w, http.StatusBadRequest, typ, msg, ptr(param))
-		return
-	}
-	if chat && req.Echo {
-		// Chat's echo repeats the last message when it is the assistant's; the simulator
-		// does not model it.
-		writeError(w, http.StatusBadRequest, "BadRequestError", "`echo` is not supported for chat completions by this server (vllmtop sim). (parameter=echo)", ptr("echo"))
+	n, topK, ok := s.checkParams(w, &req, chat)
+	if !ok {
 		return
 	}
 	if !s.knownModel(req.Model) {
 		s.modelNotFound(w, req.Model)
 		return
 	}
-	var prompt []int
-	var promptText string
+	prompt, promptText, ok := requestPrompt(w, &req, chat)
+	if !ok {
+		return
+	}
+	maxTokens, ok := s.checkLengths(w, &req, chat, len(prompt))
+	if !ok {
+		return
+	}
+
+	c := s.chunkerFor(r, &req, chat, n, prompt, promptText, topK)
+	var sink *sseSink
+	if req.Stream {
+		sink = s.startStream(w, &req, c)
+	}
+	sr := sim.Request{ID: c.id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n}
+	streams, ok := s.submitChoices(w, sr, sink)
+	if !ok {
+		return
+	}
+	if req.Stream {
+		s.streamResponse(r, sink, streams)
+		return
+	}
+	s.wholeResponse(w, r, streams, c)
+}
+
+// checkParams refuses, with vLLM's 400 response, a request whose parameters the simulator
+// does not model or that are out of range; it returns the number of choices and the top
+// logprobs asked for (-1 for none).
+func (s *Server) checkParams(w http.ResponseWriter, req *genRequest, chat bool) (n, topK int, ok bool) {
+	if param, what := req.unsupported(); param != "" {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("`%s` is not supported: this server (vllmtop sim) does not model %s. (parameter=%s)", param, what, param), ptr(param))
+		return 0, 0, false
+	}
+	n = 1
+	if req.N != nil {
+		n = *req.N
+		if n < 1 || n > maxN {
+			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n must be between 1 and %d, got %d. (parameter=n, value=%d)", maxN, n, n), ptr("n"))
+			return 0, 0, false
+		}
+	}
+	if req.StreamOptions != nil && !req.Stream {
+		writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}", ptr("body"))
+		return 0, 0, false
+	}
+	topK, msg, param := s.logprobsOf(req, chat)
+	if msg != "" {
+		typ := "BadRequestError"
+		if strings.HasPrefix(msg, "1 validation error") {
+			typ = "Bad Request"
+		}
+		writeError(w, http.StatusBadRequest, typ, msg, ptr(param))
+		return 0, 0, false
+	}
+	if chat && req.Echo {
+		// Chat's echo repeats the last message when it is the assistant's; the simulator
+		// does not model it.
+		writeError(w, http.StatusBadRequest, "BadRequestError", "`echo` is not supported for chat completions by this server (vllmtop sim). (parameter=echo)", ptr("echo"))
+		return 0, 0, false
+	}
+	return n, topK, true
+}
+
+// requestPrompt tokenizes the request's messages (chat) or prompt, refusing a missing or
+// empty one; promptText is the completions prompt as text, for echo.
+func requestPrompt(w http.ResponseWriter, req *genRequest, chat bool) (prompt []int, promptText string, ok bool) {
 	if chat {
 		if len(req.Messages) == 0 {
 			writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}", ptr("body.messages"))
-			return
+			return nil, "", false
 		}
 		prompt = chatPrompt(req.Messages, true)
 	} else {
 		var err error
 		if prompt, promptText, err = promptTokens(req.Prompt); err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), ptr("prompt"))
-			return
+			return nil, "", false
 		}
 	}
 	if len(prompt) == 0 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", "The prompt cannot be empty.", ptr("prompt"))
-		return
+		return nil, "", false
 	}
-	maxTokens := 16
+	return prompt, promptText, true
+}
+
+// checkLengths works out max_tokens (vLLM's defaults: 16 for completions, the rest of the
+// context for chat) and refuses lengths the model cannot serve.
+func (s *Server) checkLengths(w http.ResponseWriter, req *genRequest, chat bool, promptLen int) (maxTokens int, ok bool) {
+	maxTokens = 16
 	if chat {
-		maxTokens = s.setup.MaxModelLen - len(prompt)
+		maxTokens = s.setup.MaxModelLen - promptLen
 		if req.MaxCompletionTokens != nil {
 			maxTokens = *req.MaxCompletionTokens
 		}
@@ -281,19 +325,24 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if maxTokens < 1 {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d. (parameter=max_tokens, value=%d)", maxTokens, maxTokens), ptr("max_tokens"))
-		return
+		return 0, false
 	}
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("min_tokens must be between 0 and max_tokens=%d, got %d. (parameter=min_tokens, value=%d)", maxTokens, req.MinTokens, req.MinTokens), ptr("min_tokens"))
-		return
+		return 0, false
 	}
-	if err := sim.CheckLengths(s.setup.MaxModelLen, len(prompt), maxTokens); err != nil {
+	if err := sim.CheckLengths(s.setup.MaxModelLen, promptLen, maxTokens); err != nil {
 		var le *sim.LengthError
 		errors.As(err, &le)
 		writeError(w, http.StatusBadRequest, "BadRequestError", le.Message, ptr(le.Param))
-		return
+		return 0, false
 	}
+	return maxTokens, true
+}
 
+// chunkerFor names the response (the client's X-Request-Id or a random one) and sets up the
+// chunker that writes its choices.
+func (s *Server) chunkerFor(r *http.Request, req *genRequest, chat bool, n int, prompt []int, promptText string, topK int) *chunker {
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
 		id = randomHex(8)
@@ -312,41 +361,50 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		c.echo = promptText
 		c.echoTokens = prompt
 	}
-	streams := make([]*stream, n)
-	var sink *sseSink
-	if req.Stream {
-		if o := req.StreamOptions; o != nil && o.IncludeUsage {
-			c.usage = true
-			c.continuous = o.ContinuousUsageStats
-		}
-		if s.opts.ForceUsage {
-			c.usage, c.continuous = true, true
-		}
-		sink = newSSESink(w, c)
-		sink.onWrite = s.onWrite
-		sink.start()
+	return c
+}
+
+// startStream starts the SSE response, with usage as stream_options or
+// --enable-force-include-usage ask.
+func (s *Server) startStream(w http.ResponseWriter, req *genRequest, c *chunker) *sseSink {
+	if o := req.StreamOptions; o != nil && o.IncludeUsage {
+		c.usage = true
+		c.continuous = o.ContinuousUsageStats
 	}
+	if s.opts.ForceUsage {
+		c.usage, c.continuous = true, true
+	}
+	sink := newSSESink(w, c)
+	sink.onWrite = s.onWrite
+	sink.start()
+	return sink
+}
+
+// submitChoices submits one engine request per choice; when one is refused it aborts those
+// already submitted and answers the client, returning ok false.
+func (s *Server) submitChoices(w http.ResponseWriter, req sim.Request, sink *sseSink) (streams []*stream, ok bool) {
+	streams = make([]*stream, req.N)
 	for i := range streams {
 		streams[i] = newStream()
 		streams[i].choice = i
 		streams[i].sink = sink
-		if err := s.drv.submit(sim.Request{ID: id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n}, streams[i]); err != nil {
-			for _, st := range streams[:i] {
-				s.drv.abort(st)
-			}
+		if err := s.drv.submit(req, streams[i]); err != nil {
+			s.abortAll(streams[:i])
 			if sink != nil {
 				sink.close()
-				return
+				return nil, false
 			}
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
-			return
+			return nil, false
 		}
 	}
-	if req.Stream {
-		s.streamResponse(r, sink, streams)
-		return
+	return streams, true
+}
+
+func (s *Server) abortAll(streams []*stream) {
+	for _, st := range streams {
+		s.drv.abort(st)
 	}
-	s.wholeResponse(w, r, streams, c)
 }
 
 // streamResponse waits while the driver writes the stream (see sseSink), or until the
@@ -356,94 +414,111 @@ func (s *Server) streamResponse(r *http.Request, sink *sseSink, streams []*strea
 	case <-sink.done:
 	case <-r.Context().Done():
 		sink.close()
-		for _, st := range streams {
-			s.drv.abort(st)
-		}
+		s.abortAll(streams)
 	}
 	sink.close() // no write may reach w after the handler returns
 }
 
 // wholeResponse waits for every choice's output and writes one JSON body with usage.
 func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, streams []*stream, c *chunker) {
-	texts := make([]strings.Builder, len(streams))
-	reasons := make([]sim.FinishReason, len(streams))
-	logprobs := make([][]*tokenLogprobs, len(streams))
-	var events []event
-	for i, st := range streams {
-		for reasons[i] == "" {
-			select {
-			case <-st.notify:
-			case <-r.Context().Done():
-				for _, st := range streams {
-					s.drv.abort(st)
-				}
-				return
-			}
-			events = st.drain(events)
-			for _, ev := range events {
-				if ev.reason == sim.FinishAbort {
-					for _, st := range streams {
-						s.drv.abort(st)
-					}
-					writeError(w, http.StatusInternalServerError, "InternalServerError", "The request was aborted: the server is shutting down.", nil)
-					return
-				}
-				for j, tok := range ev.tokens() {
-					texts[i].WriteString(sim.TokenText(tok))
-					if c.topLogprobs >= 0 {
-						e := logprobsAt(c.seeds[i], ev.index+j, tok, c.topLogprobs)
-						logprobs[i] = append(logprobs[i], &e)
-					}
-				}
-				c.completion[i] += len(ev.tokens())
-				if ev.finished {
-					reasons[i] = ev.reason
-				}
-			}
-		}
+	outs, ok := s.collectChoices(w, r, streams, c)
+	if !ok {
+		return
 	}
 	b := make([]byte, 0, 256+64*c.totalCompletion())
 	b = c.appendHead(b, false)
 	b = append(b, '[')
-	for i := range streams {
+	for i := range outs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"index":`...)
-		b = appendInt(b, int64(i))
-		if c.chat {
-			b = append(b, `,"message":{"role":"assistant","content":`...)
-			b = appendJSONString(b, texts[i].String())
-			b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":`...)
-			if c.topLogprobs >= 0 {
-				entries := make([]tokenLogprobs, len(logprobs[i]))
-				for j, e := range logprobs[i] {
-					entries[j] = *e
-				}
-				b = appendChatLogprobs(b, entries)
-			} else {
-				b = append(b, "null"...)
-			}
-		} else {
-			b = append(b, `,"text":`...)
-			b = appendJSONString(b, c.echo+texts[i].String())
-			b = append(b, `,"logprobs":`...)
-			if c.topLogprobs >= 0 {
-				b = appendCompletionLogprobs(b, append(c.echoLogprobs(i), logprobs[i]...), 0)
-			} else {
-				b = append(b, "null"...)
-			}
-		}
-		b = append(b, `,"finish_reason":`...)
-		b = appendJSONString(b, string(reasons[i]))
-		b = append(b, `,"stop_reason":null`...)
-		if !c.chat {
-			b = append(b, `,"prompt_logprobs":null`...)
-		}
-		b = append(b, '}')
+		b = c.appendWholeChoice(b, i, &outs[i])
 	}
 	b = append(b, `],"usage":`...)
 	b = c.appendUsage(b)
 	b = append(b, `}`...)
 	writeJSON(w, 200, b)
+}
+
+// choiceOutput is one choice of a non-streamed response, gathered as the engine runs it.
+type choiceOutput struct {
+	text     strings.Builder
+	reason   sim.FinishReason
+	logprobs []*tokenLogprobs
+}
+
+// collectChoices gathers every choice's tokens until each finishes. It returns ok false when
+// the client went away or the server is shutting down (answered with a 500), having aborted
+// the requests.
+func (s *Server) collectChoices(w http.ResponseWriter, r *http.Request, streams []*stream, c *chunker) ([]choiceOutput, bool) {
+	outs := make([]choiceOutput, len(streams))
+	var events []event
+	for i, st := range streams {
+		out := &outs[i]
+		for out.reason == "" {
+			select {
+			case <-st.notify:
+			case <-r.Context().Done():
+				s.abortAll(streams)
+				return nil, false
+			}
+			events = st.drain(events)
+			for _, ev := range events {
+				if ev.reason == sim.FinishAbort {
+					s.abortAll(streams)
+					writeError(w, http.StatusInternalServerError, "InternalServerError", "The request was aborted: the server is shutting down.", nil)
+					return nil, false
+				}
+				for j, tok := range ev.tokens() {
+					out.text.WriteString(sim.TokenText(tok))
+					if c.topLogprobs >= 0 {
+						e := logprobsAt(c.seeds[i], ev.index+j, tok, c.topLogprobs)
+						out.logprobs = append(out.logprobs, &e)
+					}
+				}
+				c.completion[i] += len(ev.tokens())
+				if ev.finished {
+					out.reason = ev.reason
+				}
+			}
+		}
+	}
+	return outs, true
+}
+
+// appendWholeChoice appends choice i of a non-streamed response: a chat message or a
+// completion's text, with its logprobs and finish reason.
+func (c *chunker) appendWholeChoice(b []byte, i int, out *choiceOutput) []byte {
+	b = append(b, `{"index":`...)
+	b = appendInt(b, int64(i))
+	if c.chat {
+		b = append(b, `,"message":{"role":"assistant","content":`...)
+		b = appendJSONString(b, out.text.String())
+		b = append(b, `,"refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":null},"logprobs":`...)
+		if c.topLogprobs >= 0 {
+			entries := make([]tokenLogprobs, len(out.logprobs))
+			for j, e := range out.logprobs {
+				entries[j] = *e
+			}
+			b = appendChatLogprobs(b, entries)
+		} else {
+			b = append(b, "null"...)
+		}
+	} else {
+		b = append(b, `,"text":`...)
+		b = appendJSONString(b, c.echo+out.text.String())
+		b = append(b, `,"logprobs":`...)
+		if c.topLogprobs >= 0 {
+			b = appendCompletionLogprobs(b, append(c.echoLogprobs(i), out.logprobs...), 0)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	b = append(b, `,"finish_reason":`...)
+	b = appendJSONString(b, string(out.reason))
+	b = append(b, `,"stop_reason":null`...)
+	if !c.chat {
+		b = append(b, `,"prompt_logprobs":null`...)
+	}
+	return append(b, '}')
 }

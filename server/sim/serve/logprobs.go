@@ -121,6 +121,40 @@ func appendChatToken(b []byte, text string, logprob float64) []byte {
 	return appendBytes(b, text)
 }
 
+// appendLogprobList appends item of each entry, comma-separated, and null for an entry
+// without a logprob (the first echoed prompt token).
+func appendLogprobList(b []byte, entries []*tokenLogprobs, item func([]byte, *tokenLogprobs) []byte) []byte {
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if e.none {
+			b = append(b, "null"...)
+			continue
+		}
+		b = item(b, e)
+	}
+	return b
+}
+
+// appendTopLogprobs writes a completion token's top-logprob dict {text: logprob, ...}.
+func appendTopLogprobs(b []byte, e *tokenLogprobs) []byte {
+	b = append(b, '{')
+	top := e.top
+	if len(top) == 0 {
+		top = []alternative{{e.text, e.logprob}} // logprobs=0: the sampled token alone
+	}
+	for j, a := range top {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, a.text)
+		b = append(b, ':')
+		b = appendFloat(b, a.logprob)
+	}
+	return append(b, '}')
+}
+
 // appendCompletionLogprobs writes a completion choice's logprobs object: parallel lists of
 // text offsets, token logprobs, tokens and top-logprob dicts (CompletionLogProbs). A nil
 // entry (the first echoed prompt token, which has no logprob) renders as null.
@@ -134,16 +168,7 @@ func appendCompletionLogprobs(b []byte, entries []*tokenLogprobs, offset int) []
 		offset += len(e.text)
 	}
 	b = append(b, `],"token_logprobs":[`...)
-	for i, e := range entries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if e.none {
-			b = append(b, "null"...)
-			continue
-		}
-		b = appendFloat(b, e.logprob)
-	}
+	b = appendLogprobList(b, entries, func(b []byte, e *tokenLogprobs) []byte { return appendFloat(b, e.logprob) })
 	b = append(b, `],"tokens":[`...)
 	for i, e := range entries {
 		if i > 0 {
@@ -152,28 +177,6 @@ func appendCompletionLogprobs(b []byte, entries []*tokenLogprobs, offset int) []
 		b = appendJSONString(b, e.text)
 	}
 	b = append(b, `],"top_logprobs":[`...)
-	for i, e := range entries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if e.none {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, '{')
-		top := e.top
-		if len(top) == 0 {
-			top = []alternative{{e.text, e.logprob}} // logprobs=0: the sampled token alone
-		}
-		for j, a := range top {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, a.text)
-			b = append(b, ':')
-			b = appendFloat(b, a.logprob)
-		}
-		b = append(b, '}')
-	}
+	b = appendLogprobList(b, entries, appendTopLogprobs)
 	return append(b, "]}"...)
 }

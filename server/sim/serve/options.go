@@ -79,14 +79,64 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.SetOutput(io.Discard)
 	fs.SortFlags = false
 	fs.SetInterspersed(true)
+	raw := defineFlags(fs, o)
 
-	model := fs.String("model", sim.DefaultModel, "Name or path of the Hugging Face model to use (the simulator knows the profiles listed below)")
-	served := fs.StringSlice("served-model-name", nil, "The model name(s) used in the API; the first is the metrics label")
+	args = expandShortAliases(args)
+	if bad := unrecognized(fs, args); len(bad) > 0 {
+		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ")}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, &UsageError{argparseMessage(err)}
+	}
+	if *raw.help {
+		return nil, &HelpRequested{Text: helpText(fs), Flags: fs}
+	}
+	if err := o.setModel(fs, *raw.model); err != nil {
+		return nil, err
+	}
+	fs.Visit(func(f *pflag.Flag) {
+		if nv, ok := nonDefault(f); ok {
+			o.NonDefault = append(o.NonDefault, nv)
+		}
+	})
+
+	o.ServedModelNames = *raw.served
+	o.APIKeys = *raw.apiKeys
+	if len(o.APIKeys) == 0 {
+		if k := getenv("VLLM_API_KEY"); k != "" {
+			o.APIKeys = []string{k}
+		}
+	}
+	if err := o.applyEngineArgs(fs, raw, getenv); err != nil {
+		return nil, err
+	}
+	if err := o.checkServing(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// rawArgs holds the flags ParseArgs interprets after parsing, rather than binding them to an
+// Options field.
+type rawArgs struct {
+	model, maxModelLen, specConfig             *string
+	served, apiKeys                            *[]string
+	prefixOn, prefixOff, chunkedOn, chunkedOff *bool
+	help                                       *bool
+	specAcceptance                             *float64
+}
+
+// defineFlags declares vllm serve's flags, the simulator's own and those accepted for
+// compatibility, binding what it can to o.
+func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
+	r := &rawArgs{}
+	r.model = fs.String("model", sim.DefaultModel, "Name or path of the Hugging Face model to use (the simulator knows the profiles listed below)")
+	r.served = fs.StringSlice("served-model-name", nil, "The model name(s) used in the API; the first is the metrics label")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "Host name to bind (vLLM binds all interfaces by default; the simulator binds loopback unless told)")
 	fs.IntVar(&o.Port, "port", 8000, "Port number")
-	apiKeys := fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
+	r.apiKeys = fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
 	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", sim.DefaultGPUMemoryUtilization, "Fraction of GPU memory for this instance (0, 1]")
-	maxModelLen := fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
+	r.maxModelLen = fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
 	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
 	fs.IntVar(&o.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "Maximum tokens per iteration (default by GPU: 8192 or 2048)")
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
@@ -95,13 +145,13 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization (awq, gptq, fp8)")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
-	prefixOn := fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
-	prefixOff := fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
-	chunkedOn := fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
-	chunkedOff := fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
+	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
+	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
+	r.chunkedOn = fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
+	r.chunkedOff = fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
 	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
 	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
-	specConfig := fs.String("speculative-config", "", `Speculative decoding as JSON, e.g. '{"method": "ngram", "num_speculative_tokens": 3}' (method ngram, eagle, eagle3, mtp or draft_model)`)
+	r.specConfig = fs.String("speculative-config", "", `Speculative decoding as JSON, e.g. '{"method": "ngram", "num_speculative_tokens": 3}' (method ngram, eagle, eagle3, mtp or draft_model)`)
 	fs.IntVar(&o.MaxLogprobs, "max-logprobs", 20, "Largest logprobs or top_logprobs a request may ask for")
 
 	fs.StringVar(&o.Engine.GPU, "sim-gpu", sim.DefaultGPU, "Simulated GPU profile")
@@ -113,7 +163,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
 	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to 0.26")
-	specAcceptance := fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
+	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {
 		fs.Bool(name, false, "accepted for compatibility; no effect in the simulator")
 	}
@@ -126,99 +176,94 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	for _, name := range []string{"print-capacity", "random-input-len", "random-output-len"} {
 		_ = fs.SetAnnotation(name, OwnFlag, nil)
 	}
-	help := fs.BoolP("help", "h", false, "Show this help")
+	r.help = fs.BoolP("help", "h", false, "Show this help")
+	return r
+}
 
-	args = expandShortAliases(args)
-	if bad := unrecognized(fs, args); len(bad) > 0 {
-		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ")}
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, &UsageError{argparseMessage(err)}
-	}
-	if *help {
-		return nil, &HelpRequested{Text: helpText(fs), Flags: fs}
-	}
-
+// setModel sets the model from --model or the positional model_tag, which overrides it as in
+// `vllm serve`, and records it among the non-default args.
+func (o *Options) setModel(fs *pflag.FlagSet, model string) error {
 	pos := fs.Args()
 	if len(pos) > 1 {
-		return nil, &UsageError{"unrecognized arguments: " + strings.Join(pos[1:], " ")}
+		return &UsageError{"unrecognized arguments: " + strings.Join(pos[1:], " ")}
 	}
 	if len(pos) == 1 {
-		// The positional model_tag overrides --model, as in `vllm serve`.
-		*model = pos[0]
+		model = pos[0]
 		o.NonDefault = append(o.NonDefault, NamedValue{"model_tag", pos[0]})
 	}
-	o.Engine.Model = *model
+	o.Engine.Model = model
 	if len(pos) == 1 || fs.Changed("model") {
-		o.NonDefault = append(o.NonDefault, NamedValue{"model", *model})
+		o.NonDefault = append(o.NonDefault, NamedValue{"model", model})
 	}
-	fs.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "model", "help", "print-capacity", "random-input-len", "random-output-len":
-			return
-		}
-		key := strings.ReplaceAll(f.Name, "-", "_")
-		if key == "api_key" {
-			// Logged as vLLM logs it, but never the key itself.
-			o.NonDefault = append(o.NonDefault, NamedValue{key, "***"})
-			return
-		}
-		switch f.Value.Type() {
-		case "int", "int64":
-			n, _ := strconv.ParseInt(f.Value.String(), 10, 64)
-			o.NonDefault = append(o.NonDefault, NamedValue{key, n})
-		case "float64":
-			x, _ := strconv.ParseFloat(f.Value.String(), 64)
-			o.NonDefault = append(o.NonDefault, NamedValue{key, x})
-		case "bool":
-			o.NonDefault = append(o.NonDefault, NamedValue{key, f.Value.String() == "true"})
-		default:
-			var v any = f.Value.String()
-			if key == "speculative_config" {
-				// vLLM parses the JSON and logs the dict.
-				if d, err := jsonAsPython(f.Value.String()); err == nil {
-					v = d
-				}
-			}
-			o.NonDefault = append(o.NonDefault, NamedValue{key, v})
-		}
-	})
+	return nil
+}
 
-	o.ServedModelNames = *served
-	o.APIKeys = *apiKeys
-	if len(o.APIKeys) == 0 {
-		if k := getenv("VLLM_API_KEY"); k != "" {
-			o.APIKeys = []string{k}
+// nonDefault is a user-set flag as vLLM logs it among its non-default args; ok is false for
+// the flags it does not log.
+func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
+	switch f.Name {
+	case "model", "help", "print-capacity", "random-input-len", "random-output-len":
+		return NamedValue{}, false
+	}
+	key := strings.ReplaceAll(f.Name, "-", "_")
+	if key == "api_key" {
+		// Logged as vLLM logs it, but never the key itself.
+		return NamedValue{key, "***"}, true
+	}
+	switch f.Value.Type() {
+	case "int", "int64":
+		n, _ := strconv.ParseInt(f.Value.String(), 10, 64)
+		return NamedValue{key, n}, true
+	case "float64":
+		x, _ := strconv.ParseFloat(f.Value.String(), 64)
+		return NamedValue{key, x}, true
+	case "bool":
+		return NamedValue{key, f.Value.String() == "true"}, true
+	}
+	var v any = f.Value.String()
+	if key == "speculative_config" {
+		// vLLM parses the JSON and logs the dict.
+		if d, err := jsonAsPython(f.Value.String()); err == nil {
+			v = d
 		}
 	}
-	if *prefixOn && *prefixOff {
-		return nil, &UsageError{"argument --no-enable-prefix-caching: not allowed with argument --enable-prefix-caching"}
+	return NamedValue{key, v}, true
+}
+
+// setToggle sets *dst from an --enable-name / --no-enable-name pair, which argparse declares
+// mutually exclusive.
+func setToggle(dst *sim.Toggle, name string, on, off bool) error {
+	if on && off {
+		return &UsageError{"argument --no-enable-" + name + ": not allowed with argument --enable-" + name}
 	}
 	switch {
-	case *prefixOn:
-		o.Engine.PrefixCaching = sim.On
-	case *prefixOff:
-		o.Engine.PrefixCaching = sim.Off
+	case on:
+		*dst = sim.On
+	case off:
+		*dst = sim.Off
 	}
-	if *chunkedOn && *chunkedOff {
-		return nil, &UsageError{"argument --no-enable-chunked-prefill: not allowed with argument --enable-chunked-prefill"}
+	return nil
+}
+
+// applyEngineArgs interprets the flags that shape the engine beyond a plain value, and checks
+// the engine's ranges.
+func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(string) string) error {
+	if err := setToggle(&o.Engine.PrefixCaching, "prefix-caching", *r.prefixOn, *r.prefixOff); err != nil {
+		return err
 	}
-	switch {
-	case *chunkedOn:
-		o.Engine.ChunkedPrefill = sim.On
-	case *chunkedOff:
-		o.Engine.ChunkedPrefill = sim.Off
+	if err := setToggle(&o.Engine.ChunkedPrefill, "chunked-prefill", *r.chunkedOn, *r.chunkedOff); err != nil {
+		return err
 	}
 	switch {
 	case !o.PrintCapacity && (fs.Changed("random-input-len") || fs.Changed("random-output-len")):
-		return nil, &UsageError{"argument --random-input-len/--random-output-len: only with --print-capacity"}
+		return &UsageError{"argument --random-input-len/--random-output-len: only with --print-capacity"}
 	case o.CapacityPromptLen < 1 || o.CapacityOutputLen < 1:
-		return nil, &UsageError{"argument --random-input-len/--random-output-len: must be at least 1"}
+		return &UsageError{"argument --random-input-len/--random-output-len: must be at least 1"}
 	}
-	if *maxModelLen != "" {
-		n, err := ParseMaxModelLen(*maxModelLen)
+	if *r.maxModelLen != "" {
+		n, err := ParseMaxModelLen(*r.maxModelLen)
 		if err != nil {
-			return nil, &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
+			return &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
 		}
 		o.Engine.MaxModelLen = n
 		for i := range o.NonDefault {
@@ -229,33 +274,34 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
 
-	if *specConfig != "" {
-		sp, err := parseSpeculativeConfig(*specConfig)
+	if *r.specConfig != "" {
+		sp, err := parseSpeculativeConfig(*r.specConfig)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		sp.AcceptanceRate = *specAcceptance
+		sp.AcceptanceRate = *r.specAcceptance
 		o.Engine.Speculative = sp
 	} else if fs.Changed("sim-spec-acceptance") {
-		return nil, &UsageError{"argument --sim-spec-acceptance: only with --speculative-config"}
+		return &UsageError{"argument --sim-spec-acceptance: only with --speculative-config"}
 	}
-	if err := sim.ValidateRanges(o.Engine, fs.Changed); err != nil {
-		return nil, err
-	}
-	if o.MaxLogprobs < -1 {
-		return nil, &UsageError{fmt.Sprintf("argument --max-logprobs: must be -1 or more, got %d", o.MaxLogprobs)}
-	}
+	return sim.ValidateRanges(o.Engine, fs.Changed)
+}
 
+// checkServing checks the flags of the API server around the engine.
+func (o *Options) checkServing() error {
+	if o.MaxLogprobs < -1 {
+		return &UsageError{fmt.Sprintf("argument --max-logprobs: must be -1 or more, got %d", o.MaxLogprobs)}
+	}
 	if o.Port < 0 || o.Port > 65535 {
-		return nil, &UsageError{fmt.Sprintf("argument --port: %d is not a port number (0-65535)", o.Port)}
+		return &UsageError{fmt.Sprintf("argument --port: %d is not a port number (0-65535)", o.Port)}
 	}
 	if !(o.Speed > 0) || math.IsInf(o.Speed, 0) || o.Speed > 1000 {
-		return nil, &UsageError{fmt.Sprintf("argument --sim-speed: must be greater than 0 and at most 1000, got %g", o.Speed)}
+		return &UsageError{fmt.Sprintf("argument --sim-speed: must be greater than 0 and at most 1000, got %g", o.Speed)}
 	}
 	if o.StartupSeconds < 0 || o.StartupSeconds > 3600 {
-		return nil, &UsageError{fmt.Sprintf("argument --sim-startup-seconds: must be between 0 and 3600, got %g", o.StartupSeconds)}
+		return &UsageError{fmt.Sprintf("argument --sim-startup-seconds: must be between 0 and 3600, got %g", o.StartupSeconds)}
 	}
-	return o, nil
+	return nil
 }
 
 // parseSpeculativeConfig reads --speculative-config's JSON object. Keys the simulator does not

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vllmtop/vllmtop/server/sim/internal/promtool"
+	"github.com/vllmtop/vllmtop/internal/base/promtool"
 )
 
 // dashboardQuery is one target expression of a Grafana dashboard, copied into testdata.

@@ -233,29 +233,26 @@ func pyRepr(v any) string {
 	case float64:
 		return pyFloat(x)
 	case []string:
-		parts := make([]string, len(x))
-		for i, s := range x {
-			parts[i] = pyStr(s)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
+		return pyList(x, pyStr)
 	case []int:
-		parts := make([]string, len(x))
-		for i, n := range x {
-			parts[i] = strconv.Itoa(n)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
+		return pyList(x, strconv.Itoa)
 	case []KV:
 		return PyDict(x)
 	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = pyRepr(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
+		return pyList(x, pyRepr)
 	case fmt.Stringer:
 		return pyStr(x.String())
 	}
 	return fmt.Sprint(v)
+}
+
+// pyList is the repr of a Python list whose items repr writes.
+func pyList[T any](xs []T, repr func(T) string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = repr(x)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // pyStr is Python's repr of a str: single quotes unless the text has a single quote and no
