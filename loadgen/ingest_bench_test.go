@@ -45,9 +45,7 @@ func sseServer() {
 	pace, _ := time.ParseDuration(os.Getenv("LOADGEN_SSE_PACE"))
 	prefill, _ := time.ParseDuration(os.Getenv("LOADGEN_SSE_PREFILL"))
 	const batch = 16
-	chunk := []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
-	last := []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" end","logprobs":null,"finish_reason":"length","stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
-	usage := []byte(fmt.Sprintf(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 8+tokens, tokens))
+	chunk, last, usage := ingestChunks(tokens)
 	var mu sync.Mutex
 	times := map[uint64][2]int64{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -104,6 +102,87 @@ func sseServer() {
 	mu.Lock()
 	defer mu.Unlock()
 	_ = json.NewEncoder(os.Stdout).Encode(times)
+}
+
+// ingestChunks are the events of an unpaced stream of tokens as vLLM writes them: a content
+// chunk, the last one (with its finish reason), and the usage chunk with [DONE].
+func ingestChunks(tokens int) (chunk, last, usage []byte) {
+	chunk = []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
+	last = []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" end","logprobs":null,"finish_reason":"length","stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
+	usage = []byte(fmt.Sprintf(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 8+tokens, tokens))
+	return chunk, last, usage
+}
+
+// ingestBody is a whole unpaced stream of tokens.
+func ingestBody(tokens int) []byte {
+	chunk, last, usage := ingestChunks(tokens)
+	body := bytes.Repeat(chunk, tokens-1)
+	return append(append(body, last...), usage...)
+}
+
+// pieceReader returns its bytes n at a time, as a socket read would hand over a server's writes.
+type pieceReader struct {
+	b []byte
+	n int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[:min(len(r.b), r.n)])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// BenchmarkReadStream is the client's own work a token with no network and no scheduler: a
+// canned stream read through the client's stream reader, and through the raw reader's loop,
+// in 4,000-byte reads (the 16 chunks the unpaced server writes at a time).
+func BenchmarkReadStream(b *testing.B) {
+	const tokens = 2000
+	body := ingestBody(tokens)
+	b.Run("client", func(b *testing.B) {
+		c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		cpu0 := cpuNow()
+		for b.Loop() {
+			res := Result{ITLs: make([]time.Duration, 0, tokens-1)}
+			st := &stream{c: c, res: &res, start: time.Now(), maxTokens: tokens, maxChunks: maxChunks(tokens)}
+			stall := newStallTimer(time.Minute, func() {})
+			err := c.read(&pieceReader{b: body, n: 4000}, st, stall)
+			stall.timer.Stop()
+			st.finish()
+			if err != nil || !res.OK() || res.OutputTokens != tokens || len(res.ITLs) != tokens-1 {
+				b.Fatalf("%v %s %s %d tokens", err, res.Error, res.ErrorMessage, res.OutputTokens)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-cpu0).Nanoseconds())/float64(b.N*tokens), "cpu-ns/tok")
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		br := bufio.NewReaderSize(nil, 8<<10)
+		cpu0 := cpuNow()
+		for b.Loop() {
+			br.Reset(&pieceReader{b: body, n: 4000})
+			n := 0
+			for {
+				line, err := br.ReadSlice('\n')
+				if bytes.HasPrefix(line, []byte("data: {")) {
+					n++
+				}
+				if err != nil {
+					break
+				}
+			}
+			if n != tokens+1 {
+				b.Fatalf("%d chunks", n)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-cpu0).Nanoseconds())/float64(b.N*tokens), "cpu-ns/tok")
+	})
 }
 
 type sseChild struct {

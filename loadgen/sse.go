@@ -61,20 +61,16 @@ type Chunk struct {
 }
 
 var (
+	dataField    = []byte("data:")
 	doneData     = []byte("[DONE]")
-	textKey      = []byte(`"text":"`)
-	contentKey   = []byte(`"content":"`)
-	reasoningKey = []byte(`"reasoning":"`)
-	finishKey    = []byte(`"finish_reason":"`)
-	usageKey     = []byte(`"usage":{`)
-	promptKey    = []byte(`"prompt_tokens":`)
-	complKey     = []byte(`"completion_tokens":`)
 	errorPrefix  = []byte(`{"error"`)
 	objectError  = []byte(`"object":"error"`)
-	choicesKey   = []byte(`"choices":[`)
+	nullLiteral  = []byte("null")
+	trueLiteral  = []byte("true")
+	falseLiteral = []byte("false")
 )
 
-// parseSlow decodes a chunk with encoding/json: for servers that do not write compact JSON.
+// parseSlow decodes a chunk with encoding/json: what parseFast cannot read exactly.
 func parseSlow(data []byte) Chunk {
 	var v struct {
 		Choices *[]struct {
@@ -95,21 +91,16 @@ func parseSlow(data []byte) Chunk {
 	}
 	var c Chunk
 	if v.Usage != nil {
-		c.HasUsage = true
-		var bad string
-		if n, ok, why := tokenCount("prompt_tokens", v.Usage.PromptTokens); ok {
-			c.PromptTokens = n
-		} else if why != "" {
-			bad = why
+		// Usage is there when it has a count; the first count that is not one is reported.
+		var ok, okC bool
+		var why string
+		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", v.Usage.PromptTokens); why != "" {
+			return Chunk{Invalid: why}
 		}
-		if n, ok, why := tokenCount("completion_tokens", v.Usage.CompletionTokens); ok {
-			c.CompletionTokens = n
-		} else if why != "" {
-			bad = why
+		if c.CompletionTokens, okC, why = tokenCount("completion_tokens", v.Usage.CompletionTokens); why != "" {
+			return Chunk{Invalid: why}
 		}
-		if bad != "" {
-			return Chunk{Invalid: bad}
-		}
+		c.HasUsage = ok || okC
 	}
 	if v.Choices == nil || len(*v.Choices) == 0 {
 		if c.HasUsage {
@@ -139,86 +130,88 @@ func parseSlow(data []byte) Chunk {
 	return c
 }
 
-// ParseData parses the payload of one `data:` event without decoding the JSON of ordinary
-// chunks: it finds the fields a benchmark needs by their keys. Error and usage objects, which
-// arrive once, are decoded properly.
+// ParseData parses the payload of one `data:` event. An ordinary chunk is read in one pass
+// that picks out the few fields a benchmark needs (parseFast); error objects, and chunks that
+// pass cannot read as encoding/json would, are decoded properly.
 func ParseData(data []byte) Chunk {
-	data = bytes.TrimSpace(data)
-	if bytes.Equal(data, doneData) {
-		return Chunk{Kind: ChunkDone}
+	c, _ := parseData(data)
+	return c
+}
+
+// errorWindow is how far into a payload an error object names itself.
+const errorWindow = 64
+
+// parseData is ParseData, and where the chunk's text starts in data when the single pass read
+// it (-1 when not).
+func parseData(data []byte) (Chunk, int) {
+	trimmed := bytes.TrimSpace(data)
+	if bytes.Equal(trimmed, doneData) {
+		return Chunk{Kind: ChunkDone}, -1
 	}
 	// An error object starts the payload (vLLM) or names itself early (older flat errors).
-	if bytes.HasPrefix(data, errorPrefix) || bytes.Contains(data[:min(len(data), 64)], objectError) {
-		return Chunk{Kind: ChunkError, ErrorMessage: errorMessage(data)}
+	if bytes.HasPrefix(trimmed, errorPrefix) || bytes.Contains(trimmed[:min(len(trimmed), errorWindow)], objectError) {
+		return Chunk{Kind: ChunkError, ErrorMessage: errorMessage(trimmed)}, -1
 	}
-	p := bytes.Index(data, choicesKey)
-	if p < 0 {
-		return parseSlow(data) // not vLLM's compact form: decode it properly
-	}
-	rest := data[p+len(choicesKey):]
-	var c Chunk
-	// usage follows the choices in every chunk that has it.
-	if i := bytes.Index(rest, usageKey); i >= 0 {
-		u := rest[i:]
-		var ok bool
-		var why string
-		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", numberAfter(u, promptKey)); why != "" {
-			return Chunk{Invalid: why}
+	if c, at, ok := parseFast(trimmed); ok {
+		if len(trimmed) != len(data) {
+			at = -1
 		}
-		c.HasUsage = ok
-		if c.CompletionTokens, ok, why = tokenCount("completion_tokens", numberAfter(u, complKey)); why != "" {
-			return Chunk{Invalid: why}
-		}
-		c.HasUsage = c.HasUsage || ok
+		return c, at
 	}
-	if len(rest) == 0 || rest[0] != '{' {
-		if len(rest) > 0 && rest[0] == ']' && c.HasUsage {
-			c.Kind = ChunkUsage
-		}
-		return c
+	return parseSlow(trimmed), -1
+}
+
+// chunkParser parses the events of one stream. A stream's content chunks differ, as a rule,
+// only in their text: it keeps the bytes around the text of the last one read in full, and a
+// chunk made of the same bytes around another plain JSON string is that chunk with another
+// text, found without reading it all again.
+type chunkParser struct {
+	around []byte // the last content chunk's bytes before its text, then those after it
+	before int    // how many are before it (0: none kept)
+	last   Chunk  // that chunk
+}
+
+// parse is ParseEvent.
+func (p *chunkParser) parse(ev Event) Chunk {
+	if ev.IsError() {
+		return ParseEvent(ev)
 	}
-	c.Kind = ChunkContent
-	for _, key := range [][]byte{textKey, contentKey, reasoningKey} {
-		if i := bytes.Index(rest, key); i >= 0 {
-			c.Text = jsonStringBody(rest[i+len(key):])
-			if len(c.Text) > 0 {
-				rest = rest[i+len(key)+len(c.Text):]
-				break
+	d := ev.Data
+	if p.before > 0 && len(d) > len(p.around) {
+		before, after := p.around[:p.before], p.around[p.before:]
+		if bytes.HasPrefix(d, before) && bytes.HasSuffix(d, after) {
+			if text := d[len(before) : len(d)-len(after)]; plainString(text) {
+				c := p.last
+				c.Text = text
+				return c
 			}
 		}
 	}
-	if i := bytes.Index(rest, finishKey); i >= 0 {
-		c.FinishReason = string(jsonStringBody(rest[i+len(finishKey):]))
+	c, at := parseData(d)
+	// Keep the bytes around the text when they start with the bytes ParseData looks at for an
+	// error object: a chunk that shares them is no error object either.
+	if c.Kind == ChunkContent && c.Invalid == "" && at >= errorWindow && len(c.Text) > 0 {
+		p.around = append(append(p.around[:0], d[:at]...), d[at+len(c.Text):]...)
+		p.before, p.last = at, c
 	}
 	return c
 }
 
-// jsonStringBody returns the bytes of a JSON string up to its closing quote (escapes kept).
-func jsonStringBody(b []byte) []byte {
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return b[:i]
+// plainString reports whether b is the inside of a JSON string as parseFast reads it: no
+// quote but an escaped one, no control character, and no escape left open at the end.
+func plainString(b []byte) bool {
+	for j := 0; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '\\':
+			if j+1 == len(b) {
+				return false
+			}
+			j++
+		case c == '"' || c < 0x20:
+			return false
 		}
 	}
-	return nil
-}
-
-// numberAfter returns the JSON value token after key (a number, or whatever else is there up to
-// the next ',' or '}'), nil when key is absent.
-func numberAfter(b, key []byte) []byte {
-	i := bytes.Index(b, key)
-	if i < 0 {
-		return nil
-	}
-	b = bytes.TrimLeft(b[i+len(key):], " ")
-	n := 0
-	for n < len(b) && b[n] != ',' && b[n] != '}' && b[n] != ' ' {
-		n++
-	}
-	return b[:n]
+	return true
 }
 
 // tokenCount reads a usage count from its JSON token. ok is false when there is none (the key
@@ -450,6 +443,78 @@ func (s *EventScanner) Next() (Event, error) {
 	if s.err != nil {
 		return Event{}, s.err
 	}
+	if ev, ok := s.buffered(); ok {
+		return ev, nil
+	}
+	if s.br.Buffered() == 0 && s.clean() {
+		// Nothing held: wait for the next read here, so that an event it brings whole is
+		// handed over in place.
+		if _, err := s.br.Peek(1); err != nil {
+			s.err = err
+			return Event{}, err
+		}
+		if ev, ok := s.buffered(); ok {
+			return ev, nil
+		}
+		if s.OnBytes != nil {
+			s.OnBytes()
+		}
+	}
+	return s.lines()
+}
+
+// clean reports whether no event is under way: the next byte starts one.
+func (s *EventScanner) clean() bool {
+	return !s.events.dataSeen && len(s.events.typ) == 0 && len(s.long) == 0 && !s.events.skipping
+}
+
+// buffered returns the next event without reading and without copying it when the reader
+// holds all of it and it is the usual one: a single data line, then a blank line. The event
+// aliases the reader's buffer, which only a read refills.
+func (s *EventScanner) buffered() (Event, bool) {
+	if !s.clean() {
+		return Event{}, false
+	}
+	data, n := s.usual()
+	if n == 0 {
+		return Event{}, false
+	}
+	_, _ = s.br.Discard(n) // n bytes are buffered: no read
+	return Event{Data: data}, true
+}
+
+// usual finds a whole usual event at the start of the reader's buffer: its data, and the
+// bytes it takes (0 when there is none, or it is over a cap: lines reports that).
+func (s *EventScanner) usual() ([]byte, int) {
+	buf, _ := s.br.Peek(s.br.Buffered())
+	if !bytes.HasPrefix(buf, dataField) {
+		return nil, 0
+	}
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 || nl > s.maxLine {
+		return nil, 0
+	}
+	end := nl + 1
+	switch rest := buf[end:]; {
+	case len(rest) > 0 && rest[0] == '\n':
+		end++
+	case len(rest) > 1 && rest[0] == '\r' && rest[1] == '\n':
+		end += 2
+	default:
+		return nil, 0
+	}
+	value := bytes.TrimSuffix(buf[len(dataField):nl], []byte{'\r'})
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	if len(value) > s.events.max() {
+		return nil, 0
+	}
+	return value, end
+}
+
+// lines reads line by line until an event ends.
+func (s *EventScanner) lines() (Event, error) {
 	for {
 		line, err := s.br.ReadSlice('\n')
 		// Bytes came: note it, unless this line ends an event (the caller notes that one).
@@ -510,4 +575,453 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// parseFast decodes what parseSlow decodes in one pass over the JSON, without allocating (but
+// for a finish reason), and says where the text starts (-1 with none). ok is false where it cannot promise parseSlow's answer: JSON that is
+// not well formed, a key that is escaped, not ASCII, repeated, or matches a field only when
+// case is ignored (encoding/json matches those), or a field of a type that makes
+// encoding/json fail. The caller then decodes with parseSlow.
+func parseFast(data []byte) (c Chunk, textAt int, ok bool) {
+	w := jsonWalk{b: data}
+	var f chunkFields
+	if !w.topLevel(&f) {
+		return Chunk{}, -1, false
+	}
+	c, textAt = f.chunk(), -1
+	if len(c.Text) > 0 {
+		textAt = cap(data) - cap(c.Text) // c.Text is data[textAt:...]
+	}
+	return c, textAt, true
+}
+
+// chunkFields are the raw fields of a chunk, as parseSlow's decode finds them.
+type chunkFields struct {
+	choices                 int // how many
+	first                   choiceFields
+	usage                   bool
+	promptTok, completedTok []byte // raw JSON values; nil when absent
+}
+
+// choiceFields are the first choice's raw strings (escapes kept), each with whether it was
+// there and not null.
+type choiceFields struct {
+	text, content, reasoning, finish          []byte
+	hasText, hasContent, hasReasoning, hasFin bool
+}
+
+// chunk turns the fields into a Chunk as parseSlow does.
+func (f *chunkFields) chunk() Chunk {
+	var c Chunk
+	if f.usage {
+		var ok, okC bool
+		var why string
+		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", f.promptTok); why != "" {
+			return Chunk{Invalid: why}
+		}
+		if c.CompletionTokens, okC, why = tokenCount("completion_tokens", f.completedTok); why != "" {
+			return Chunk{Invalid: why}
+		}
+		c.HasUsage = ok || okC
+	}
+	if f.choices == 0 {
+		if c.HasUsage {
+			c.Kind = ChunkUsage
+		}
+		return c
+	}
+	c.Kind = ChunkContent
+	ch := &f.first
+	switch {
+	case ch.hasText:
+		c.Text = ch.text
+	case ch.hasContent && len(ch.content) > 0:
+		c.Text = ch.content
+	case ch.hasReasoning:
+		c.Text = ch.reasoning
+	}
+	if len(c.Text) == 0 {
+		c.Text = nil
+	}
+	if ch.hasFin {
+		c.FinishReason = UnescapeText(ch.finish)
+	}
+	return c
+}
+
+// jsonWalk reads JSON from b at i.
+type jsonWalk struct {
+	b []byte
+	i int
+}
+
+// topLevel reads the chunk object and nothing after it but white space.
+func (w *jsonWalk) topLevel(f *chunkFields) bool {
+	if !w.open('{') {
+		return false
+	}
+	var seenChoices, seenUsage bool
+	for first := true; ; first = false {
+		key, end, ok := w.member(first)
+		switch {
+		case !ok:
+			return false
+		case end:
+			w.space()
+			return w.i == len(w.b)
+		}
+		switch string(key) {
+		case "choices":
+			if seenChoices || !w.choices(f) {
+				return false
+			}
+			seenChoices = true
+		case "usage":
+			if seenUsage || !w.usage(f) {
+				return false
+			}
+			seenUsage = true
+		default:
+			if foldsTo(key, "choices", "usage") || !w.skip() {
+				return false
+			}
+		}
+	}
+}
+
+// choices reads the choices array (or null), keeping the first choice's fields.
+func (w *jsonWalk) choices(f *chunkFields) bool {
+	if w.null() {
+		return true
+	}
+	if !w.open('[') {
+		return false
+	}
+	for first := true; ; first = false {
+		end, ok := w.element(first)
+		switch {
+		case !ok:
+			return false
+		case end:
+			return true
+		}
+		var ch choiceFields
+		if !w.null() && !w.choice(&ch) {
+			return false
+		}
+		if f.choices == 0 {
+			f.first = ch
+		}
+		f.choices++
+	}
+}
+
+// choice reads one choice object: its text, delta and finish reason (each a string or null:
+// anything else fails encoding/json's decode, so it fails here).
+func (w *jsonWalk) choice(ch *choiceFields) bool {
+	if !w.open('{') {
+		return false
+	}
+	var seenText, seenDelta, seenFin bool
+	for first := true; ; first = false {
+		key, end, ok := w.member(first)
+		switch {
+		case !ok:
+			return false
+		case end:
+			return true
+		}
+		switch string(key) {
+		case "text":
+			ok = !seenText && w.stringOrNull(&ch.text, &ch.hasText)
+			seenText = true
+		case "delta":
+			ok = !seenDelta && (w.null() || w.delta(ch))
+			seenDelta = true
+		case "finish_reason":
+			ok = !seenFin && w.stringOrNull(&ch.finish, &ch.hasFin)
+			seenFin = true
+		default:
+			ok = !foldsTo(key, "text", "delta", "finish_reason") && w.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// delta reads a chat choice's delta object: its content and reasoning.
+func (w *jsonWalk) delta(ch *choiceFields) bool {
+	if !w.open('{') {
+		return false
+	}
+	var seenContent, seenReasoning bool
+	for first := true; ; first = false {
+		key, end, ok := w.member(first)
+		switch {
+		case !ok:
+			return false
+		case end:
+			return true
+		}
+		switch string(key) {
+		case "content":
+			ok = !seenContent && w.stringOrNull(&ch.content, &ch.hasContent)
+			seenContent = true
+		case "reasoning":
+			ok = !seenReasoning && w.stringOrNull(&ch.reasoning, &ch.hasReasoning)
+			seenReasoning = true
+		default:
+			ok = !foldsTo(key, "content", "reasoning") && w.skip()
+		}
+		if !ok {
+			return false
+		}
+	}
+}
+
+// usage reads the usage object (or null), keeping its two counts' raw values.
+func (w *jsonWalk) usage(f *chunkFields) bool {
+	if w.null() {
+		return true
+	}
+	if !w.open('{') {
+		return false
+	}
+	f.usage = true
+	for first := true; ; first = false {
+		key, end, ok := w.member(first)
+		switch {
+		case !ok:
+			return false
+		case end:
+			return true
+		}
+		var into *[]byte
+		switch string(key) {
+		case "prompt_tokens":
+			into = &f.promptTok
+		case "completion_tokens":
+			into = &f.completedTok
+		default:
+			if foldsTo(key, "prompt_tokens", "completion_tokens") || !w.skip() {
+				return false
+			}
+			continue
+		}
+		start := w.i
+		if *into != nil || !w.skip() {
+			return false
+		}
+		*into = w.b[start:w.i]
+	}
+}
+
+// foldsTo reports whether key is one of names when case is ignored (encoding/json takes it
+// for that field; keys here are ASCII). Bytes that no name has may match too: that only sends
+// the chunk to the full decode.
+func foldsTo(key []byte, names ...string) bool {
+	for _, name := range names {
+		if len(key) != len(name) {
+			continue
+		}
+		same := true
+		for i := range len(key) {
+			if key[i]|0x20 != name[i]|0x20 {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *jsonWalk) space() {
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// open reads white space and then c.
+func (w *jsonWalk) open(c byte) bool {
+	w.space()
+	if w.i < len(w.b) && w.b[w.i] == c {
+		w.i++
+		return true
+	}
+	return false
+}
+
+// null reads white space and a null, if that is what comes.
+func (w *jsonWalk) null() bool {
+	w.space()
+	if bytes.HasPrefix(w.b[w.i:], nullLiteral) {
+		w.i += len(nullLiteral)
+		return true
+	}
+	return false
+}
+
+// member reads up to the next member's value of an object whose '{' is read: the ',' before
+// it unless first, its key (plain ASCII, no escapes), and the ':'. end is true at the '}'.
+func (w *jsonWalk) member(first bool) (key []byte, end, ok bool) {
+	w.space()
+	if w.i >= len(w.b) {
+		return nil, false, false
+	}
+	switch c := w.b[w.i]; {
+	case c == '}' && first:
+		w.i++
+		return nil, true, true
+	case first:
+	case c == '}':
+		w.i++
+		return nil, true, true
+	case c != ',':
+		return nil, false, false
+	default:
+		w.i++
+		w.space()
+	}
+	if w.i >= len(w.b) || w.b[w.i] != '"' {
+		return nil, false, false
+	}
+	start := w.i + 1
+	for j := start; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			if !w.open(':') {
+				return nil, false, false
+			}
+			w.space()
+			return w.b[start:j], false, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false, false
+		}
+	}
+	return nil, false, false
+}
+
+// element reads up to the next element of an array whose '[' is read; end is true at the ']'.
+func (w *jsonWalk) element(first bool) (end, ok bool) {
+	w.space()
+	if w.i >= len(w.b) {
+		return false, false
+	}
+	switch c := w.b[w.i]; {
+	case c == ']':
+		w.i++
+		return true, true
+	case first:
+	case c != ',':
+		return false, false
+	default:
+		w.i++
+		w.space()
+	}
+	return false, true
+}
+
+// stringOrNull reads a string into body (its raw bytes) and sets has, or reads a null.
+func (w *jsonWalk) stringOrNull(body *[]byte, has *bool) bool {
+	if w.null() {
+		return true
+	}
+	if w.i >= len(w.b) || w.b[w.i] != '"' {
+		return false
+	}
+	s, ok := w.str()
+	*body, *has = s, ok
+	return ok
+}
+
+// str reads the string at i (its '"'), returning its raw bytes.
+func (w *jsonWalk) str() ([]byte, bool) {
+	start := w.i + 1
+	for j := start; j < len(w.b); j++ {
+		switch c := w.b[j]; {
+		case c == '"':
+			w.i = j + 1
+			return w.b[start:j], true
+		case c == '\\':
+			j++
+		case c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// skip reads any value: a string, a number, a literal, or an object or array (of which it
+// follows only the nesting and the strings).
+func (w *jsonWalk) skip() bool {
+	w.space()
+	if w.i >= len(w.b) {
+		return false
+	}
+	switch c := w.b[w.i]; {
+	case c == '"':
+		_, ok := w.str()
+		return ok
+	case c == '{' || c == '[':
+		return w.skipNested()
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range [][]byte{trueLiteral, falseLiteral, nullLiteral} {
+			if bytes.HasPrefix(w.b[w.i:], lit) {
+				w.i += len(lit)
+				return true
+			}
+		}
+		return false
+	case c == '-' || c >= '0' && c <= '9':
+		start := w.i
+		for w.i < len(w.b) && isNumberByte(w.b[w.i]) {
+			w.i++
+		}
+		return w.i > start
+	}
+	return false
+}
+
+// maxSkipDepth bounds the nesting skipNested follows: deeper is left to encoding/json, which
+// has a bound of its own.
+const maxSkipDepth = 256
+
+// skipNested reads an object or an array and everything in it.
+func (w *jsonWalk) skipNested() bool {
+	depth := 0
+	for w.i < len(w.b) {
+		switch w.b[w.i] {
+		case '"':
+			if _, ok := w.str(); !ok {
+				return false
+			}
+			continue
+		case '{', '[':
+			if depth++; depth > maxSkipDepth {
+				return false
+			}
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				w.i++
+				return true
+			}
+		}
+		w.i++
+	}
+	return false
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
