@@ -24,9 +24,14 @@ import (
 )
 
 // The ingest benchmarks stream from an unpaced SSE server in a child process (this test binary
-// re-executed), so the CPU measured here is the client's alone.
+// re-executed), so the CPU measured here is the client's alone. For 256, 1,024 and 4,096
+// streams, each run prints the client's tokens a second (tok/s) and CPU time a token
+// (cpu-ns/tok, user and system), the same for the raw reader (raw-tok/s, raw-cpu-ns/tok), and
+// the one CPU over the other (cpu-x-raw):
 //
 //	go test -run '^$' -bench 'Ingest/' -benchtime 1x -count 3 ./loadgen/
+//
+// BenchmarkReadStream measures the client's own parsing work with no network at all.
 
 func TestMain(m *testing.M) {
 	if os.Getenv("LOADGEN_SSE_SERVER") != "" {
