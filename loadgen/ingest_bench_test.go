@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,9 +24,14 @@ import (
 )
 
 // The ingest benchmarks stream from an unpaced SSE server in a child process (this test binary
-// re-executed), so the CPU measured here is the client's alone.
+// re-executed), so the CPU measured here is the client's alone. For 256, 1,024 and 4,096
+// streams, each run prints the client's tokens a second (tok/s) and CPU time a token
+// (cpu-ns/tok, user and system), the same for the raw reader (raw-tok/s, raw-cpu-ns/tok), and
+// the one CPU over the other (cpu-x-raw):
 //
-//	go test -run XXX -bench Ingest -benchtime 1x ./loadgen/
+//	go test -run '^$' -bench 'Ingest/' -benchtime 1x -count 3 ./loadgen/
+//
+// BenchmarkReadStream measures the client's own parsing work with no network at all.
 
 func TestMain(m *testing.M) {
 	if os.Getenv("LOADGEN_SSE_SERVER") != "" {
@@ -44,9 +50,7 @@ func sseServer() {
 	pace, _ := time.ParseDuration(os.Getenv("LOADGEN_SSE_PACE"))
 	prefill, _ := time.ParseDuration(os.Getenv("LOADGEN_SSE_PREFILL"))
 	const batch = 16
-	chunk := []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
-	last := []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" end","logprobs":null,"finish_reason":"length","stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
-	usage := []byte(fmt.Sprintf(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 8+tokens, tokens))
+	chunk, last, usage := ingestChunks(tokens)
 	var mu sync.Mutex
 	times := map[uint64][2]int64{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,6 +107,87 @@ func sseServer() {
 	mu.Lock()
 	defer mu.Unlock()
 	_ = json.NewEncoder(os.Stdout).Encode(times)
+}
+
+// ingestChunks are the events of an unpaced stream of tokens as vLLM writes them: a content
+// chunk, the last one (with its finish reason), and the usage chunk with [DONE].
+func ingestChunks(tokens int) (chunk, last, usage []byte) {
+	chunk = []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" word","logprobs":null,"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
+	last = []byte(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":" end","logprobs":null,"finish_reason":"length","stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}` + "\n\n")
+	usage = []byte(fmt.Sprintf(`data: {"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[],"usage":{"prompt_tokens":8,"total_tokens":%d,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", 8+tokens, tokens))
+	return chunk, last, usage
+}
+
+// ingestBody is a whole unpaced stream of tokens.
+func ingestBody(tokens int) []byte {
+	chunk, last, usage := ingestChunks(tokens)
+	body := bytes.Repeat(chunk, tokens-1)
+	return append(append(body, last...), usage...)
+}
+
+// pieceReader returns its bytes n at a time, as a socket read would hand over a server's writes.
+type pieceReader struct {
+	b []byte
+	n int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[:min(len(r.b), r.n)])
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// BenchmarkReadStream is the client's own work a token with no network and no scheduler: a
+// canned stream read through the client's stream reader, and through the raw reader's loop,
+// in 4,000-byte reads (the 16 chunks the unpaced server writes at a time).
+func BenchmarkReadStream(b *testing.B) {
+	const tokens = 2000
+	body := ingestBody(tokens)
+	b.Run("client", func(b *testing.B) {
+		c, err := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		cpu0 := cpuNow()
+		for b.Loop() {
+			res := Result{ITLs: make([]time.Duration, 0, tokens-1)}
+			st := &stream{c: c, res: &res, start: time.Now(), maxTokens: tokens, maxChunks: maxChunks(tokens)}
+			stall := newStallTimer(time.Minute, func() {})
+			err := c.read(&pieceReader{b: body, n: 4000}, st, stall)
+			stall.timer.Stop()
+			st.finish()
+			if err != nil || !res.OK() || res.OutputTokens != tokens || len(res.ITLs) != tokens-1 {
+				b.Fatalf("%v %s %s %d tokens", err, res.Error, res.ErrorMessage, res.OutputTokens)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-cpu0).Nanoseconds())/float64(b.N*tokens), "cpu-ns/tok")
+	})
+	b.Run("raw", func(b *testing.B) {
+		b.ReportAllocs()
+		br := bufio.NewReaderSize(nil, 8<<10)
+		cpu0 := cpuNow()
+		for b.Loop() {
+			br.Reset(&pieceReader{b: body, n: 4000})
+			n := 0
+			for {
+				line, err := br.ReadSlice('\n')
+				if bytes.HasPrefix(line, []byte("data: {")) {
+					n++
+				}
+				if err != nil {
+					break
+				}
+			}
+			if n != tokens+1 {
+				b.Fatalf("%d chunks", n)
+			}
+		}
+		b.ReportMetric(float64((cpuNow()-cpu0).Nanoseconds())/float64(b.N*tokens), "cpu-ns/tok")
+	})
 }
 
 type sseChild struct {
@@ -180,19 +265,20 @@ func benchIngest(b *testing.B, streams, tokens int, pace, prefill time.Duration)
 			cfg.Warmup = streams
 		}
 		r := NewRunner(c, cfg)
-		cpu0, t0 := cpuNow(), time.Now()
-		if err := r.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		wall, cpu := time.Since(t0), cpuNow()-cpu0
-		measured := len(rec.Results())
-		ours := float64(measured*tokens) / wall.Seconds()
+		ours := measureIngest(func() {
+			if err := r.Run(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		})
+		c.hc.CloseIdleConnections()
 		results := rec.Results()
+		ours.tokens = len(results) * tokens
 
 		// The same streams read by a minimal reader: POST, then count lines, nothing else.
-		raw := 0.0
+		var raw ingestCost
 		if pace == 0 {
-			raw = rawIngest(b, srv.url, streams, tokens)
+			raw = measureIngest(func() { rawIngest(b, srv.url, streams, tokens) })
+			raw.tokens = streams * tokens
 		}
 		times := srv.stop()
 
@@ -222,11 +308,12 @@ func benchIngest(b *testing.B, streams, tokens int, pace, prefill time.Duration)
 			fmt.Printf("send (client start -> server handler) p50 %.2f p99 %.2f ms; receive (server write -> client read) p50 %.2f p99 %.2f ms\n",
 				Percentile(sendParts, 50), Percentile(sendParts, 99), Percentile(recvParts, 50), Percentile(recvParts, 99))
 		}
-		b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(measured*tokens), "client-cpu-us/tok")
+		b.ReportMetric(ours.cpuPerToken(), "cpu-ns/tok")
 		if pace == 0 {
-			b.ReportMetric(ours, "tok/s")
-			b.ReportMetric(raw, "raw-tok/s")
-			b.ReportMetric(ours/raw, "ratio-to-raw")
+			b.ReportMetric(ours.tokensPerSecond(), "tok/s")
+			b.ReportMetric(raw.cpuPerToken(), "raw-cpu-ns/tok")
+			b.ReportMetric(raw.tokensPerSecond(), "raw-tok/s")
+			b.ReportMetric(ours.cpuPerToken()/raw.cpuPerToken(), "cpu-x-raw")
 		} else {
 			// Client-added TTFT only means something when the client is not saturated.
 			b.ReportMetric(Percentile(added, 50), "ttft-added-p50-ms")
@@ -235,11 +322,32 @@ func benchIngest(b *testing.B, streams, tokens int, pace, prefill time.Duration)
 	}
 }
 
+// ingestCost is what reading some tokens took: wall time, and this process's CPU time (user
+// and system; the server is another process).
+type ingestCost struct {
+	wall, cpu time.Duration
+	tokens    int
+}
+
+func (c ingestCost) tokensPerSecond() float64 { return float64(c.tokens) / c.wall.Seconds() }
+func (c ingestCost) cpuPerToken() float64     { return float64(c.cpu.Nanoseconds()) / float64(c.tokens) }
+
+// measureIngest times run. It starts from a collected heap and collects what run left before
+// it stops, so that each reader pays for its own garbage and none of another's.
+func measureIngest(run func()) ingestCost {
+	runtime.GC()
+	cpu0, t0 := cpuNow(), time.Now()
+	run()
+	wall := time.Since(t0)
+	runtime.GC()
+	return ingestCost{wall: wall, cpu: cpuNow() - cpu0}
+}
+
 // rawIngest reads the streams with nothing but a line count: the floor a client can reach.
-func rawIngest(b *testing.B, url string, streams, tokens int) float64 {
+func rawIngest(b *testing.B, url string, streams, tokens int) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+	defer hc.CloseIdleConnections()
 	var wg sync.WaitGroup
-	t0 := time.Now()
 	for i := 0; i < streams; i++ {
 		wg.Add(1)
 		go func(i int) {
@@ -268,11 +376,17 @@ func rawIngest(b *testing.B, url string, streams, tokens int) float64 {
 		}(i)
 	}
 	wg.Wait()
-	return float64(streams*tokens) / time.Since(t0).Seconds()
 }
 
-func BenchmarkIngest256Streams(b *testing.B)  { benchIngest(b, 256, 2000, 0, 0) }
-func BenchmarkIngest2000Streams(b *testing.B) { benchIngest(b, 2000, 300, 0, 0) }
+// BenchmarkIngest streams from the unpaced server at each number of streams, through the
+// client as a benchmark runs it and through the raw reader, and reports for both the tokens a
+// second and the CPU time a token (cpu-x-raw: the client's CPU a token over the raw
+// reader's). About half a million tokens at each size.
+func BenchmarkIngest(b *testing.B) {
+	for _, tc := range []struct{ streams, tokens int }{{256, 2000}, {1024, 500}, {4096, 125}} {
+		b.Run(fmt.Sprintf("streams=%d", tc.streams), func(b *testing.B) { benchIngest(b, tc.streams, tc.tokens, 0, 0) })
+	}
+}
 
 // BenchmarkTTFTAdded256Streams paces 256 streams (50 ms prefill, 20 ms per token) and reports
 // what the client adds to TTFT beyond the server's own time to its first write.

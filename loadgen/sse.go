@@ -61,20 +61,13 @@ type Chunk struct {
 }
 
 var (
-	doneData     = []byte("[DONE]")
-	textKey      = []byte(`"text":"`)
-	contentKey   = []byte(`"content":"`)
-	reasoningKey = []byte(`"reasoning":"`)
-	finishKey    = []byte(`"finish_reason":"`)
-	usageKey     = []byte(`"usage":{`)
-	promptKey    = []byte(`"prompt_tokens":`)
-	complKey     = []byte(`"completion_tokens":`)
-	errorPrefix  = []byte(`{"error"`)
-	objectError  = []byte(`"object":"error"`)
-	choicesKey   = []byte(`"choices":[`)
+	dataField   = []byte("data:")
+	doneData    = []byte("[DONE]")
+	errorPrefix = []byte(`{"error"`)
+	objectError = []byte(`"object":"error"`)
 )
 
-// parseSlow decodes a chunk with encoding/json: for servers that do not write compact JSON.
+// parseSlow decodes a chunk with encoding/json: what parseFast cannot read exactly.
 func parseSlow(data []byte) Chunk {
 	var v struct {
 		Choices *[]struct {
@@ -95,21 +88,16 @@ func parseSlow(data []byte) Chunk {
 	}
 	var c Chunk
 	if v.Usage != nil {
-		c.HasUsage = true
-		var bad string
-		if n, ok, why := tokenCount("prompt_tokens", v.Usage.PromptTokens); ok {
-			c.PromptTokens = n
-		} else if why != "" {
-			bad = why
+		// Usage is there when it has a count; the first count that is not one is reported.
+		var ok, okC bool
+		var why string
+		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", v.Usage.PromptTokens); why != "" {
+			return Chunk{Invalid: why}
 		}
-		if n, ok, why := tokenCount("completion_tokens", v.Usage.CompletionTokens); ok {
-			c.CompletionTokens = n
-		} else if why != "" {
-			bad = why
+		if c.CompletionTokens, okC, why = tokenCount("completion_tokens", v.Usage.CompletionTokens); why != "" {
+			return Chunk{Invalid: why}
 		}
-		if bad != "" {
-			return Chunk{Invalid: bad}
-		}
+		c.HasUsage = ok || okC
 	}
 	if v.Choices == nil || len(*v.Choices) == 0 {
 		if c.HasUsage {
@@ -139,86 +127,88 @@ func parseSlow(data []byte) Chunk {
 	return c
 }
 
-// ParseData parses the payload of one `data:` event without decoding the JSON of ordinary
-// chunks: it finds the fields a benchmark needs by their keys. Error and usage objects, which
-// arrive once, are decoded properly.
+// ParseData parses the payload of one `data:` event. An ordinary chunk is read in one pass
+// that picks out the few fields a benchmark needs (parseFast); error objects, and chunks that
+// pass cannot read as encoding/json would, are decoded properly.
 func ParseData(data []byte) Chunk {
-	data = bytes.TrimSpace(data)
-	if bytes.Equal(data, doneData) {
-		return Chunk{Kind: ChunkDone}
+	c, _ := parseData(data)
+	return c
+}
+
+// errorWindow is how far into a payload an error object names itself.
+const errorWindow = 64
+
+// parseData is ParseData, and where the chunk's text starts in data when the single pass read
+// it (-1 when not).
+func parseData(data []byte) (Chunk, int) {
+	trimmed := bytes.TrimSpace(data)
+	if bytes.Equal(trimmed, doneData) {
+		return Chunk{Kind: ChunkDone}, -1
 	}
 	// An error object starts the payload (vLLM) or names itself early (older flat errors).
-	if bytes.HasPrefix(data, errorPrefix) || bytes.Contains(data[:min(len(data), 64)], objectError) {
-		return Chunk{Kind: ChunkError, ErrorMessage: errorMessage(data)}
+	if bytes.HasPrefix(trimmed, errorPrefix) || bytes.Contains(trimmed[:min(len(trimmed), errorWindow)], objectError) {
+		return Chunk{Kind: ChunkError, ErrorMessage: errorMessage(trimmed)}, -1
 	}
-	p := bytes.Index(data, choicesKey)
-	if p < 0 {
-		return parseSlow(data) // not vLLM's compact form: decode it properly
-	}
-	rest := data[p+len(choicesKey):]
-	var c Chunk
-	// usage follows the choices in every chunk that has it.
-	if i := bytes.Index(rest, usageKey); i >= 0 {
-		u := rest[i:]
-		var ok bool
-		var why string
-		if c.PromptTokens, ok, why = tokenCount("prompt_tokens", numberAfter(u, promptKey)); why != "" {
-			return Chunk{Invalid: why}
+	if c, at, ok := parseFast(trimmed); ok {
+		if len(trimmed) != len(data) {
+			at = -1
 		}
-		c.HasUsage = ok
-		if c.CompletionTokens, ok, why = tokenCount("completion_tokens", numberAfter(u, complKey)); why != "" {
-			return Chunk{Invalid: why}
-		}
-		c.HasUsage = c.HasUsage || ok
+		return c, at
 	}
-	if len(rest) == 0 || rest[0] != '{' {
-		if len(rest) > 0 && rest[0] == ']' && c.HasUsage {
-			c.Kind = ChunkUsage
-		}
-		return c
+	return parseSlow(trimmed), -1
+}
+
+// chunkParser parses the events of one stream. A stream's content chunks differ, as a rule,
+// only in their text: it keeps the bytes around the text of the last one read in full, and a
+// chunk made of the same bytes around another plain JSON string is that chunk with another
+// text, found without reading it all again.
+type chunkParser struct {
+	around []byte // the last content chunk's bytes before its text, then those after it
+	before int    // how many are before it (0: none kept)
+	last   Chunk  // that chunk
+}
+
+// parse is ParseEvent.
+func (p *chunkParser) parse(ev Event) Chunk {
+	if ev.IsError() {
+		return ParseEvent(ev)
 	}
-	c.Kind = ChunkContent
-	for _, key := range [][]byte{textKey, contentKey, reasoningKey} {
-		if i := bytes.Index(rest, key); i >= 0 {
-			c.Text = jsonStringBody(rest[i+len(key):])
-			if len(c.Text) > 0 {
-				rest = rest[i+len(key)+len(c.Text):]
-				break
+	d := ev.Data
+	if p.before > 0 && len(d) > len(p.around) {
+		before, after := p.around[:p.before], p.around[p.before:]
+		if bytes.HasPrefix(d, before) && bytes.HasSuffix(d, after) {
+			if text := d[len(before) : len(d)-len(after)]; plainString(text) {
+				c := p.last
+				c.Text = text
+				return c
 			}
 		}
 	}
-	if i := bytes.Index(rest, finishKey); i >= 0 {
-		c.FinishReason = string(jsonStringBody(rest[i+len(finishKey):]))
+	c, at := parseData(d)
+	// Keep the bytes around the text when they start with the bytes ParseData looks at for an
+	// error object: a chunk that shares them is no error object either.
+	if c.Kind == ChunkContent && c.Invalid == "" && at >= errorWindow && len(c.Text) > 0 {
+		p.around = append(append(p.around[:0], d[:at]...), d[at+len(c.Text):]...)
+		p.before, p.last = at, c
 	}
 	return c
 }
 
-// jsonStringBody returns the bytes of a JSON string up to its closing quote (escapes kept).
-func jsonStringBody(b []byte) []byte {
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return b[:i]
+// plainString reports whether b is the inside of a JSON string as parseFast reads it: no
+// quote but an escaped one, no control character, and no escape left open at the end.
+func plainString(b []byte) bool {
+	for j := 0; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '\\':
+			if j+1 == len(b) {
+				return false
+			}
+			j++
+		case c == '"' || c < 0x20:
+			return false
 		}
 	}
-	return nil
-}
-
-// numberAfter returns the JSON value token after key (a number, or whatever else is there up to
-// the next ',' or '}'), nil when key is absent.
-func numberAfter(b, key []byte) []byte {
-	i := bytes.Index(b, key)
-	if i < 0 {
-		return nil
-	}
-	b = bytes.TrimLeft(b[i+len(key):], " ")
-	n := 0
-	for n < len(b) && b[n] != ',' && b[n] != '}' && b[n] != ' ' {
-		n++
-	}
-	return b[:n]
+	return true
 }
 
 // tokenCount reads a usage count from its JSON token. ok is false when there is none (the key
@@ -450,6 +440,78 @@ func (s *EventScanner) Next() (Event, error) {
 	if s.err != nil {
 		return Event{}, s.err
 	}
+	if ev, ok := s.buffered(); ok {
+		return ev, nil
+	}
+	if s.br.Buffered() == 0 && s.clean() {
+		// Nothing held: wait for the next read here, so that an event it brings whole is
+		// handed over in place.
+		if _, err := s.br.Peek(1); err != nil {
+			s.err = err
+			return Event{}, err
+		}
+		if ev, ok := s.buffered(); ok {
+			return ev, nil
+		}
+		if s.OnBytes != nil {
+			s.OnBytes()
+		}
+	}
+	return s.lines()
+}
+
+// clean reports whether no event is under way: the next byte starts one.
+func (s *EventScanner) clean() bool {
+	return !s.events.dataSeen && len(s.events.typ) == 0 && len(s.long) == 0 && !s.events.skipping
+}
+
+// buffered returns the next event without reading and without copying it when the reader
+// holds all of it and it is the usual one: a single data line, then a blank line. The event
+// aliases the reader's buffer, which only a read refills.
+func (s *EventScanner) buffered() (Event, bool) {
+	if !s.clean() {
+		return Event{}, false
+	}
+	data, n := s.usual()
+	if n == 0 {
+		return Event{}, false
+	}
+	_, _ = s.br.Discard(n) // n bytes are buffered: no read
+	return Event{Data: data}, true
+}
+
+// usual finds a whole usual event at the start of the reader's buffer: its data, and the
+// bytes it takes (0 when there is none, or it is over a cap: lines reports that).
+func (s *EventScanner) usual() ([]byte, int) {
+	buf, _ := s.br.Peek(s.br.Buffered())
+	if !bytes.HasPrefix(buf, dataField) {
+		return nil, 0
+	}
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 || nl > s.maxLine {
+		return nil, 0
+	}
+	end := nl + 1
+	switch rest := buf[end:]; {
+	case len(rest) > 0 && rest[0] == '\n':
+		end++
+	case len(rest) > 1 && rest[0] == '\r' && rest[1] == '\n':
+		end += 2
+	default:
+		return nil, 0
+	}
+	value := bytes.TrimSuffix(buf[len(dataField):nl], []byte{'\r'})
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	if len(value) > s.events.max() {
+		return nil, 0
+	}
+	return value, end
+}
+
+// lines reads line by line until an event ends.
+func (s *EventScanner) lines() (Event, error) {
 	for {
 		line, err := s.br.ReadSlice('\n')
 		// Bytes came: note it, unless this line ends an event (the caller notes that one).

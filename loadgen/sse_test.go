@@ -6,14 +6,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 
@@ -323,37 +327,222 @@ func FuzzSSE(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("x"), 300), uint16(40))
 	f.Fuzz(func(t *testing.T, in []byte, capSeed uint16) {
 		maxBytes := int(capSeed%1024) + 1
-		sc := NewEventScanner(bufio.NewReaderSize(bytes.NewReader(in), 16), maxBytes)
 		want, wantTooLarge := sseReference(in, maxBytes)
-		var got []string
-		var err error
+		// A tiny buffer reads most events line by line; a large one hands most over in place.
+		for _, size := range []int{16, 4096} {
+			scanAgainstReference(t, in, size, maxBytes, want, wantTooLarge)
+		}
+	})
+}
+
+// scanAgainstReference scans in through a reader of size bytes and checks the events against
+// the reference splitter's and every parsed chunk's invariants.
+func scanAgainstReference(t *testing.T, in []byte, size, maxBytes int, want []string, wantTooLarge bool) {
+	t.Helper()
+	sc := NewEventScanner(bufio.NewReaderSize(bytes.NewReader(in), size), maxBytes)
+	var p chunkParser
+	var got []string
+	var err error
+	for {
+		var ev Event
+		ev, err = sc.Next()
+		if len(sc.long) > maxBytes || len(sc.events.data) > maxBytes {
+			t.Fatalf("holds %d+%d bytes with a cap of %d", len(sc.long), len(sc.events.data), maxBytes)
+		}
+		if err != nil {
+			break
+		}
+		got = append(got, string(ev.Type)+"|"+string(ev.Data))
+		c := ParseEvent(ev)
+		if pc := p.parse(ev); !reflect.DeepEqual(c, pc) {
+			t.Fatalf("a stream's parser reads %q as %+v, ParseEvent as %+v", ev.Data, pc, c)
+		}
+		checkAgreement(t, ev.Data)
+		if c.Kind == ChunkContent && len(c.Text) > 0 && !bytes.Contains(ev.Data, c.Text) && !json.Valid(bytes.TrimSpace(ev.Data)) {
+			t.Fatalf("text %q not in the event %q", c.Text, ev.Data)
+		}
+		_ = UnescapeText(c.Text)
+		if c.HasUsage && (c.PromptTokens < 0 || c.PromptTokens > MaxUsageTokens || c.CompletionTokens < 0 || c.CompletionTokens > MaxUsageTokens) {
+			t.Fatalf("usage %d/%d out of bounds", c.PromptTokens, c.CompletionTokens)
+		}
+		if c.ErrorMessage != sanitize.Text(c.ErrorMessage) || len(c.ErrorMessage) > 300+len("…") {
+			t.Fatalf("error message %q is not sanitised and short", c.ErrorMessage)
+		}
+	}
+	if wantTooLarge != errors.Is(err, ErrTooLarge) || !wantTooLarge && err != io.EOF {
+		t.Fatalf("reading %d bytes at a time: ended with %v; the reference says too large: %v", size, err, wantTooLarge)
+	}
+	if !slices.Equal(want, got) {
+		t.Fatalf("reading %d bytes at a time: events %q, want %q", size, got, want)
+	}
+}
+
+// fastAgrees says whether the single pass read data, and if so, how its chunk differs from the
+// full decode's ("" when they agree: the same fields, the same text once unescaped).
+func fastAgrees(data []byte) (read bool, diff string) {
+	fast, at, ok := parseFast(data)
+	if !ok {
+		return false, ""
+	}
+	if len(fast.Text) > 0 && !bytes.Equal(data[at:at+len(fast.Text)], fast.Text) {
+		return true, fmt.Sprintf("text %q is not at %d", fast.Text, at)
+	}
+	slow := parseSlow(data)
+	if UnescapeText(fast.Text) != UnescapeText(slow.Text) {
+		return true, fmt.Sprintf("text %q, full decode %q", fast.Text, slow.Text)
+	}
+	fast.Text, slow.Text = nil, nil
+	if !reflect.DeepEqual(fast, slow) {
+		return true, fmt.Sprintf("%+v, full decode %+v", fast, slow)
+	}
+	return true, ""
+}
+
+// TestParseFastAgreesOnFixtures reads every chunk of the captured and synthetic vLLM streams:
+// the single pass reads each (none goes to the full decode) and finds what the full decode
+// finds; read through one stream's chunkParser, each is what ParseEvent makes of it.
+func TestParseFastAgreesOnFixtures(t *testing.T) {
+	files, err := filepath.Glob("../testdata/vllm-sse-*.txt")
+	require.NoError(t, err)
+	files = append(files, "../testdata/vllm-0.9-xpu-completions-stream-qwen3-4b.sse")
+	require.GreaterOrEqual(t, len(files), 6)
+	for _, file := range files {
+		body, err := os.ReadFile(file)
+		require.NoError(t, err)
+		sc := NewEventScanner(bufio.NewReader(bytes.NewReader(body)), 0)
+		var p chunkParser
+		chunks := 0
 		for {
-			var ev Event
-			ev, err = sc.Next()
-			if len(sc.long) > maxBytes || len(sc.events.data) > maxBytes {
-				t.Fatalf("holds %d+%d bytes with a cap of %d", len(sc.long), len(sc.events.data), maxBytes)
-			}
+			ev, err := sc.Next()
 			if err != nil {
+				require.Equal(t, io.EOF, err)
 				break
 			}
-			got = append(got, string(ev.Type)+"|"+string(ev.Data))
-			c := ParseEvent(ev)
-			if c.Kind == ChunkContent && len(c.Text) > 0 && !bytes.Contains(ev.Data, c.Text) && !json.Valid(bytes.TrimSpace(ev.Data)) {
-				t.Fatalf("text %q not in the event %q", c.Text, ev.Data)
+			want := ParseEvent(ev)
+			assert.Equal(t, want, p.parse(ev), "%s: %s", file, ev.Data)
+			d := bytes.TrimSpace(ev.Data)
+			if want.Kind == ChunkDone || want.Kind == ChunkError {
+				continue
 			}
-			_ = UnescapeText(c.Text)
-			if c.HasUsage && (c.PromptTokens < 0 || c.PromptTokens > MaxUsageTokens || c.CompletionTokens < 0 || c.CompletionTokens > MaxUsageTokens) {
-				t.Fatalf("usage %d/%d out of bounds", c.PromptTokens, c.CompletionTokens)
+			chunks++
+			read, diff := fastAgrees(d)
+			assert.True(t, read, "%s: the single pass does not read %s", file, d)
+			assert.Empty(t, diff, "%s: %s", file, d)
+		}
+		assert.Positive(t, chunks, file)
+	}
+}
+
+// TestParseFast covers what vLLM sends beside plain text (logprobs, reasoning, tool calls,
+// several choices) and what the single pass must leave to the full decode.
+func TestParseFast(t *testing.T) {
+	cases := []struct {
+		name, in string
+		read     bool // the single pass reads it
+		text     string
+	}{
+		{"completion logprobs", `{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" word","logprobs":{"text_offset":[5],"token_logprobs":[-0.25],"tokens":[" word"],"top_logprobs":[{" word":-0.25,"\"text\":\"x":-1.5e+0}]},"finish_reason":null,"stop_reason":null}]}`, true, " word"},
+		{"chat logprobs", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":{"content":[{"token":"Hi","logprob":-0.1,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.1,"bytes":[72,105]}]}]},"finish_reason":null}]}`, true, "Hi"},
+		{"reasoning", `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning":"is"},"logprobs":null,"finish_reason":null}]}`, true, "is"},
+		{"tool call", `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\"content\":\"x\"}"}}]},"finish_reason":null}]}`, true, ""},
+		{"a text nested where no choice has it", `{"choices":[{"index":0,"x":{"text":"no"}}]}`, true, ""},
+		{"empty text before content", `{"choices":[{"text":"","delta":{"content":"c"}}]}`, true, ""},
+		{"two choices", `{"choices":[{"index":0,"text":"a"},{"index":1,"text":"b","finish_reason":"stop"}]}`, true, "a"},
+		{"a null choice", `{"choices":[null,{"text":"b"}]}`, true, ""},
+		{"escapes", `{"choices":[{"text":"a\"b\\\u00e9\n","finish_reason":"st\u006fp"}]}`, true, `a\"b\\\u00e9\n`},
+		{"spaced", "{ \"choices\" : [ { \"text\" : \"s\" } ] , \"usage\" : { \"prompt_tokens\" : 1 , \"completion_tokens\" : 2 } }", true, "s"},
+		{"usage with no counts", `{"choices":[],"usage":{"total_tokens":3}}`, true, ""},
+		{"continuous usage", `{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}],"usage":{"prompt_tokens":12,"total_tokens":13,"completion_tokens":1}}`, true, "x"},
+		{"an escaped key", `{"choices":[{"te\u0078t":"a"}]}`, false, ""},
+		{"a key in other case", `{"Choices":[{"text":"a"}]}`, false, ""},
+		{"a key in other case in a choice", `{"choices":[{"TEXT":"a"}]}`, false, ""},
+		{"a key not ASCII", `{"choices":[{"tèxt":"a"}]}`, false, ""},
+		{"a repeated key", `{"choices":[{"text":"a","text":"b"}]}`, false, ""},
+		{"a repeated usage", `{"choices":[],"usage":null,"usage":{"prompt_tokens":1}}`, false, ""},
+		{"a text of another type", `{"choices":[{"text":5}]}`, false, ""},
+		{"choices of another type", `{"choices":{"text":"a"}}`, false, ""},
+		{"a later choice of another type", `{"choices":[{"text":"a"},{"finish_reason":1}]}`, false, ""},
+		{"usage of another type", `{"choices":[],"usage":[1]}`, false, ""},
+		{"a trailing comma", `{"choices":[{"text":"a",}]}`, false, ""},
+		{"bytes after the object", `{"choices":[{"text":"a"}]}x`, false, ""},
+		{"truncated", `{"choices":[{"text":"a"}]`, false, ""},
+		{"a control character in a string", "{\"choices\":[{\"text\":\"a\nb\"}]}", false, ""},
+		{"deep nesting", `{"x":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `,"choices":[{"text":"a"}]}`, false, ""},
+		{"not an object", `[{"choices":[{"text":"a"}]}]`, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			read, diff := fastAgrees([]byte(tc.in))
+			assert.Equal(t, tc.read, read)
+			assert.Empty(t, diff)
+			if tc.read {
+				assert.Equal(t, tc.text, string(ParseData([]byte(tc.in)).Text))
 			}
-			if c.ErrorMessage != sanitize.Text(c.ErrorMessage) || len(c.ErrorMessage) > 300+len("…") {
-				t.Fatalf("error message %q is not sanitised and short", c.ErrorMessage)
-			}
+		})
+	}
+}
+
+// TestChunkParserReusesTheBytesAroundTheText checks that a chunk like the last one but for its
+// text is read from the bytes kept, and that anything else is read in full.
+func TestChunkParserReusesTheBytesAroundTheText(t *testing.T) {
+	head := `{"id":"cmpl-9f1c2e7a5b3d4e60","object":"text_completion","created":1785000000,"model":"Qwen/Qwen3-0.6B","choices":[{"index":0,"text":"`
+	tail := `","logprobs":null,"finish_reason":null}]}`
+	var p chunkParser
+	first := p.parse(Event{Data: []byte(head + " a" + tail)})
+	require.Equal(t, " a", string(first.Text))
+	require.Equal(t, len(head), p.before, "the bytes around the text are kept")
+	for _, tc := range []struct{ name, data string }{
+		{"another text", head + ` b\"c` + tail},
+		{"a text with a quote", head + `b"` + tail},
+		{"a text that escapes the closing quote", head + `b\` + tail},
+		{"a text with a control character", head + "b\x01" + tail},
+		{"an empty text", head + tail},
+		{"a finish reason", head + " end" + `","logprobs":null,"finish_reason":"length"}]}`},
+		{"usage", `{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}`},
+		{"white space around", " " + head + "d" + tail + " "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := Event{Data: []byte(tc.data)}
+			assert.Equal(t, ParseEvent(ev), p.parse(ev))
+		})
+	}
+	errEv := Event{Type: []byte("error"), Data: []byte(head + "x" + tail)}
+	assert.Equal(t, ChunkError, p.parse(errEv).Kind, "an error event is an error whatever its data")
+}
+
+// checkAgreement fails when data is well-formed JSON and UTF-8 that the single pass reads
+// otherwise than the full decode.
+func checkAgreement(t *testing.T, data []byte) {
+	t.Helper()
+	d := bytes.TrimSpace(data)
+	if !json.Valid(d) || !utf8.Valid(d) {
+		return
+	}
+	if _, diff := fastAgrees(d); diff != "" {
+		t.Fatalf("%s: %s", d, diff)
+	}
+}
+
+// FuzzChunkParser reads two chunks through one stream's parser: the second, which the first
+// may have left its bytes for, is what ParseData makes of it, and the single pass agrees with
+// the full decode on both.
+func FuzzChunkParser(f *testing.F) {
+	chunk, last, usage := ingestChunks(3)
+	data := func(b []byte) []byte { return bytes.TrimSpace(bytes.Split(b, []byte("\n\n"))[0])[len("data: "):] }
+	f.Add(data(chunk), data(chunk))
+	f.Add(data(chunk), data(last))
+	f.Add(data(chunk), data(usage))
+	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`\"x\\`), 1))
+	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`x\`), 1))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{"content":""}}]}`))
+	f.Fuzz(func(t *testing.T, prev, next []byte) {
+		var p chunkParser
+		p.parse(Event{Data: prev})
+		want := ParseData(next)
+		if got := p.parse(Event{Data: next}); !reflect.DeepEqual(want, got) {
+			t.Fatalf("after %q, %q reads as %+v, not %+v", prev, next, got, want)
 		}
-		if wantTooLarge != errors.Is(err, ErrTooLarge) || !wantTooLarge && err != io.EOF {
-			t.Fatalf("ended with %v; the reference says too large: %v", err, wantTooLarge)
-		}
-		if !slices.Equal(want, got) {
-			t.Fatalf("events %q, want %q", got, want)
-		}
+		checkAgreement(t, prev)
+		checkAgreement(t, next)
 	})
 }
