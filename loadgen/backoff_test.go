@@ -166,7 +166,7 @@ func TestRunnerBacksOffA401StormAndPauses(t *testing.T) {
 	const pauseAfter = 20
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 8,
 		Backoff: BackoffConfig{Base: time.Millisecond, Max: time.Hour, PauseAfter: pauseAfter, PauseAfterTime: 100 * time.Hour, ProbeEvery: time.Minute}})
-	r.now, r.after = clk.Now, clk.After
+	r.clock = wallClock{now: clk.Now, after: clk.After}
 	runInBackground(t, r)
 
 	// settled waits until nothing is in flight and the dispatcher waits for the gate (or is

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/vllmtop/vllmtop/internal/base/clock"
 )
 
 // ChatMessage is one message of a chat request, as /v1/chat/completions takes it.
@@ -478,7 +480,7 @@ type TurnSender func(ctx context.Context, req TurnRequest, intended time.Time) (
 // think time after the previous answer arrived. Results carry their turn; a failed turn ends
 // the conversation (there is no answer to go on from). It returns the results, and ctx's
 // error if ctx ended it.
-func PlayConversation(ctx context.Context, d *Dialogue, clock Clock, think ThinkTime, send TurnSender) ([]Result, error) {
+func PlayConversation(ctx context.Context, d *Dialogue, clock clock.Clock, think ThinkTime, send TurnSender) ([]Result, error) {
 	var results []Result
 	intended := clock.Now()
 	for {

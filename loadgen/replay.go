@@ -149,10 +149,6 @@ func (s *Schedule) fileOf() string {
 	return "trace"
 }
 
-// Clock is the time a replay runs on: the wall clock in use, a fake one in tests. It is the
-// simulator's clock type.
-type Clock = clock.Clock
-
 // WallClock is real time.
 type WallClock = clock.Wall
 
@@ -173,7 +169,7 @@ type Sender func(ctx context.Context, a Arrival, intended time.Time, finished fu
 // the call, and returns when every arrival has been handed to send (nil at the end of src),
 // when src fails (its error), or when ctx ends (ctx's error). It holds one small record per
 // session seen, nothing per plain arrival.
-func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) error {
+func Replay(ctx context.Context, src ArrivalSource, clock clock.Clock, send Sender) error {
 	start := clock.Now()
 	var wg sync.WaitGroup
 	defer wg.Wait()
