@@ -541,25 +541,6 @@ func interArrival(rng *rand.Rand, rate, b float64) time.Duration {
 	return time.Duration(gamma(rng, b) * mean / b * float64(time.Second))
 }
 
-// Arrivals draws an open loop's inter-arrival gaps as Runner draws them, from the same seeded
-// stream, so a run on simulated time sends on the schedule a real run would. It is not safe
-// for concurrent use.
-type Arrivals struct {
-	rng              *rand.Rand
-	rate, burstiness float64
-}
-
-// NewArrivals starts the gaps of rate requests per second with gamma shape burstiness (0: 1).
-func NewArrivals(seed int64, rate, burstiness float64) *Arrivals {
-	if burstiness == 0 {
-		burstiness = 1
-	}
-	return &Arrivals{rng: newRNG(seed), rate: rate, burstiness: burstiness}
-}
-
-// Next is the gap to the next request.
-func (a *Arrivals) Next() time.Duration { return interArrival(a.rng, a.rate, a.burstiness) }
-
 // gamma samples Gamma(shape k, scale 1) (Marsaglia and Tsang).
 func gamma(rng *rand.Rand, k float64) float64 {
 	if k < 1 {
