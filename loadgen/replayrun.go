@@ -52,20 +52,17 @@ func (t *tracePlay) play(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if t.srcErr != nil {
-			return t.srcErr
-		}
-		if t.over() || (t.srcDone && len(t.turns) == 0 && len(t.queue) == 0 && t.active == 0) {
+		switch {
+		case t.over():
 			return nil
+		case t.srcDone && len(t.turns) == 0 && len(t.queue) == 0 && t.active == 0:
+			return t.srcErr // what was read before a broken line is sent
 		}
 		held, g, err := t.hold(ctx, true)
-		if err != nil || held {
-			if err != nil && t.over() && ctx.Err() == nil {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
+		switch {
+		case err != nil:
+			return err // ctx's, or the back-off's stop
+		case held:
 			continue
 		}
 		now := t.r.clock.Now().Add(-t.shift)
@@ -167,19 +164,21 @@ func (r *Runner) runConversations(ctx context.Context) error {
 	c := &convPlay{replayer: newReplayer(r), cl: r.cfg.Conversations}
 	err := c.play(ctx)
 	r.drain()
-	if fe, ok := err.(*FailingError); ok {
-		return fe
+	if _, failing := err.(*FailingError); !failing {
+		if g := r.gate(r.clock.Now()); g.stop != nil {
+			return g.stop // the last turns reached the threshold
+		}
 	}
-	if g := r.gate(r.clock.Now()); g.stop != nil {
-		return g.stop
-	}
-	return ctx.Err()
+	return err
 }
 
 func (c *convPlay) play(ctx context.Context) error {
 	for {
 		c.collect()
-		if ctx.Err() != nil || c.over() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if c.over() {
 			return nil
 		}
 		c.startConversations()
@@ -187,10 +186,10 @@ func (c *convPlay) play(ctx context.Context) error {
 			return nil
 		}
 		held, g, err := c.hold(ctx, false)
-		if fe, ok := err.(*FailingError); ok {
-			return fe
-		}
-		if held || err != nil {
+		switch {
+		case err != nil:
+			return err // ctx's, or the back-off's stop
+		case held:
 			continue
 		}
 		if d := c.due(c.r.clock.Now()); d != nil {
@@ -205,7 +204,7 @@ func (c *convPlay) play(ctx context.Context) error {
 			continue
 		}
 		if err := c.wait(ctx); err != nil {
-			return nil
+			return err
 		}
 	}
 }
