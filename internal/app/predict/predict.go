@@ -11,6 +11,7 @@ package predict
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/vllmtop/vllmtop/loadgen"
@@ -32,8 +33,8 @@ type Target struct {
 	live     map[*sim.Sequence]*request
 	stepping bool // a step (or a wait for a queued request) is on the clock
 	ids      int
-	tokens   int64
-	refused  time.Time // when the last request was refused at once
+	tokens   atomic.Int64 // read by a live view's Stats from its own goroutine
+	refused  time.Time    // when the last request was refused at once
 }
 
 // request is one request in flight: its result as the client measures it.
@@ -90,7 +91,7 @@ func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.Be
 }
 
 // TokensReceived counts the output chunks delivered so far (loadgen.Transport).
-func (t *Target) TokensReceived() int64 { return t.tokens }
+func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 
 // Start adds p to the engine at the clock's time (loadgen.Transport); done is called from the
 // clock's timers. A prompt the engine refuses fails as the server's HTTP 400 would.
@@ -176,7 +177,7 @@ func (t *Target) deliver(st *sim.StepResult) {
 		if !ok || t.live[out.Seq] != req {
 			continue // aborted
 		}
-		t.tokens++
+		t.tokens.Add(1)
 		if chunk(req, out, st.End) {
 			delete(t.live, out.Seq)
 			req.done(req.res)
