@@ -29,7 +29,7 @@ type RunnerConfig struct {
 	Seed           int64
 	// Backoff says how the runner slows down and pauses when requests fail before any output.
 	Backoff BackoffConfig
-	// Sinks receive every result, from the request goroutines.
+	// Sinks receive every result, from the request goroutines (on a VirtualClock, from Run's).
 	Sinks []func(Result)
 	// ITL, when set, receives each inter-token latency of a measured request as it arrives,
 	// with the request's epoch, and results carry no ITLs: a long output's memory is then

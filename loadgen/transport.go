@@ -9,7 +9,8 @@ import (
 // Client sends over HTTP and streams SSE; a simulated engine on a VirtualClock is another.
 type Transport interface {
 	// Start sends p and returns at once. It calls done once, with the request measured, from
-	// a goroutine of its own or, on a VirtualClock, from the clock's timers. watch, when set,
+	// a goroutine of its own or, on a VirtualClock, from the clock's timers (or before it
+	// returns, for a request refused at once). watch, when set,
 	// receives the output as it arrives; itl, when set, each inter-token latency, which the
 	// Result then does not keep. Cancelling ctx aborts the request (ErrCanceled).
 	Start(ctx context.Context, p Prompt, watch TokenSink, itl func(time.Duration), done func(Result))
