@@ -211,35 +211,3 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
-
-// Backoff is a Runner's back-off for a load driven on another clock (the simulator on simulated
-// time, package predict), so that it spaces and stops requests as a Runner would: Note each
-// finished request, start none before Next, call Starting as one starts, and stop where Stopped
-// says. It is not safe for concurrent use.
-type Backoff struct{ b *breaker }
-
-// NewBackoff starts a back-off with cfg (zero: the defaults) and a jitter seeded by seed.
-func NewBackoff(cfg BackoffConfig, seed int64) *Backoff { return &Backoff{newBreaker(cfg, seed)} }
-
-// Note takes one request that finished at now.
-func (b *Backoff) Note(r *Result, now time.Time) { b.b.note(r, now) }
-
-// Next is the earliest time a request may start (zero while nothing holds them back).
-func (b *Backoff) Next() time.Time { return b.b.until }
-
-// Starting notes a request that starts at now: while failures last, the next one waits the
-// back-off's delay after it, as a Runner spaces them.
-func (b *Backoff) Starting(now time.Time) {
-	if b.b.streak.N > 0 && !b.b.open {
-		b.b.until = now.Add(b.b.delay)
-	}
-}
-
-// Stopped is the streak that reached the threshold, as a Runner whose config says Stop ends
-// with it; nil until then. (Probes of a paused load are a Runner's: a Backoff only stops.)
-func (b *Backoff) Stopped() *FailingError {
-	if !b.b.open {
-		return nil
-	}
-	return &FailingError{Streak: b.b.streak.snapshot()}
-}

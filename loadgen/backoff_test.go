@@ -166,7 +166,7 @@ func TestRunnerBacksOffA401StormAndPauses(t *testing.T) {
 	const pauseAfter = 20
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 8,
 		Backoff: BackoffConfig{Base: time.Millisecond, Max: time.Hour, PauseAfter: pauseAfter, PauseAfterTime: 100 * time.Hour, ProbeEvery: time.Minute}})
-	r.now, r.after = clk.Now, clk.After
+	r.clock = wallClock{now: clk.Now, after: clk.After}
 	runInBackground(t, r)
 
 	// settled waits until nothing is in flight and the dispatcher waits for the gate (or is
@@ -277,31 +277,4 @@ func TestFailureStreakWordsItsCause(t *testing.T) {
 	}
 	classes := FailureStreak{ByClass: map[ErrorClass]int{ErrConnect: 2, ErrHTTP5xx: 7, ErrHTTP401: 2}}.Classes()
 	assert.Equal(t, "http_5xx 7, connect 2, http_401 2", classes)
-}
-
-// Backoff is the breaker on a caller's clock: it holds starts as a Runner's gate does, spaces
-// them while failures last, and stops at the threshold with the streak.
-func TestBackoffOnTheCallersClock(t *testing.T) {
-	b := NewBackoff(BackoffConfig{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond, PauseAfter: 3, PauseAfterTime: time.Hour}, 1)
-	now := time.Unix(1000, 0)
-	assert.True(t, b.Next().IsZero(), "nothing holds the first request")
-	b.Starting(now)
-	assert.True(t, b.Next().IsZero(), "a start spaces nothing without failures")
-	fail := &Result{Error: ErrHTTP400, Status: 400, ErrorMessage: "HTTP 400: too long"}
-	b.Note(fail, now)
-	assert.Nil(t, b.Stopped())
-	first := b.Next()
-	assert.True(t, first.After(now) && !first.After(now.Add(10*time.Millisecond)), "held for the back-off's delay: %v", first.Sub(now))
-	b.Starting(first)
-	assert.True(t, b.Next().After(first), "while failures last, each start waits the delay after the one before")
-	b.Note(&Result{}, first)
-	assert.True(t, b.Next().IsZero(), "a success ends the streak")
-	for i := 0; i < 3; i++ {
-		b.Note(fail, now)
-	}
-	stop := b.Stopped()
-	require.NotNil(t, stop)
-	assert.Equal(t, "stopped early: 3 requests in a row failed before any output (http_400 3; last: HTTP 400 Bad Request: too long)", stop.Error())
-	b.Note(fail, now)
-	assert.Equal(t, 3, stop.Streak.N, "the stop is a copy: later failures do not change it")
 }

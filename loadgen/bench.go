@@ -43,6 +43,10 @@ type BenchConfig struct {
 	// Conversations, when set, plays conversations instead: MaxConcurrency of them at once
 	// (0: all of Conversations.Count); NumPrompts, when positive, caps the turns sent.
 	Conversations *ConversationLoad
+	// Transport and Clock, when set, send and time the requests instead of the Client on
+	// the wall clock (see RunnerConfig); Bench's client may then be nil.
+	Transport Transport
+	Clock     Clock
 }
 
 // Replays reports whether the run's requests come from a trace or conversations rather than
@@ -104,7 +108,8 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	backoff.Stop = true
 	run := BenchRun{Tally: tally}
 	if cfg.Warmups > 0 {
-		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff}
+		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff,
+			Transport: cfg.Transport, Clock: cfg.Clock}
 		if cfg.MaxConcurrency > 0 {
 			warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
 		} else {
@@ -124,6 +129,8 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		Seed:        cfg.Seed,
 		Backoff:     backoff,
 		Sinks:       append([]func(Result){tally.Add}, cfg.Sinks...),
+		Transport:   cfg.Transport,
+		Clock:       cfg.Clock,
 	}
 	if cfg.closedLoop() {
 		rc.Concurrency = cfg.slots()
@@ -137,7 +144,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 // are part of what it replays).
 func benchReplay(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	rc := RunnerConfig{NumRequests: max(cfg.NumPrompts, 0), Duration: cfg.Duration, Seed: cfg.Seed,
-		MaxConcurrency: cfg.MaxConcurrency, Concurrency: cfg.MaxConcurrency}
+		MaxConcurrency: cfg.MaxConcurrency, Concurrency: cfg.MaxConcurrency, Transport: cfg.Transport, Clock: cfg.Clock}
 	switch {
 	case cfg.Trace != nil:
 		src, err := cfg.Trace()
@@ -173,9 +180,10 @@ func benchReplay(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, err
 // timed runs rc's Runner to its end and notes how long it took, and whether the back-off
 // stopped it.
 func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (BenchRun, error) {
-	start := time.Now()
-	err := NewRunner(c, rc).Run(ctx)
-	run.Duration = time.Since(start)
+	r := NewRunner(c, rc)
+	start := r.clock.Now()
+	err := r.Run(ctx)
+	run.Duration = r.clock.Now().Sub(start)
 	if errors.As(err, &run.Stopped) {
 		err = nil
 	}

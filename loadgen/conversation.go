@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -456,10 +455,7 @@ type ThinkTime struct {
 	RangeRatio float64
 }
 
-// Draw is the pause after turn turn (1-based) of conversation conv, as PlayConversation
-// draws it for a dialogue of seed: a simulated client thinks as a real one does.
-func (t ThinkTime) Draw(seed int64, conv, turn int) time.Duration { return t.draw(seed, conv, turn) }
-
+// draw is the pause after turn turn (1-based) of conversation conv, for a dialogue of seed.
 func (t ThinkTime) draw(seed int64, conv, turn int) time.Duration {
 	if t.RangeRatio <= 0 || t.Mean <= 0 {
 		return max(0, t.Mean)
@@ -467,43 +463,6 @@ func (t ThinkTime) draw(seed int64, conv, turn int) time.Duration {
 	rng := rand.New(rand.NewPCG(uint64(seed)^0x7417, uint64(conv)<<20|uint64(turn)))
 	f := 1 + t.RangeRatio*(2*rng.Float64()-1)
 	return time.Duration(float64(t.Mean) * f)
-}
-
-// TurnSender sends one turn (the Messages or the Prompt, as the endpoint takes) no earlier
-// than intended, and returns its result and the answer's text ("" if it kept none, e.g. when
-// the history holds stand-ins).
-type TurnSender func(ctx context.Context, req TurnRequest, intended time.Time) (Result, string)
-
-// PlayConversation plays d turn by turn on clock: the first turn at once, each next one a
-// think time after the previous answer arrived. Results carry their turn; a failed turn ends
-// the conversation (there is no answer to go on from). It returns the results, and ctx's
-// error if ctx ended it.
-func PlayConversation(ctx context.Context, d *Dialogue, clock Clock, think ThinkTime, send TurnSender) ([]Result, error) {
-	var results []Result
-	intended := clock.Now()
-	for {
-		req, ok := d.Next()
-		if !ok {
-			return results, nil
-		}
-		if err := clock.SleepUntil(ctx, intended); err != nil {
-			return results, err
-		}
-		res, text := send(ctx, req, intended)
-		res.Turn = req.Turn
-		if res.Intended.IsZero() {
-			res.Intended = intended
-		}
-		results = append(results, res)
-		if err := ctx.Err(); err != nil {
-			return results, err
-		}
-		if !res.OK() {
-			return results, nil
-		}
-		d.Answer(text, res.OutputTokens)
-		intended = clock.Now().Add(think.draw(d.cfg.Seed, d.index, req.Turn))
-	}
 }
 
 // TurnStats is one turn's share of a run: turn 1 computes its whole prompt; later turns can

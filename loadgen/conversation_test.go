@@ -191,44 +191,39 @@ func TestDialogueGrowsTheHistoryTurnByTurn(t *testing.T) {
 	assert.Equal(t, r.Messages[2].Content, r2b.Messages[2].Content, "stand-ins are the same for the same conversation and turn")
 }
 
-func TestPlayConversationWaitsForAnswersAndThinks(t *testing.T) {
+func TestConversationsWaitForAnswersAndThink(t *testing.T) {
 	s, err := NewSyntheticConversations(SyntheticConversationConfig{Turns: 3, InputLen: 10, OutputLen: 4}, EstimatedVocab())
 	require.NoError(t, err)
-	d := NewDialogue(s.Conversation(0), 0, DialogueConfig{Vocab: EstimatedVocab()})
-	clock := &jumpClock{now: replayT0}
-	var sentAt []time.Duration
-	results, err := PlayConversation(context.Background(), d, clock, ThinkTime{Mean: 2 * time.Second}, func(_ context.Context, req TurnRequest, intended time.Time) (Result, string) {
-		assert.Equal(t, intended, clock.Now())
-		sentAt = append(sentAt, intended.Sub(replayT0))
-		clock.now = clock.now.Add(300 * time.Millisecond) // the answer takes 300 ms
-		return Result{OutputTokens: req.Prompt.OutputTokens, TTFT: time.Duration(req.Turn) * time.Millisecond}, "answer"
-	})
+	load := func(think time.Duration) *ConversationLoad {
+		return &ConversationLoad{Conversations: s, Count: 1, Dialogue: DialogueConfig{Vocab: EstimatedVocab()}, Think: ThinkTime{Mean: think}}
+	}
+	results, tr, err := replayOn(context.Background(), RunnerConfig{Conversations: load(2 * time.Second), Concurrency: 1}, 300*time.Millisecond)
 	require.NoError(t, err)
+	var sentAt []time.Duration
+	for _, at := range tr.starts {
+		sentAt = append(sentAt, at.Sub(replayT0))
+	}
 	assert.Equal(t, []time.Duration{0, 2300 * time.Millisecond, 4600 * time.Millisecond}, sentAt, "each turn a think time after the last answer")
 	require.Len(t, results, 3)
 	for i, r := range results {
 		assert.Equal(t, i+1, r.Turn)
+		assert.Equal(t, i, r.Index)
 		assert.Equal(t, replayT0.Add(sentAt[i]), r.Intended)
 	}
 
-	d = NewDialogue(s.Conversation(1), 1, DialogueConfig{Vocab: EstimatedVocab()})
-	calls := 0
-	results, err = PlayConversation(context.Background(), d, clock, ThinkTime{}, func(context.Context, TurnRequest, time.Time) (Result, string) {
-		calls++
-		return Result{Error: ErrHTTP5xx}, ""
-	})
-	require.NoError(t, err)
-	assert.Equal(t, 1, calls, "a failed turn ends the conversation")
-	assert.Equal(t, ErrHTTP5xx, results[0].Error)
+	clock := NewVirtualClock(replayT0)
+	tr = &scripted{clock: clock, fail: ErrHTTP5xx}
+	var rec Recorder
+	cfg := RunnerConfig{Conversations: load(0), Concurrency: 1, Transport: tr, Clock: clock, Sinks: []func(Result){rec.Add}}
+	require.NoError(t, NewRunner(nil, cfg).Run(context.Background()))
+	assert.Len(t, tr.starts, 1, "a failed turn ends the conversation")
+	assert.Equal(t, ErrHTTP5xx, rec.Results()[0].Error)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	d = NewDialogue(s.Conversation(2), 2, DialogueConfig{})
-	results, err = PlayConversation(ctx, d, clock, ThinkTime{}, func(context.Context, TurnRequest, time.Time) (Result, string) {
-		cancel()
-		return Result{Error: ErrCanceled}, ""
-	})
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Len(t, results, 1)
+	tr = &scripted{clock: clock, onSend: cancel}
+	cfg.Transport = tr
+	assert.ErrorIs(t, NewRunner(nil, cfg).Run(ctx), context.Canceled)
+	assert.Len(t, tr.starts, 1, "nothing is sent once the context ends")
 }
 
 func TestThinkTimesVaryWithinTheirRange(t *testing.T) {

@@ -10,8 +10,14 @@
 // Sweep makes headless runs as vllm bench serve does (one per swept concurrency or rate) and a
 // Report prints and saves them.
 //
+// One scheduler: the Runner decides what is sent and when (closed loop, open loop, trace
+// replay, conversations, warm-ups, back-off) on one goroutine that waits on a Clock, and hands
+// each request to a Transport that streams it back. The Client over HTTP on the wall clock is
+// one pair; a simulated engine on a VirtualClock (the wiring layer's) is another, so every
+// benchmark flag works the same on both.
+//
 // Concurrency: Runner's setters (SetConcurrency, SetRate, Pause, PauseFor, Resume, Watch) are
 // safe from any goroutine. Results go to the Runner's sinks (a JSONL file, a Tally, a Live window) from
-// the request goroutines; those sinks are safe for concurrent use. Nothing here imports the
-// UI; nothing emits a message per token.
+// the request goroutines (on a VirtualClock, from Run's); those sinks are safe for concurrent use.
+// Nothing here imports the UI; nothing emits a message per token.
 package loadgen

@@ -1,14 +1,10 @@
 package loadgen
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math"
-	"sync"
 	"time"
-
-	"github.com/vllmtop/vllmtop/internal/base/clock"
 )
 
 // Arrival is one request of a schedule: what to send and when.
@@ -149,84 +145,10 @@ func (s *Schedule) fileOf() string {
 	return "trace"
 }
 
-// Clock is the time a replay runs on: the wall clock in use, a fake one in tests. It is the
-// simulator's clock type.
-type Clock = clock.Clock
-
-// WallClock is real time.
-type WallClock = clock.Wall
-
-// ArrivalSource is what Replay reads: a *Schedule, or any other source of arrivals in order.
+// ArrivalSource is what a Runner replays (RunnerConfig.Arrivals): a *Schedule, or any other
+// source of arrivals in order.
 type ArrivalSource interface {
 	Next() (Arrival, error)
-}
-
-// Sender starts one request. intended is when the schedule wanted it sent: latency counts
-// from there, so a late sender shows as latency, not as a quieter schedule. finished must be
-// called once when the request ends (answer received or failed); a session's next turn waits
-// for it. Replay calls Sender in schedule order from its own goroutine, and for session turns
-// that wait on an earlier one, from others: it must be safe for concurrent use. It may block
-// to hold back load (a concurrency cap); later arrivals keep their intended times.
-type Sender func(ctx context.Context, a Arrival, intended time.Time, finished func())
-
-// Replay sends src's arrivals open loop at their times on clock, counted from clock.Now() at
-// the call, and returns when every arrival has been handed to send (nil at the end of src),
-// when src fails (its error), or when ctx ends (ctx's error). It holds one small record per
-// session seen, nothing per plain arrival.
-func Replay(ctx context.Context, src ArrivalSource, clock Clock, send Sender) error {
-	start := clock.Now()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	type turnDone struct {
-		done chan struct{}
-		at   time.Time // when the turn finished; read after done is closed
-	}
-	last := map[string]*turnDone{} // each session's latest turn
-	for {
-		a, err := src.Next()
-		if err == io.EOF {
-			wg.Wait()
-			return ctx.Err()
-		}
-		if err != nil {
-			return err
-		}
-		finished := func() {}
-		var prev *turnDone
-		if a.Session != "" {
-			cur := &turnDone{done: make(chan struct{})}
-			prev, last[a.Session] = last[a.Session], cur
-			var once sync.Once
-			finished = func() {
-				once.Do(func() {
-					cur.at = clock.Now()
-					close(cur.done)
-				})
-			}
-		}
-		if a.AfterPrevious && prev != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				select {
-				case <-prev.done:
-				case <-ctx.Done():
-					return
-				}
-				intended := prev.at.Add(a.Delay)
-				if clock.SleepUntil(ctx, intended) != nil {
-					return
-				}
-				send(ctx, a, intended, finished)
-			}()
-			continue
-		}
-		intended := start.Add(a.At)
-		if err := clock.SleepUntil(ctx, intended); err != nil {
-			return err
-		}
-		send(ctx, a, intended, finished)
-	}
 }
 
 // FromIntended counts r's TTFT and E2EL from when the schedule wanted it sent rather than

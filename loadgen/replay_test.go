@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 	"math"
+	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,201 +121,118 @@ func TestScheduleSessions(t *testing.T) {
 	assert.Equal(t, "Summarise the last quarter's incident reports in three bullet points.", arrivals[1].Prompt.Text)
 }
 
-// jumpClock is a virtual clock whose sleeps move it forward at once; one goroutine uses it.
-type jumpClock struct{ now time.Time }
-
-func (c *jumpClock) Now() time.Time { return c.now }
-func (c *jumpClock) SleepUntil(ctx context.Context, t time.Time) error {
-	if t.After(c.now) {
-		c.now = t
-	}
-	return ctx.Err()
+// scripted answers each request on a VirtualClock after the next of its delays (the last one
+// repeats; none: at once), with one token, or with fail's error; it notes when each started.
+type scripted struct {
+	clock  *VirtualClock
+	delays []time.Duration
+	fail   ErrorClass
+	onSend func()
+	starts []time.Time
 }
 
-type sendEvent struct {
-	a        Arrival
-	intended time.Time
-	now      time.Time
-	finished func()
+func (s *scripted) Start(_ context.Context, p Prompt, _ TokenSink, _ func(time.Duration), done func(Result)) {
+	now := s.clock.Now()
+	var d time.Duration
+	if n := len(s.delays); n > 0 {
+		d = s.delays[min(len(s.starts), n-1)]
+	}
+	s.starts = append(s.starts, now)
+	if s.onSend != nil {
+		s.onSend()
+	}
+	res := Result{Start: now, Status: 200, Chunks: 1, OutputTokens: max(p.OutputTokens, 1), TTFT: d, E2EL: d, Error: s.fail}
+	if s.fail != ErrNone {
+		res = Result{Start: now, Error: s.fail}
+	}
+	s.clock.At(now.Add(d), func() { done(res) })
+}
+
+func (s *scripted) TokensReceived() int64 { return 0 }
+
+// replayOn runs cfg on a VirtualClock at replayT0 over a scripted transport answering after
+// delays, and returns the results by start order, the transport and the run's error.
+func replayOn(ctx context.Context, cfg RunnerConfig, delays ...time.Duration) ([]Result, *scripted, error) {
+	clock := NewVirtualClock(replayT0)
+	tr := &scripted{clock: clock, delays: delays}
+	var rec Recorder
+	cfg.Transport, cfg.Clock, cfg.Sinks = tr, clock, []func(Result){rec.Add}
+	err := NewRunner(nil, cfg).Run(ctx)
+	res := rec.Results()
+	sort.SliceStable(res, func(i, j int) bool { return res[i].Start.Before(res[j].Start) })
+	return res, tr, err
 }
 
 func TestReplaySendsAtTheTracesTimes(t *testing.T) {
-	s := schedule(t, NewMooncakeReader(openFixture(t, "mooncake-sample.jsonl"), "m", MooncakeOptions{}), ScheduleConfig{Speedup: 4})
-	clock := &jumpClock{now: replayT0}
-	var sent []sendEvent
-	err := Replay(context.Background(), s, clock, func(_ context.Context, a Arrival, intended time.Time, finished func()) {
-		sent = append(sent, sendEvent{a: a, intended: intended, now: clock.Now()})
-		finished()
-	})
+	open := func() *Schedule {
+		return schedule(t, NewMooncakeReader(openFixture(t, "mooncake-sample.jsonl"), "m", MooncakeOptions{}), ScheduleConfig{Speedup: 4})
+	}
+	lines := allArrivals(t, open())
+	res, _, err := replayOn(context.Background(), RunnerConfig{Arrivals: open()}, time.Millisecond)
 	require.NoError(t, err)
-	require.Len(t, sent, 10)
-	for _, ev := range sent {
-		want := replayT0.Add(ev.a.Entry.Timestamp / 4)
-		assert.Equal(t, want, ev.intended, "line %d", ev.a.Entry.Line)
-		assert.Equal(t, want, ev.now, "sent exactly when intended (virtual clock: 0 error)")
+	require.Len(t, res, 10)
+	for _, r := range byIndex(res) {
+		want := replayT0.Add(lines[r.Index].Entry.Timestamp / 4)
+		assert.Equal(t, want, r.Intended, "line %d", lines[r.Index].Entry.Line)
+		assert.Equal(t, want, r.Start, "sent exactly when intended (virtual clock: 0 error)")
 	}
 }
 
 func TestReplayKeepsIntendedTimesWhenTheSenderIsLate(t *testing.T) {
 	s := schedule(t, NewMooncakeReader(openFixture(t, "mooncake-sample.jsonl"), "m", MooncakeOptions{}), ScheduleConfig{})
-	clock := &jumpClock{now: replayT0}
+	// One at a time, each taking a second: the cap holds each arrival until the one before ends.
+	res, _, err := replayOn(context.Background(), RunnerConfig{Arrivals: s, MaxConcurrency: 1}, time.Second)
+	require.NoError(t, err)
 	var late []time.Duration
-	require.NoError(t, Replay(context.Background(), s, clock, func(_ context.Context, a Arrival, intended time.Time, finished func()) {
-		assert.Equal(t, replayT0.Add(a.At), intended)
-		late = append(late, clock.Now().Sub(intended))
-		clock.now = clock.now.Add(time.Second) // a concurrency cap held the request for a second
-		finished()
-	}))
+	for _, r := range byIndex(res) {
+		late = append(late, r.QueueDelay())
+	}
 	// Lines at 0, 0, 120, 388, 1502, 1503, 2750, 2750, 4096, 6001.5 ms, each send taking 1 s.
 	assert.Equal(t, []time.Duration{0, time.Second, 1880 * time.Millisecond, 2612 * time.Millisecond, 2498 * time.Millisecond,
 		3497 * time.Millisecond, 3250 * time.Millisecond, 4250 * time.Millisecond, 3904 * time.Millisecond, 2998500 * time.Microsecond}, late,
 		"lateness shows against the intended time, not hidden by a shifted schedule")
 }
 
-// fakeClock is a virtual clock that only the test moves: sleepers wait for advance.
-type fakeClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	sleepers map[chan struct{}]time.Time
-}
-
-func newFakeClock(t time.Time) *fakeClock {
-	return &fakeClock{now: t, sleepers: map[chan struct{}]time.Time{}}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) SleepUntil(ctx context.Context, t time.Time) error {
-	c.mu.Lock()
-	if !t.After(c.now) {
-		c.mu.Unlock()
-		return ctx.Err()
-	}
-	ch := make(chan struct{})
-	c.sleepers[ch] = t
-	c.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.sleepers, ch)
-		c.mu.Unlock()
-		return ctx.Err()
-	}
-}
-
-func (c *fakeClock) sleeping() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.sleepers)
-}
-
-func (c *fakeClock) advance(to time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = to
-	for ch, t := range c.sleepers {
-		if !t.After(to) {
-			close(ch)
-			delete(c.sleepers, ch)
-		}
-	}
-}
-
 func TestReplaySessionTurnsWaitForThePreviousAnswer(t *testing.T) {
 	s := schedule(t, NewMooncakeReader(openFixture(t, "mooncake-sessions.jsonl"), "s", MooncakeOptions{}), ScheduleConfig{})
-	clock := newFakeClock(replayT0)
-	sends := make(chan sendEvent, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- Replay(context.Background(), s, clock, func(_ context.Context, a Arrival, intended time.Time, finished func()) {
-			sends <- sendEvent{a: a, intended: intended, now: clock.Now(), finished: finished}
-		})
-	}()
-	next := func(session string, turn int, intended time.Duration) sendEvent {
-		t.Helper()
-		select {
-		case ev := <-sends:
-			assert.Equal(t, session, ev.a.Session)
-			assert.Equal(t, turn, ev.a.Turn)
-			assert.Equal(t, replayT0.Add(intended), ev.intended, "%s turn %d", session, turn)
-			assert.Equal(t, ev.intended, ev.now, "sent when intended")
-			return ev
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no send of %s turn %d", session, turn)
-			return sendEvent{}
-		}
-	}
-	waitSleeping := func(n int) {
-		t.Helper()
-		require.Eventually(t, func() bool { return clock.sleeping() == n }, 10*time.Second, time.Millisecond)
-	}
-	at := func(d time.Duration) { clock.advance(replayT0.Add(d)) }
 	ms := time.Millisecond
-
-	a1 := next("chat-a", 1, 0)
-	waitSleeping(1) // the replay waits for chat-b at 250 ms
-	at(100 * ms)
-	a1.finished() // chat-a's first answer at 100 ms: its second turn goes at 100 + 2000 ms
-	at(250 * ms)
-	b1 := next("chat-b", 1, 250*ms)
-	waitSleeping(2) // chat-a turn 2 at 2100 ms, the unsessioned line at 3000 ms
-	at(400 * ms)
-	b1.finished() // chat-b turn 2 at 400 + 1500 ms
-	waitSleeping(3)
-	at(1900 * ms)
-	b2 := next("chat-b", 2, 1900*ms)
-	b2.finished()
-	at(2100 * ms)
-	a2 := next("chat-a", 2, 2100*ms)
-	at(2200 * ms)
-	a2.finished() // chat-a turn 3 at 2200 + 500 ms
-	waitSleeping(2)
-	at(2700 * ms)
-	a3 := next("chat-a", 3, 2700*ms)
-	at(3000 * ms)
-	last := next("", 0, 3000*ms)
-	a3.finished()
-	last.finished()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("replay did not end")
+	// By start: chat-a's first answer takes 100 ms (its second turn goes at 100 + 2000 ms),
+	// chat-b's 150 ms (its second at 400 + 1500 ms), its second none, chat-a's second 100 ms
+	// (its third at 2200 + 500 ms); the unsessioned line is at 3000 ms.
+	res, _, err := replayOn(context.Background(), RunnerConfig{Arrivals: s}, 100*ms, 150*ms, 0, 100*ms, 0)
+	require.NoError(t, err)
+	type sent struct {
+		turn     int
+		intended time.Duration
 	}
+	var got []sent
+	for _, r := range res {
+		got = append(got, sent{r.Turn, r.Intended.Sub(replayT0)})
+		assert.Equal(t, r.Intended, r.Start, "turn %d sent when intended", r.Turn)
+	}
+	assert.Equal(t, []sent{{1, 0}, {1, 250 * ms}, {2, 1900 * ms}, {2, 2100 * ms}, {3, 2700 * ms}, {0, 3000 * ms}}, got)
 }
 
 func TestReplayStopsWithTheContextAndTheSource(t *testing.T) {
 	s := schedule(t, NewMooncakeReader(openFixture(t, "mooncake-sample.jsonl"), "m", MooncakeOptions{}), ScheduleConfig{})
-	clock := newFakeClock(replayT0)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	sent := 0
-	go func() {
-		done <- Replay(ctx, s, clock, func(_ context.Context, _ Arrival, _ time.Time, finished func()) { sent++; finished() })
-	}()
-	require.Eventually(t, func() bool { return clock.sleeping() == 1 }, 10*time.Second, time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-		assert.Equal(t, 2, sent, "the two lines at 0 ms, then the wait for 120 ms ended")
-	case <-time.After(10 * time.Second):
-		t.Fatal("replay did not stop")
-	}
+	clock := NewVirtualClock(replayT0)
+	tr := &scripted{clock: clock}
+	seen := 0
+	cfg := RunnerConfig{Arrivals: s, Transport: tr, Clock: clock, Sinks: []func(Result){func(Result) {
+		if seen++; seen == 2 {
+			cancel()
+		}
+	}}}
+	assert.ErrorIs(t, NewRunner(nil, cfg).Run(ctx), context.Canceled)
+	assert.Len(t, tr.starts, 2, "the two lines at 0 ms, then the wait for 120 ms ended")
 
 	s = schedule(t, NewMooncakeReader(openFixture(t, "mooncake-malformed.jsonl"), "mooncake-malformed.jsonl", MooncakeOptions{}), ScheduleConfig{})
-	err := Replay(context.Background(), s, &jumpClock{now: replayT0}, func(_ context.Context, _ Arrival, _ time.Time, finished func()) { finished() })
+	_, _, err := replayOn(context.Background(), RunnerConfig{Arrivals: s})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "mooncake-malformed.jsonl:2:")
 
 	broken := NewMooncakeReader(io.MultiReader(strings.NewReader(`{"timestamp": 0, "input_length": 5}`+"\n"), failingReader{}), "f", MooncakeOptions{})
-	s = schedule(t, broken, ScheduleConfig{SkipMalformed: true})
-	err = Replay(context.Background(), s, &jumpClock{now: replayT0}, func(_ context.Context, _ Arrival, _ time.Time, finished func()) { finished() })
+	_, _, err = replayOn(context.Background(), RunnerConfig{Arrivals: schedule(t, broken, ScheduleConfig{SkipMalformed: true})})
 	assert.ErrorContains(t, err, "disk on fire", "a read error ends even a skipping replay")
 }

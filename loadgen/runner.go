@@ -29,7 +29,7 @@ type RunnerConfig struct {
 	Seed           int64
 	// Backoff says how the runner slows down and pauses when requests fail before any output.
 	Backoff BackoffConfig
-	// Sinks receive every result, from the request goroutines.
+	// Sinks receive every result, from the request goroutines (on a VirtualClock, from Run's).
 	Sinks []func(Result)
 	// ITL, when set, receives each inter-token latency of a measured request as it arrives,
 	// with the request's epoch, and results carry no ITLs: a long output's memory is then
@@ -41,13 +41,19 @@ type RunnerConfig struct {
 	// Conversations, when set, plays conversations turn by turn instead: Concurrency is the
 	// number of conversations under way (see runConversations).
 	Conversations *ConversationLoad
+	// Transport sends the requests (nil: the Runner's Client) and Clock times them (nil: the
+	// wall clock). A simulated engine on a VirtualClock is both.
+	Transport Transport
+	Clock     Clock
 }
 
-// Runner drives a workload against a Client. Its setters are safe from any goroutine and take
-// effect within one request slot; Run blocks until the load stops.
+// Runner drives a workload over a Transport: one scheduler for every load, whatever sends the
+// requests. Its setters are safe from any goroutine and take effect within one request slot;
+// Run blocks until the load stops.
 type Runner struct {
-	client *Client
-	cfg    RunnerConfig
+	transport Transport
+	clock     Clock
+	cfg       RunnerConfig
 
 	mu          sync.Mutex
 	workload    Workload
@@ -60,34 +66,38 @@ type Runner struct {
 	watch       *Watched
 	kick        chan struct{}
 	breaker     *breaker
-	hold        string        // PauseFor's reason; "" when not held
-	holdGen     int           // counts PauseFor calls, so a stale ResumeAfter lifts nothing
-	changed     chan struct{} // closed and replaced at every change and finished request
-	replay      string        // LoaderStats.Replay
-
-	// now and after are the back-off's clock (tests replace them).
-	now   func() time.Time
-	after func(time.Duration) <-chan time.Time
+	hold        string // PauseFor's reason; "" when not held
+	holdGen     int    // counts PauseFor calls, so a stale ResumeAfter lifts nothing
+	replay      string // LoaderStats.Replay
 
 	inFlight atomic.Int64
+	open     atomic.Int64 // requests started whose done has not returned yet
 	started  atomic.Int64
 	finished atomic.Int64
 	lagNanos atomic.Int64 // the dispatcher's last lateness behind the schedule
 	runStart atomic.Int64 // unix nanos
 }
 
-// NewRunner builds a runner; nothing is sent until Run.
+// NewRunner builds a runner that sends with c unless cfg names a Transport; nothing is sent
+// until Run.
 func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	if cfg.Burstiness == 0 {
 		cfg.Burstiness = 1
 	}
-	return &Runner{client: c, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency, rate: cfg.Rate, burstiness: cfg.Burstiness,
-		maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1), breaker: newBreaker(cfg.Backoff, cfg.Seed),
-		now: time.Now, after: time.After, changed: make(chan struct{}), replay: replayKind(cfg.Arrivals != nil, cfg.Conversations != nil)}
+	r := &Runner{transport: cfg.Transport, clock: cfg.Clock, cfg: cfg, workload: cfg.Workload, concurrency: cfg.Concurrency,
+		rate: cfg.Rate, burstiness: cfg.Burstiness, maxConc: cfg.MaxConcurrency, kick: make(chan struct{}, 1),
+		breaker: newBreaker(cfg.Backoff, cfg.Seed), replay: replayKind(cfg.Arrivals != nil, cfg.Conversations != nil)}
+	if r.transport == nil {
+		r.transport = c
+	}
+	if r.clock == nil {
+		r.clock = newWallClock()
+	}
+	return r
 }
 
+// poke wakes the scheduler: a setting changed or a request ended.
 func (r *Runner) poke() {
-	r.broadcast()
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -278,16 +288,16 @@ func (r *Runner) Stats() LoaderStats {
 			s.ProbeEvery = b.cfg.ProbeEvery
 		}
 	default:
-		s.Backoff = max(b.until.Sub(r.now()), 0)
+		s.Backoff = max(b.until.Sub(r.clock.Now()), 0)
 	}
 	r.mu.Unlock()
 	s.InFlight = int(r.inFlight.Load())
 	s.Started = r.started.Load()
 	s.Finished = r.finished.Load()
 	s.Lag = time.Duration(r.lagNanos.Load())
-	s.TokensReceived = r.client.TokensReceived()
+	s.TokensReceived = r.transport.TokensReceived()
 	if t := r.runStart.Load(); t != 0 {
-		s.Elapsed = time.Since(time.Unix(0, t))
+		s.Elapsed = r.clock.Now().Sub(time.Unix(0, t))
 	}
 	return s
 }
@@ -357,113 +367,130 @@ func (r *Runner) starting(g gate, now time.Time) {
 // waits for the requests in flight (cancelled with ctx) and returns ctx's error, if any, or a
 // *FailingError when the back-off stopped it (BackoffConfig.Stop).
 func (r *Runner) Run(ctx context.Context) error {
-	start := time.Now()
-	r.runStart.Store(start.UnixNano())
+	r.runStart.Store(r.clock.Now().UnixNano())
 	switch {
 	case r.cfg.Arrivals != nil:
 		return r.runArrivals(ctx)
 	case r.cfg.Conversations != nil:
 		return r.runConversations(ctx)
 	}
-	var deadline <-chan time.Time
-	if r.cfg.Duration > 0 {
-		t := time.NewTimer(r.cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	done := make(chan struct{}, 1)
-	total := r.cfg.NumRequests
-	index := 0
-	var nextArrival time.Time // open loop: when the next request is due
-	var rng *rand.Rand
-	var lastRate float64
+	err := r.runLoad(ctx)
+	r.drain()
+	return err
+}
 
+// drain waits until every request started has ended and its result reached the sinks; on a
+// VirtualClock the waits are what moves the requests on.
+func (r *Runner) drain() {
+	for r.open.Load() > 0 {
+		_ = r.clock.Wait(context.Background(), time.Time{}, r.kick)
+	}
+}
+
+// loadLoop is the closed and the open loop's schedule, kept by Run's goroutine.
+type loadLoop struct {
+	r        *Runner
+	index    int
+	next     time.Time // open loop: when the next request is due
+	rng      *rand.Rand
+	lastRate float64
+	end      time.Time // when the Duration runs out (zero: never)
+}
+
+func (r *Runner) runLoad(ctx context.Context) error {
+	l := &loadLoop{r: r}
+	if r.cfg.Duration > 0 {
+		l.end = r.clock.Now().Add(r.cfg.Duration)
+	}
+	total := r.cfg.NumRequests
 	for {
-		if total > 0 && index >= total+r.cfg.Warmup {
+		if total > 0 && l.index >= total+r.cfg.Warmup {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err // a select below may pick a finished request over the cancel: start none
+			return err
 		}
-		s := r.settings(false)
-		inFlight := int(r.inFlight.Load())
-		g := r.gate(r.now())
-		var wait <-chan time.Time
-		canStart := false
-		intended := time.Time{}
-		switch {
-		case g.stop != nil:
+		now := r.clock.Now()
+		if !l.end.IsZero() && !now.Before(l.end) {
+			return nil
+		}
+		g := r.gate(now)
+		if g.stop != nil {
 			return g.stop
-		case s.paused || g.held:
-			nextArrival = time.Time{}
-		case g.wait > 0:
-			// The open loop's schedule restarts after the back-off, as after a pause: no
-			// burst of the arrivals it held back.
-			nextArrival = time.Time{}
-			wait = r.after(g.wait)
-		case g.probe:
-			nextArrival = time.Time{}
-			canStart = inFlight == 0
-		case s.rate > 0:
-			if rng == nil {
-				rng = newRNG(r.cfg.Seed)
-			}
-			now := time.Now()
-			if nextArrival.IsZero() || s.rate != lastRate {
-				// The schedule restarts from now at a new rate (or after a pause).
-				nextArrival = now.Add(interArrival(rng, s.rate, s.burstiness))
-				lastRate = s.rate
-			}
-			if !now.Before(nextArrival) {
-				if s.maxConc == 0 || inFlight < s.maxConc {
-					canStart = true
-					intended = nextArrival
-					r.lagNanos.Store(int64(now.Sub(nextArrival)))
-				}
-				// Else the due request waits for a slot; it keeps its intended time.
-			} else {
-				wait = time.After(nextArrival.Sub(now))
-			}
-		default:
-			lastRate = 0
-			nextArrival = time.Time{}
-			canStart = inFlight < s.concurrency
 		}
-		if canStart {
-			r.starting(g, r.now())
-			s = r.settings(true)
-			warm := index < r.cfg.Warmup
-			r.inFlight.Add(1)
-			r.started.Add(1)
-			wg.Add(1)
-			go r.send(ctx, index, warm, intended, s, &wg, done)
-			index++
-			if s.rate > 0 && !g.probe {
-				nextArrival = nextArrival.Add(interArrival(rng, s.rate, s.burstiness))
-			}
+		start, intended, until := l.decide(g, r.settings(false), now)
+		if start {
+			l.send(ctx, g, intended)
 			continue
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline:
-			return nil
-		case <-r.kick:
-		case <-done:
-		case <-wait:
+		if err := r.clock.Wait(ctx, earliest(until, l.end), r.kick); err != nil {
+			return err
 		}
 	}
 }
 
-func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.Time, s settings, wg *sync.WaitGroup, done chan<- struct{}) {
-	defer wg.Done()
-	p := s.workload.Prompt(index)
-	var sink TokenSink
-	if s.watch != nil {
-		s.watch.begin(p)
-		sink = s.watch
+// earliest is the earlier of two times, zero standing for never.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// decide says whether a request starts now, and when it was due (zero in the closed loop),
+// or else until when nothing starts unless something changes.
+func (l *loadLoop) decide(g gate, s settings, now time.Time) (start bool, intended, until time.Time) {
+	inFlight := int(l.r.inFlight.Load())
+	switch {
+	case s.paused || g.held:
+		l.next = time.Time{}
+	case g.wait > 0:
+		// The open loop's schedule restarts after the back-off, as after a pause: no
+		// burst of the arrivals it held back.
+		l.next = time.Time{}
+		until = now.Add(g.wait)
+	case g.probe:
+		l.next = time.Time{}
+		start = inFlight == 0
+	case s.rate > 0:
+		return l.arrival(s, now, inFlight)
+	default:
+		l.lastRate, l.next = 0, time.Time{}
+		start = inFlight < s.concurrency
+	}
+	return start, time.Time{}, until
+}
+
+// arrival is decide for the open loop: the next arrival starts when due, unless the cap is
+// full; then it waits for a slot and keeps its intended time, so the wait is measured.
+func (l *loadLoop) arrival(s settings, now time.Time, inFlight int) (bool, time.Time, time.Time) {
+	if l.rng == nil {
+		l.rng = newRNG(l.r.cfg.Seed)
+	}
+	if l.next.IsZero() || s.rate != l.lastRate {
+		// The schedule restarts from now at a new rate (or after a pause).
+		l.next = now.Add(interArrival(l.rng, s.rate, s.burstiness))
+		l.lastRate = s.rate
+	}
+	switch {
+	case now.Before(l.next):
+		return false, time.Time{}, l.next
+	case s.maxConc > 0 && inFlight >= s.maxConc:
+		return false, time.Time{}, time.Time{}
+	}
+	l.r.lagNanos.Store(int64(now.Sub(l.next)))
+	return true, l.next, time.Time{}
+}
+
+// send starts the loop's next request, due at intended (zero: now).
+func (l *loadLoop) send(ctx context.Context, g gate, intended time.Time) {
+	r := l.r
+	r.starting(g, r.clock.Now())
+	s := r.settings(true)
+	index, warm := l.index, l.index < r.cfg.Warmup
+	l.index++
+	if !intended.IsZero() {
+		l.next = l.next.Add(interArrival(l.rng, s.rate, s.burstiness))
 	}
 	var itl func(time.Duration)
 	if r.cfg.ITL != nil {
@@ -472,20 +499,36 @@ func (r *Runner) send(ctx context.Context, index int, warm bool, intended time.T
 			itl = func(d time.Duration) { r.cfg.ITL(s.epoch, d) }
 		}
 	}
-	res := r.client.DoITL(ctx, p, sink, itl)
-	res.Index, res.Warmup, res.Epoch = index, warm, s.epoch
-	res.Intended = intended
-	if intended.IsZero() {
-		res.Intended = res.Start
-	}
+	r.launch(ctx, s.workload.Prompt(index), s, nil, itl, func(res *Result) {
+		res.Index, res.Warmup, res.Intended = index, warm, intended
+		if intended.IsZero() {
+			res.Intended = res.Start
+		}
+	})
+}
+
+// launch starts p under settings s, following it when s holds a watch; sink, when set, also
+// receives its text. fill completes the Result (from the transport's goroutine) before the
+// back-off and the sinks take it.
+func (r *Runner) launch(ctx context.Context, p Prompt, s settings, sink TokenSink, itl func(time.Duration), fill func(*Result)) {
+	watch := sink
 	if s.watch != nil {
-		s.watch.end(res)
+		s.watch.begin(p, r.clock.Now())
+		watch = teeSink{s.watch, sink}
 	}
-	r.finish(res)
-	select {
-	case done <- struct{}{}:
-	default:
-	}
+	r.inFlight.Add(1)
+	r.started.Add(1)
+	r.open.Add(1)
+	r.transport.Start(ctx, p, watch, itl, func(res Result) {
+		res.Epoch = s.epoch
+		fill(&res)
+		if s.watch != nil {
+			s.watch.end(res)
+		}
+		r.finish(res)
+		r.open.Add(-1)
+		r.poke()
+	})
 }
 
 // interArrival draws the gap to the next request: gamma(shape=b, scale=1/(rate b)), as vLLM's
@@ -497,25 +540,6 @@ func interArrival(rng *rand.Rand, rate, b float64) time.Duration {
 	}
 	return time.Duration(gamma(rng, b) * mean / b * float64(time.Second))
 }
-
-// Arrivals draws an open loop's inter-arrival gaps as Runner draws them, from the same seeded
-// stream, so a run on simulated time sends on the schedule a real run would. It is not safe
-// for concurrent use.
-type Arrivals struct {
-	rng              *rand.Rand
-	rate, burstiness float64
-}
-
-// NewArrivals starts the gaps of rate requests per second with gamma shape burstiness (0: 1).
-func NewArrivals(seed int64, rate, burstiness float64) *Arrivals {
-	if burstiness == 0 {
-		burstiness = 1
-	}
-	return &Arrivals{rng: newRNG(seed), rate: rate, burstiness: burstiness}
-}
-
-// Next is the gap to the next request.
-func (a *Arrivals) Next() time.Duration { return interArrival(a.rng, a.rate, a.burstiness) }
 
 // gamma samples Gamma(shape k, scale 1) (Marsaglia and Tsang).
 func gamma(rng *rand.Rand, k float64) float64 {
@@ -553,9 +577,9 @@ type WatchedToken struct {
 	At   time.Time
 }
 
-func (w *Watched) begin(p Prompt) {
+func (w *Watched) begin(p Prompt, at time.Time) {
 	w.mu.Lock()
-	w.prompt, w.started = p, time.Now()
+	w.prompt, w.started = p, at
 	w.mu.Unlock()
 }
 

@@ -276,18 +276,9 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 			}
 			return nil, err
 		}
-		p := SLOProbe{Value: v, Phase: phase, Docs: docs, Means: map[string]float64{}, Margin: math.Inf(-1)}
-		for _, c := range s.SLO {
-			sum := 0.0
-			for _, d := range docs {
-				x, ok := numberOf(d, c.Metric)
-				if !ok {
-					return nil, fmt.Errorf("SLA metric %q is not in the results (keys are as in the saved JSON, e.g. p99_ttft_ms)", c.Metric)
-				}
-				sum += x
-			}
-			p.Means[c.Metric] = sum / float64(len(docs))
-			p.Margin = math.Max(p.Margin, c.Margin(p.Means[c.Metric]))
+		p, perr := s.judge(v, phase, docs)
+		if perr != nil {
+			return nil, perr
 		}
 		res.Probes = append(res.Probes, p)
 		last := &res.Probes[len(res.Probes)-1]
@@ -339,6 +330,25 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 		}
 	}
 	return res.finish(), nil
+}
+
+// judge is the probe of value v from its runs' documents: the criteria's metrics averaged
+// over them, and the margin.
+func (s SLOSearch) judge(v int, phase string, docs []ResultDoc) (SLOProbe, error) {
+	p := SLOProbe{Value: v, Phase: phase, Docs: docs, Means: map[string]float64{}, Margin: math.Inf(-1)}
+	for _, c := range s.SLO {
+		sum := 0.0
+		for _, d := range docs {
+			x, ok := numberOf(d, c.Metric)
+			if !ok {
+				return p, fmt.Errorf("SLA metric %q is not in the results (keys are as in the saved JSON, e.g. p99_ttft_ms)", c.Metric)
+			}
+			sum += x
+		}
+		p.Means[c.Metric] = sum / float64(len(docs))
+		p.Margin = math.Max(p.Margin, c.Margin(p.Means[c.Metric]))
+	}
+	return p, nil
 }
 
 // littleEstimate is the value a run at full load suggests: the request rate it sustained, or

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +63,68 @@ func expectedHits(entries []loadgen.TraceEntry, traceBlock, engineBlock, lead, o
 	return hits
 }
 
+// engineTransport serves each request on the simulated engine to its end as it starts, on
+// the engine's own time, and hands the result back at once (async: at the answer's end on
+// clock); serve sees each prompt with the clock's time.
+type engineTransport struct {
+	engine *sim.Engine
+	clock  *loadgen.VirtualClock
+	async  bool
+	serve  func(p loadgen.Prompt, at time.Time, seq *sim.Sequence)
+	now    time.Time // the engine's
+}
+
+func (e *engineTransport) Start(_ context.Context, p loadgen.Prompt, watch loadgen.TokenSink, _ func(time.Duration), done func(loadgen.Result)) {
+	at := e.clock.Now()
+	seq, err := e.engine.Add(sim.Request{Prompt: sim.Tokenize(p.Text), MaxTokens: p.OutputTokens, IgnoreEOS: true, Arrival: at})
+	if err != nil {
+		done(loadgen.Result{Start: at, Error: loadgen.ErrHTTP400, ErrorMessage: err.Error()})
+		return
+	}
+	e.now = maxTime(e.now, at)
+	var answer []int
+	for steps := 0; !seq.Finished() && steps < 100000; steps++ {
+		r := e.engine.Step(e.now)
+		if r.Idle {
+			e.now = r.NextReady
+			continue
+		}
+		for _, o := range r.Outputs {
+			answer = append(answer, o.Token)
+		}
+		e.now = r.End
+	}
+	e.serve(p, at, seq)
+	res := loadgen.Result{Start: at, TTFT: seq.Times.FirstToken.Sub(at), E2EL: seq.Times.Finished.Sub(at), Status: 200,
+		PromptTokens: len(seq.Prompt), OutputTokens: seq.Outputs, Chunks: seq.Outputs}
+	if !e.async {
+		done(res)
+		return
+	}
+	e.clock.At(e.now, func() { // the answer has arrived
+		if watch != nil {
+			watch.Token(sim.Detokenize(answer), e.now)
+		}
+		done(res)
+	})
+}
+
+func (e *engineTransport) TokensReceived() int64 { return 0 }
+
+// tracedSource notes each arrival it hands on.
+type tracedSource struct {
+	src  loadgen.ArrivalSource
+	read []loadgen.Arrival
+}
+
+func (s *tracedSource) Next() (loadgen.Arrival, error) {
+	a, err := s.src.Next()
+	if err == nil {
+		s.read = append(s.read, a)
+	}
+	return a, err
+}
+
 // replayOnEngine replays a trace on the simulated engine in virtual time, serving each
 // request to its end before the next is added (so every earlier prompt is in the cache), and
 // returns the entries, the tokens each request found in the prefix cache, and the engine.
@@ -74,33 +137,19 @@ func replayOnEngine(t *testing.T, trace io.Reader, traceBlock int, cfg sim.Confi
 	schedule, err := loadgen.NewSchedule(loadgen.NewMooncakeReader(trace, "trace.jsonl", loadgen.MooncakeOptions{BlockSize: traceBlock}),
 		loadgen.ScheduleConfig{Prompt: prompts.Prompt, Speedup: 10})
 	require.NoError(t, err)
-
-	clock := sim.NewVirtualClock(simT0)
-	engineNow := simT0
+	src := &tracedSource{src: schedule}
+	clock := loadgen.NewVirtualClock(simT0)
 	var entries []loadgen.TraceEntry
 	var hits []int
-	err = loadgen.Replay(context.Background(), schedule, clock, func(_ context.Context, a loadgen.Arrival, intended time.Time, finished func()) {
-		defer finished()
-		assert.Equal(t, simT0.Add(a.Entry.Timestamp/10), intended, "line %d sent at its trace time", a.Entry.Line)
-		tokens := sim.Tokenize(a.Prompt.Text)
-		require.Len(t, tokens, a.Entry.InputLen, "line %d: the prompt has the trace's length", a.Entry.Line)
-		seq, err := engine.Add(sim.Request{Prompt: tokens, MaxTokens: a.Entry.OutputLen, IgnoreEOS: true, Arrival: intended})
-		require.NoError(t, err)
-		engineNow = maxTime(engineNow, intended)
-		for steps := 0; !seq.Finished(); steps++ {
-			require.Less(t, steps, 100000)
-			r := engine.Step(engineNow)
-			if r.Idle {
-				engineNow = r.NextReady
-				continue
-			}
-			engineNow = r.End
-		}
+	tr := &engineTransport{engine: engine, clock: clock, serve: func(p loadgen.Prompt, at time.Time, seq *sim.Sequence) {
+		a := src.read[len(entries)] // one at a time, in the trace's order
+		assert.Equal(t, simT0.Add(a.Entry.Timestamp/10), at, "line %d sent at its trace time", a.Entry.Line)
+		require.Len(t, seq.Prompt, a.Entry.InputLen, "line %d: the prompt has the trace's length", a.Entry.Line)
 		assert.Equal(t, a.Entry.OutputLen, seq.Outputs, "line %d: output length from the trace", a.Entry.Line)
 		entries = append(entries, a.Entry)
 		hits = append(hits, seq.CachedTokens)
-	})
-	require.NoError(t, err)
+	}}
+	require.NoError(t, loadgen.NewRunner(nil, loadgen.RunnerConfig{Arrivals: src, Transport: tr, Clock: clock}).Run(context.Background()))
 	return entries, hits, engine
 }
 
@@ -176,42 +225,29 @@ type turnOnEngine struct {
 	computed int // prompt tokens the engine computed: those the prefix cache did not hold
 }
 
-// playOnEngine plays conversation c on the engine in virtual time, the history holding the
-// answers the engine generated, and returns each turn.
-func playOnEngine(t *testing.T, engine *sim.Engine, c *loadgen.Conversation, index int, clock *sim.VirtualClock) []turnOnEngine {
+// playOnEngine plays the first n conversations of convs on the engine in virtual time, one
+// after another, the history holding the answers the engine generated, and returns each
+// conversation's turns.
+func playOnEngine(t *testing.T, engine *sim.Engine, convs loadgen.Conversations, n int) [][]turnOnEngine {
 	t.Helper()
 	var computed []int
-	d := loadgen.NewDialogue(c, index, loadgen.DialogueConfig{Vocab: simVocab(), IgnoreEOS: true})
-	results, err := loadgen.PlayConversation(context.Background(), d, clock, loadgen.ThinkTime{Mean: 3 * time.Second},
-		func(_ context.Context, req loadgen.TurnRequest, intended time.Time) (loadgen.Result, string) {
-			seq, err := engine.Add(sim.Request{Prompt: sim.Tokenize(req.Prompt.Text), MaxTokens: req.Prompt.OutputTokens, IgnoreEOS: true, Arrival: intended})
-			require.NoError(t, err)
-			var answer []int
-			now := intended
-			for !seq.Finished() {
-				r := engine.Step(now)
-				if r.Idle {
-					now = r.NextReady
-					continue
-				}
-				for _, o := range r.Outputs {
-					answer = append(answer, o.Token)
-				}
-				now = r.End
-			}
-			clock.Set(now) // the answer has arrived
-			computed = append(computed, len(seq.Prompt)-seq.CachedTokens)
-			return loadgen.Result{
-				Start: intended, TTFT: seq.Times.FirstToken.Sub(intended), E2EL: seq.Times.Finished.Sub(intended),
-				PromptTokens: len(seq.Prompt), OutputTokens: seq.Outputs, Chunks: seq.Outputs,
-			}, sim.Detokenize(answer)
-		})
-	require.NoError(t, err)
-	turns := make([]turnOnEngine, len(results))
-	for i, r := range results {
-		turns[i] = turnOnEngine{Result: r, computed: computed[i]}
+	clock := loadgen.NewVirtualClock(simT0)
+	tr := &engineTransport{engine: engine, clock: clock, async: true, serve: func(_ loadgen.Prompt, _ time.Time, seq *sim.Sequence) {
+		computed = append(computed, len(seq.Prompt)-seq.CachedTokens)
+	}}
+	var rec loadgen.Recorder
+	load := &loadgen.ConversationLoad{Conversations: convs, Count: n, Dialogue: loadgen.DialogueConfig{Vocab: simVocab(), IgnoreEOS: true},
+		Think: loadgen.ThinkTime{Mean: 3 * time.Second}}
+	r := loadgen.NewRunner(nil, loadgen.RunnerConfig{Conversations: load, Concurrency: 1, Transport: tr, Clock: clock, Sinks: []func(loadgen.Result){rec.Add}})
+	require.NoError(t, r.Run(context.Background()))
+	var all [][]turnOnEngine
+	for i, res := range rec.Results() {
+		if res.Turn == 1 {
+			all = append(all, nil)
+		}
+		all[len(all)-1] = append(all[len(all)-1], turnOnEngine{Result: res, computed: computed[i]})
 	}
-	return turns
+	return all
 }
 
 func TestMultiTurnLaterTurnsHitThePrefixCache(t *testing.T) {
@@ -221,13 +257,7 @@ func TestMultiTurnLaterTurnsHitThePrefixCache(t *testing.T) {
 	run := func(caching sim.Toggle) [][]turnOnEngine {
 		setup, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PrefixCaching: caching}, nil)
 		require.NoError(t, err)
-		engine := sim.NewEngine(setup)
-		clock := sim.NewVirtualClock(simT0)
-		var all [][]turnOnEngine
-		for i := range 3 {
-			all = append(all, playOnEngine(t, engine, convs.Conversation(i), i, clock))
-		}
-		return all
+		return playOnEngine(t, sim.NewEngine(setup), convs, 3)
 	}
 	on, off := run(sim.On), run(sim.Off)
 	var flatOn, flatOff []loadgen.Result
@@ -302,18 +332,22 @@ func TestTraceReplayOverHTTPOnTheSimulator(t *testing.T) {
 				loadgen.ScheduleConfig{Prompt: prompts.Prompt, Speedup: 100})
 			require.NoError(t, err)
 			before := counterSum(t, url, "vllm:prefix_cache_hits_total")
-			var entries []loadgen.TraceEntry
+			src := &tracedSource{src: schedule}
+			var rec loadgen.Recorder
 			// One request at a time, so each finds every earlier prompt in the cache.
-			err = loadgen.Replay(context.Background(), schedule, loadgen.WallClock{}, func(ctx context.Context, a loadgen.Arrival, _ time.Time, finished func()) {
-				defer finished()
-				res := c.Do(ctx, a.Prompt, nil)
+			r := loadgen.NewRunner(c, loadgen.RunnerConfig{Arrivals: src, MaxConcurrency: 1, Sinks: []func(loadgen.Result){rec.Add}})
+			require.NoError(t, r.Run(context.Background()))
+			results := rec.Results()
+			require.Len(t, results, 10)
+			sort.Slice(results, func(i, j int) bool { return results[i].Index < results[j].Index })
+			var entries []loadgen.TraceEntry
+			for i, res := range results {
+				a := src.read[i]
 				require.True(t, res.OK(), "line %d: %s %s", a.Entry.Line, res.Error, res.ErrorMessage)
 				assert.Equal(t, a.Entry.InputLen, res.PromptTokens, "line %d: the server counts the trace's input length", a.Entry.Line)
 				assert.Equal(t, a.Entry.OutputLen, res.OutputTokens, "line %d", a.Entry.Line)
 				entries = append(entries, a.Entry)
-			})
-			require.NoError(t, err)
-			require.Len(t, entries, 10)
+			}
 			want := 0
 			for _, h := range expectedHits(entries, 512, 16, tc.lead, vocab.Overhead) {
 				want += h
