@@ -382,18 +382,32 @@ func (w *jsonWalk) stringOrNull(body *[]byte, has *bool) bool {
 // str reads the string at i (its '"'), returning its raw bytes.
 func (w *jsonWalk) str() ([]byte, bool) {
 	start := w.i + 1
-	for j := start; j < len(w.b); j++ {
-		switch c := w.b[j]; {
+	end := stringEnd(w.b[start:])
+	if end < 0 || start+end == len(w.b) {
+		return nil, false
+	}
+	w.i = start + end + 1
+	return w.b[start : start+end], true
+}
+
+// stringEnd finds the closing quote of a JSON string whose inside starts b: its index, or
+// len(b) when b has none; -1 at a control character or an escape left open at the end.
+func stringEnd(b []byte) int {
+	j := 0
+	for ; j < len(b); j++ {
+		switch c := b[j]; {
 		case c == '"':
-			w.i = j + 1
-			return w.b[start:j], true
+			return j
 		case c == '\\':
 			j++
 		case c < 0x20:
-			return nil, false
+			return -1
 		}
 	}
-	return nil, false
+	if j > len(b) {
+		return -1
+	}
+	return len(b)
 }
 
 // skip reads any value: a string, a number, a literal, or an object or array (of which it

@@ -196,20 +196,7 @@ func (p *chunkParser) parse(ev Event) Chunk {
 
 // plainString reports whether b is the inside of a JSON string as parseFast reads it: no
 // quote but an escaped one, no control character, and no escape left open at the end.
-func plainString(b []byte) bool {
-	for j := 0; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '\\':
-			if j+1 == len(b) {
-				return false
-			}
-			j++
-		case c == '"' || c < 0x20:
-			return false
-		}
-	}
-	return true
-}
+func plainString(b []byte) bool { return stringEnd(b) == len(b) }
 
 // tokenCount reads a usage count from its JSON token. ok is false when there is none (the key
 // is absent, or null); why is set when there is one but it is not a whole number in
