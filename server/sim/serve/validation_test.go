@@ -106,7 +106,7 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		return nil, "model not identified"
 	case c.GPUProfile == "":
 		return nil, "GPU not identified"
-	case strings.Contains(c.EntryPoint, "LLM"):
+	case strings.Contains(c.EntryPoint, "LLM") && offlineDefaultsDiffer(c.SimVersion):
 		return nil, "offline LLM-class defaults not modelled"
 	case c.TP <= 0 || c.PP <= 0:
 		return nil, "parallel layout not identified"
@@ -145,6 +145,13 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		args = append(args, "--enforce-eager")
 	}
 	return append(args, c.ExtraArgs...), ""
+}
+
+// offlineDefaultsDiffer: from the V1 engine (0.8) the LLM class gets batching defaults of its
+// own; before, it shared the server's.
+func offlineDefaultsDiffer(version string) bool {
+	v, err := sim.ParseVersion(version)
+	return err != nil || v.AtLeast("0.8.0")
 }
 
 // predicted is what the simulator plans for args: its KV tokens and available KV memory, and
