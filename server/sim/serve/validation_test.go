@@ -276,7 +276,7 @@ func checkBaseline(t *testing.T, c corpusCase, r result) {
 
 func validationTable(cases []corpusCase, results map[string]result, set string) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%s set\n%-48s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", set,
+	fmt.Fprintf(&sb, "\n%s set\n%-56s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", set,
 		"case", "model", "GPU", "version", "logged", "predicted", "error", "note")
 	var errs []float64
 	n := 0
@@ -297,7 +297,7 @@ func validationTable(cases []corpusCase, results map[string]result, set string) 
 				}
 			}
 		}
-		fmt.Fprintf(&sb, "%-48s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", c.ID, trunc(c.Model, 40),
+		fmt.Fprintf(&sb, "%-56s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", c.ID, trunc(c.Model, 40),
 			c.GPUProfile, c.SimVersion, logged, pred, e, note)
 	}
 	fmt.Fprintf(&sb, "%s: %d cases, %d predicted; %s\n", set, n, len(errs), summary(errs))
