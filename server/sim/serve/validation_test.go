@@ -1,0 +1,356 @@
+package serve_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
+)
+
+// The validation corpus: real vLLM start-ups with the settings as run and the KV figures as
+// logged (docs/validation.md). This test predicts each one with the built-in catalogue only,
+// prints a table per set, and fails when a held-out case gets worse than its recorded baseline.
+
+const corpusPath = "../../../testdata/vllm-logs/cases.json"
+
+type corpus struct {
+	Cases []corpusCase `json:"cases"`
+}
+
+type corpusCase struct {
+	ID           string   `json:"id"`
+	Set          string   `json:"set"`
+	Calibration  bool     `json:"calibration"`
+	URL          string   `json:"url"`
+	VLLMVersion  string   `json:"vllm_version"`
+	SimVersion   string   `json:"sim_version"`
+	EntryPoint   string   `json:"entry_point"`
+	Model        string   `json:"model"`
+	GPU          string   `json:"gpu"`
+	GPUProfile   string   `json:"gpu_profile"`
+	TP           int      `json:"tp"`
+	DP           int      `json:"dp"`
+	PP           int      `json:"pp"`
+	DType        string   `json:"dtype"`
+	KVCacheDType string   `json:"kv_cache_dtype"`
+	GMU          *float64 `json:"gpu_memory_utilization"`
+	GMUStated    bool     `json:"gmu_stated"`
+	MaxModelLen  int      `json:"max_model_len"`
+	MaxNumSeqs   int      `json:"max_num_seqs"`
+	MaxBatched   int      `json:"max_num_batched_tokens"`
+	EnforceEager bool     `json:"enforce_eager"`
+	BlockSize    int      `json:"block_size"`
+	ExtraArgs    []string `json:"extra_args"`
+	Logged       logged   `json:"logged"`
+	Exclude      string   `json:"exclude"`
+	Baseline     *result  `json:"baseline"`
+}
+
+type logged struct {
+	KVTokens       int      `json:"kv_tokens"`
+	GPUBlocks      *int     `json:"gpu_blocks"`
+	BlockSize      int      `json:"block_size"`
+	AvailableKVGiB *float64 `json:"available_kv_gib"`
+	Refusal        *refusal `json:"refusal"`
+}
+
+type refusal struct {
+	Kind         string   `json:"kind"`
+	KVTokens     int      `json:"kv_tokens"`
+	AvailableGiB *float64 `json:"available_gib"`
+}
+
+// result is one case's prediction; the corpus keeps the one of the commit that recorded it
+// as "baseline".
+type result struct {
+	Outcome   string   `json:"outcome"` // started, refused, or not expressible
+	Metric    string   `json:"metric,omitempty"`
+	Logged    float64  `json:"logged,omitempty"`
+	Predicted float64  `json:"predicted,omitempty"`
+	ErrorPct  *float64 `json:"error_pct,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+}
+
+const (
+	outcomeStarted = "started"
+	outcomeRefused = "refused"
+	outcomeNone    = "not expressible"
+)
+
+// inSplit is the split rule of docs/validation.md: calibration cases are fit, the rest by hash.
+func inSplit(c corpusCase) string {
+	h := fnv.New32a()
+	h.Write([]byte(c.ID))
+	if c.Calibration || h.Sum32()%3 == 0 {
+		return "fit"
+	}
+	return "heldout"
+}
+
+// simArgs is the `vllmtop sim` command line for the case's settings, or why there is none.
+func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
+	switch {
+	case strings.HasPrefix(c.Model, "unknown"):
+		return nil, "model not identified"
+	case c.GPUProfile == "":
+		return nil, "GPU not identified"
+	case strings.Contains(c.EntryPoint, "LLM") && offlineDefaultsDiffer(c.SimVersion):
+		return nil, "offline LLM-class defaults not modelled"
+	case c.TP <= 0 || c.PP <= 0:
+		return nil, "parallel layout not identified"
+	case c.PP > 1:
+		return nil, "no --pipeline-parallel-size"
+	case c.DP > 1:
+		return nil, "no --data-parallel-size"
+	}
+	if _, err := p.Model(c.Model); err != nil {
+		return nil, "not in catalogue: model " + c.Model
+	}
+	if _, err := p.GPU(c.GPUProfile); err != nil {
+		return nil, "not in catalogue: GPU " + c.GPUProfile
+	}
+	args := []string{c.Model, "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
+	add := func(flag string, v int) {
+		if v > 0 {
+			args = append(args, flag, strconv.Itoa(v))
+		}
+	}
+	add("--tensor-parallel-size", c.TP)
+	add("--max-model-len", c.MaxModelLen)
+	add("--max-num-seqs", c.MaxNumSeqs)
+	add("--max-num-batched-tokens", c.MaxBatched)
+	add("--block-size", c.BlockSize)
+	if c.GMUStated && c.GMU != nil {
+		args = append(args, "--gpu-memory-utilization", strconv.FormatFloat(*c.GMU, 'f', -1, 64))
+	}
+	if c.DType != "" && c.DType != "auto" {
+		args = append(args, "--dtype", c.DType)
+	}
+	if c.KVCacheDType != "" && c.KVCacheDType != "auto" {
+		args = append(args, "--kv-cache-dtype", c.KVCacheDType)
+	}
+	if c.EnforceEager {
+		args = append(args, "--enforce-eager")
+	}
+	return append(args, c.ExtraArgs...), ""
+}
+
+// offlineDefaultsDiffer: from the V1 engine (0.8) the LLM class gets batching defaults of its
+// own; before, it shared the server's.
+func offlineDefaultsDiffer(version string) bool {
+	v, err := sim.ParseVersion(version)
+	return err != nil || v.AtLeast("0.8.0")
+}
+
+// predicted is what the simulator plans for args: its KV tokens and available KV memory, and
+// whether it refuses to start. All use of the capacity API is here.
+func predicted(args []string) (outcome string, tokens int, availGiB float64, reason string) {
+	p, err := serve.Prepare(args, func(string) string { return "" })
+	var startup *serve.StartupError
+	var usage *serve.UsageError
+	switch {
+	case err == nil:
+		c := p.Capacity()
+		return outcomeStarted, c.KVCacheTokens, float64(c.AvailableKVBytes) / (1 << 30), ""
+	case errors.As(err, &startup):
+		c := startup.Capacity
+		return outcomeRefused, c.KVCacheTokens, float64(c.AvailableKVBytes) / (1 << 30), startup.Message
+	case errors.As(err, &usage):
+		return outcomeNone, 0, 0, "not expressible: " + usage.Msg
+	}
+	return outcomeNone, 0, 0, "not expressible: " + err.Error()
+}
+
+// loggedMetric is the figure a case is judged on: KV tokens (or blocks x block size) when
+// logged, else the available KV memory.
+func loggedMetric(l logged) (metric string, v float64) {
+	bs := l.BlockSize
+	if bs == 0 {
+		bs = 16
+	}
+	switch {
+	case l.KVTokens > 0:
+		return "kv_tokens", float64(l.KVTokens)
+	case l.GPUBlocks != nil && *l.GPUBlocks > 0:
+		return "kv_tokens", float64(*l.GPUBlocks * bs)
+	case l.Refusal != nil && l.Refusal.KVTokens > 0:
+		return "kv_tokens", float64(l.Refusal.KVTokens)
+	case l.AvailableKVGiB != nil && *l.AvailableKVGiB > 0:
+		return "available_kv_gib", *l.AvailableKVGiB
+	case l.Refusal != nil && l.Refusal.AvailableGiB != nil && *l.Refusal.AvailableGiB > 0:
+		return "available_kv_gib", *l.Refusal.AvailableGiB
+	}
+	return "outcome", 0
+}
+
+func evaluate(c corpusCase, p *sim.Profiles) result {
+	args, why := simArgs(c, p)
+	if args == nil {
+		return result{Outcome: outcomeNone, Reason: why}
+	}
+	outcome, tokens, avail, reason := predicted(args)
+	r := result{Outcome: outcome, Reason: reason}
+	if outcome == outcomeNone {
+		return r
+	}
+	r.Metric, r.Logged = loggedMetric(c.Logged)
+	switch r.Metric {
+	case "kv_tokens":
+		r.Predicted = float64(tokens)
+	case "available_kv_gib":
+		r.Predicted = math.Round(avail*100) / 100
+	}
+	if r.Logged > 0 {
+		e := math.Round((r.Predicted-r.Logged)/r.Logged*1000) / 10
+		r.ErrorPct = &e
+	}
+	return r
+}
+
+func loggedOutcome(c corpusCase) string {
+	if c.Logged.Refusal != nil {
+		return outcomeRefused
+	}
+	return outcomeStarted
+}
+
+func TestValidationCorpus(t *testing.T) {
+	raw, err := os.ReadFile(corpusPath)
+	require.NoError(t, err)
+	var cor corpus
+	require.NoError(t, json.Unmarshal(raw, &cor))
+	profiles, err := sim.LoadProfiles("")
+	require.NoError(t, err)
+
+	results := map[string]result{}
+	for _, c := range cor.Cases {
+		require.Equal(t, inSplit(c), c.Set, "%s: the set follows the split rule, not the results", c.ID)
+		r := evaluate(c, profiles)
+		results[c.ID] = r
+		if c.Set == "heldout" {
+			checkBaseline(t, c, r)
+		}
+	}
+	for _, set := range []string{"fit", "heldout"} {
+		t.Log(validationTable(cor.Cases, results, set))
+	}
+	if path := os.Getenv("VLLMTOP_VALIDATION_BASELINE_OUT"); path != "" {
+		b, err := json.MarshalIndent(results, "", " ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Clean(path), b, 0o644))
+	}
+}
+
+// checkBaseline fails when a held-out case's error grew by more than a point against the
+// prediction recorded in the corpus, or when it no longer starts (or refuses) as vLLM did.
+func checkBaseline(t *testing.T, c corpusCase, r result) {
+	t.Helper()
+	b := c.Baseline
+	if b == nil || b.Outcome == outcomeNone {
+		return
+	}
+	if r.Outcome != b.Outcome {
+		if b.Outcome == loggedOutcome(c) {
+			t.Errorf("%s: the simulator now says %q where vLLM and the baseline said %q (%s)", c.ID, r.Outcome, b.Outcome, r.Reason)
+		} else {
+			t.Logf("%s: now %q as vLLM was; record a new baseline", c.ID, r.Outcome)
+		}
+		return
+	}
+	if b.ErrorPct != nil && r.ErrorPct != nil && math.Abs(*r.ErrorPct) > math.Abs(*b.ErrorPct)+1 {
+		t.Errorf("%s: %s error %+.1f%%, the baseline was %+.1f%%", c.ID, r.Metric, *r.ErrorPct, *b.ErrorPct)
+	}
+}
+
+func validationTable(cases []corpusCase, results map[string]result, set string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%s set\n%-56s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", set,
+		"case", "model", "GPU", "version", "logged", "predicted", "error", "note")
+	var errs []float64
+	n := 0
+	for _, c := range cases {
+		if c.Set != set {
+			continue
+		}
+		n++
+		r := results[c.ID]
+		note := outcomeNote(c, r)
+		logged, pred, e := "-", "-", "-"
+		if r.Outcome != outcomeNone && r.Metric != "outcome" {
+			logged, pred = fmtMetric(r.Metric, r.Logged), fmtMetric(r.Metric, r.Predicted)
+			if r.ErrorPct != nil {
+				e = fmt.Sprintf("%+.1f%%", *r.ErrorPct)
+				if c.Exclude == "" {
+					errs = append(errs, math.Abs(*r.ErrorPct))
+				}
+			}
+		}
+		fmt.Fprintf(&sb, "%-56s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", c.ID, trunc(c.Model, 40),
+			c.GPUProfile, c.SimVersion, logged, pred, e, note)
+	}
+	fmt.Fprintf(&sb, "%s: %d cases, %d predicted; %s\n", set, n, len(errs), summary(errs))
+	return sb.String()
+}
+
+func outcomeNote(c corpusCase, r result) string {
+	var parts []string
+	if r.Outcome == outcomeNone {
+		parts = append(parts, r.Reason)
+	} else if lo := loggedOutcome(c); lo != r.Outcome {
+		parts = append(parts, fmt.Sprintf("vLLM %s, sim %s", lo, r.Outcome))
+	} else if r.Outcome == outcomeRefused {
+		parts = append(parts, "both refuse")
+	}
+	if c.Exclude != "" {
+		parts = append(parts, "excluded: "+c.Exclude)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func fmtMetric(metric string, v float64) string {
+	if metric == "available_kv_gib" {
+		return fmt.Sprintf("%.2f GiB", v)
+	}
+	return strconv.Itoa(int(v))
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "~"
+}
+
+// summary counts the absolute errors within 5% and 10% and gives their median.
+func summary(errs []float64) string {
+	if len(errs) == 0 {
+		return "no errors to summarise"
+	}
+	sort.Float64s(errs)
+	w5, w10 := 0, 0
+	for _, e := range errs {
+		if e <= 5 {
+			w5++
+		}
+		if e <= 10 {
+			w10++
+		}
+	}
+	med := errs[len(errs)/2]
+	if len(errs)%2 == 0 {
+		med = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+	}
+	return fmt.Sprintf("%d within 5%%, %d within 10%%, median |error| %.1f%%", w5, w10, med)
+}
