@@ -266,11 +266,7 @@ func (d *Dashboard) runFleet(ctx context.Context) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if p, ok := d.fl.source.(*fleet.Prometheus); ok {
-			// The last hour at once, so the charts are full on open.
-			_ = p.Backfill(ctx)
-		}
-		_ = d.fl.source.Run(ctx)
+		_ = d.fl.source.Run(ctx) // a Prometheus source backfills the last hour first
 	}()
 	return func() { cancel(); <-done }
 }
