@@ -242,7 +242,7 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	}
 	if d.fleetMode() {
 		stop := d.runFleet(ctx)
-		_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+		_, err = tea.NewProgram(tui.New(d.deps), programOptions(ctx)...).Run()
 		stop()
 		if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
 			return err
@@ -272,7 +272,7 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 			}
 		}
 	}
-	_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	_, err = tea.NewProgram(tui.New(d.deps), programOptions(ctx)...).Run()
 	cancel()
 	<-loadDone
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
