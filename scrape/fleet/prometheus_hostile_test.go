@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -246,4 +247,62 @@ func TestPrometheusDownThenBack(t *testing.T) {
 	_, sum = fl.Summary()
 	assert.NotContains(t, sum, "Prometheus "+f.URL)
 	assert.Equal(t, 1, fl.Endpoints)
+}
+
+// The key goes to the configured origin only: a redirect to another host (or port) arrives
+// without it, and one from https to plain http is refused.
+func TestPrometheusKeyStaysAtItsOrigin(t *testing.T) {
+	var otherAuth atomic.Value
+	otherAuth.Store("none")
+	var otherHits atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		otherAuth.Store(r.Header.Get("Authorization"))
+		_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+	}))
+	defer other.Close()
+	redirect := func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/query") {
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"success","data":{"activeTargets":[]}}`)
+	}
+	var promAuth atomic.Value
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		promAuth.Store(r.Header.Get("Authorization"))
+		redirect(w, r)
+	}))
+	defer prom.Close()
+
+	p := newTestProm(t, prom.URL, "s3cret-token")
+	_ = p.Refresh(context.Background())
+	assert.Equal(t, "Bearer s3cret-token", promAuth.Load(), "the configured origin gets the key")
+	require.Positive(t, otherHits.Load(), "the redirect was followed")
+	assert.Equal(t, "", otherAuth.Load(), "another host never gets the key")
+
+	tlsProm := httptest.NewTLSServer(http.HandlerFunc(redirect))
+	defer tlsProm.Close()
+	otherHits.Store(0)
+	p, err := NewPrometheus(PrometheusConfig{URL: tlsProm.URL, APIKey: "s3cret-token", Timeout: 5 * time.Second,
+		RoundTripper: tlsProm.Client().Transport})
+	require.NoError(t, err)
+	err = p.Refresh(context.Background())
+	require.ErrorContains(t, err, "refused: a redirect from https to http")
+	assert.NotContains(t, err.Error(), "s3cret-token")
+	requireOneSafeLine(t, err)
+	assert.Zero(t, otherHits.Load(), "nothing is sent over plain http")
+}
+
+func TestSameOrigin(t *testing.T) {
+	u := func(s string) *url.URL {
+		v, err := url.Parse(s)
+		require.NoError(t, err)
+		return v
+	}
+	assert.True(t, sameOrigin(u("http://p:9090"), u("http://P:9090/api/v1/query")))
+	assert.True(t, sameOrigin(u("https://p"), u("https://p:443/x")))
+	assert.False(t, sameOrigin(u("http://p:9090"), u("http://p:9091/")))
+	assert.False(t, sameOrigin(u("http://p:9090"), u("http://evil:9090/")))
+	assert.False(t, sameOrigin(u("https://p"), u("http://p:443/")))
 }

@@ -33,6 +33,10 @@ type Config struct {
 	Window   Duration `toml:"window"`
 	SLO      SLO      `toml:"slo"`
 
+	// AllowKeyEnv lists variables api_key_env may name although their names do not look
+	// like a key's (…_KEY, …_TOKEN).
+	AllowKeyEnv []string `toml:"allow_key_env"`
+
 	Prometheus *Prometheus `toml:"prometheus"`
 	Endpoints  []Endpoint  `toml:"endpoint"`
 	Fleets     []Fleet     `toml:"fleet"`
@@ -207,6 +211,9 @@ func (c *Config) check(f *file) []error {
 		if s := strings.TrimSpace(c.Prometheus.Selector); s != "" && !(strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}")) {
 			errs = append(errs, f.errorf(toml.Key{"prometheus", "selector"}, 0, "selector %q: want label matchers in braces, e.g. {job=\"vllm\"}", s))
 		}
+		if err := keyEnvError(c.Prometheus.APIKeyEnv, c.AllowKeyEnv); err != nil {
+			errs = append(errs, f.errorf(toml.Key{"prometheus", "api_key_env"}, 0, "prometheus: %v", err))
+		}
 	}
 	names := map[string]bool{}
 	for i, e := range c.Endpoints {
@@ -219,6 +226,9 @@ func (c *Config) check(f *file) []error {
 		names[e.Name] = true
 		if err := checkURL(e.URL); err != nil {
 			errs = append(errs, f.errorf(toml.Key{"endpoint", "url"}, i, "endpoint %q url: %v", e.Name, err))
+		}
+		if err := keyEnvError(e.APIKeyEnv, c.AllowKeyEnv); err != nil {
+			errs = append(errs, f.errorf(toml.Key{"endpoint", "api_key_env"}, i, "endpoint %q: %v", e.Name, err))
 		}
 		if e.MaxNumSeqs < 0 {
 			errs = append(errs, f.errorf(toml.Key{"endpoint", "max_num_seqs"}, i, "endpoint %q: max_num_seqs must be positive", e.Name))
@@ -269,11 +279,15 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// APIKey reads the key an api_key_env names. An empty name is no key; a name whose variable
-// is unset or empty is an error that names the variable (never a value).
+// APIKey reads the key an api_key_env names (Parse checked the name against the file's
+// allow_key_env). An empty name is no key; a name whose variable is unset or empty is an error
+// that names the variable (never a value), and what is no variable's name is not repeated.
 func APIKey(env string, getenv func(string) string) (string, error) {
 	if env == "" {
 		return "", nil
+	}
+	if !envNameRE.MatchString(env) {
+		return "", errNotAName
 	}
 	if v := getenv(env); v != "" {
 		return v, nil
