@@ -135,6 +135,7 @@ type dashRun struct {
 	scr    *screen
 	tree   map[int]bool // every descendant seen
 	done   chan error
+	eof    chan struct{} // closed when the terminal has nothing more to read
 }
 
 func startDashboard(t *testing.T, bin string, args ...string) *dashRun {
@@ -147,7 +148,7 @@ func startDashboard(t *testing.T, bin string, args ...string) *dashRun {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	require.NoError(t, cmd.Start())
 	_ = tty.Close()
-	d := &dashRun{cmd: cmd, master: master, scr: &screen{}, tree: map[int]bool{}, done: make(chan error, 1)}
+	d := &dashRun{cmd: cmd, master: master, scr: &screen{}, tree: map[int]bool{}, done: make(chan error, 1), eof: make(chan struct{})}
 	go d.read()
 	go func() { d.done <- cmd.Wait() }()
 	t.Cleanup(func() {
@@ -163,6 +164,7 @@ func startDashboard(t *testing.T, bin string, args ...string) *dashRun {
 // read keeps what the dashboard draws and answers its terminal's queries (the background
 // colour, the cursor's position) as a terminal does, so that it does not wait for them.
 func (d *dashRun) read() {
+	defer close(d.eof)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := d.master.Read(buf)
@@ -225,6 +227,18 @@ func (d *dashRun) signalEnds(t *testing.T, sig syscall.Signal, grace time.Durati
 		case <-time.After(5 * time.Second):
 		}
 		t.Fatalf("still running %s after %v:\n%s", grace, sig, tail(d.scr.text()))
+	}
+	// The last bytes may still be on their way through the terminal.
+	restored := func() bool {
+		a := d.scr.raw()[before:]
+		return strings.Contains(a, "\x1b[?1049l") && strings.Contains(a, "\x1b[?25h")
+	}
+	for end := time.Now().Add(5 * time.Second); !restored() && time.Now().Before(end); {
+		select {
+		case <-d.eof:
+			end = time.Now()
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	after := d.scr.raw()[before:]
 	assert.Contains(t, after, "\x1b[?1049l", "the alternate screen is left")
