@@ -40,7 +40,8 @@ const (
 	// maxErrorText bounds the error shown for a failed round.
 	maxErrorText             = 400
 	defaultPromConcurrency   = 4
-	defaultPromScrapeSeconds = 15 // Prometheus's own default, when it cannot be estimated
+	minPromInterval          = 100 * time.Millisecond // a floor: "1ns" read Prometheus in a busy loop
+	defaultPromScrapeSeconds = 15                     // Prometheus's own default, when it cannot be estimated
 )
 
 // PrometheusConfig configures a Prometheus source. Zero values take the defaults.
@@ -114,7 +115,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Interval = orDuration(cfg.Interval, DefaultPromInterval)
+	cfg.Interval = max(orDuration(cfg.Interval, DefaultPromInterval), minPromInterval)
 	cfg.Window = orDuration(cfg.Window, DefaultWindow)
 	cfg.Timeout = orDuration(cfg.Timeout, DefaultPromTimeout)
 	cfg.RestartHold = orDuration(cfg.RestartHold, DefaultPromRestartHold)

@@ -152,6 +152,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 
 // Build makes the server's supervisor, the load and the scraper.
 func (d *Dashboard) Build(startSim SimStarter, say Sayer) error {
+	d.warnConfig(say)
 	if d.fleetMode() {
 		return d.buildFleet()
 	}

@@ -152,6 +152,14 @@ func (o *Dashboard) finishFleet(extra []string, getenv func(string) string) erro
 	return nil
 }
 
+// warnConfig says, once, why the default config file was not read.
+func (d *Dashboard) warnConfig(say Sayer) {
+	if cfg := d.fl.cfg; cfg != nil && cfg.Warning != "" && say != nil {
+		say("%s", cfg.Warning)
+		cfg.Warning = ""
+	}
+}
+
 func orNone(path string) string {
 	if path == "" {
 		return "the config (no file found)"
