@@ -92,7 +92,7 @@ type Prometheus struct {
 	sem     chan struct{}
 	updated chan struct{}
 
-	backfilled atomic.Bool // Backfill runs once
+	backfilled atomic.Bool // Backfill was called: Run does not read the history again
 
 	mu      sync.Mutex
 	rows    []Row
@@ -167,13 +167,16 @@ func (p *Prometheus) History() *History { return p.history }
 // Updated receives a value (coalesced) after each refresh.
 func (p *Prometheus) Updated() <-chan struct{} { return p.updated }
 
-// Run backfills the history, then refreshes the rows every Interval until ctx ends. A failed
-// round is kept in Err and retried at the next interval.
+// Run backfills the history (unless Backfill was called already: it is read once at start),
+// then refreshes the rows every Interval until ctx ends. A failed round is kept in Err and
+// retried at the next interval.
 func (p *Prometheus) Run(ctx context.Context) error {
-	if err := p.Backfill(ctx); err != nil && ctx.Err() == nil {
-		// Shown until the first refresh says more.
-		_ = p.failed(err)
-		p.notify()
+	if !p.backfilled.Load() {
+		if err := p.Backfill(ctx); err != nil && ctx.Err() == nil {
+			// Shown until the first refresh says more.
+			_ = p.failed(err)
+			p.notify()
+		}
 	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
@@ -604,12 +607,10 @@ func sourceVerdict(url string, down bool, err error) diagnose.Verdict {
 }
 
 // Backfill reads the last Lookback (at most what History holds) of every charted metric
-// with query_range, so a dashboard opened now shows the last hour at once. Only the first
-// call reads; later ones (Run calls it too) return nil at once.
+// with query_range, so a dashboard opened now shows the last hour at once. Run calls it
+// unless it was called already.
 func (p *Prometheus) Backfill(ctx context.Context) error {
-	if p.backfilled.Swap(true) {
-		return nil
-	}
+	p.backfilled.Store(true)
 	now := p.cfg.Now()
 	lookback := min(p.cfg.Lookback, p.history.Span())
 	r := promv1.Range{Start: now.Add(-lookback), End: now, Step: p.history.Step()}

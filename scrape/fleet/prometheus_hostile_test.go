@@ -206,7 +206,8 @@ func TestPrometheusSeriesCap(t *testing.T) {
 	assert.Len(t, p.Fleet(diagnose.Facts{}).Rows, MaxSeries)
 }
 
-// Run backfills once, however often Backfill is called, and refreshes after.
+// Run does not read the history again after Backfill (the dashboard read it twice at start),
+// and refreshes after.
 func TestPrometheusBackfillsOnce(t *testing.T) {
 	f := newFakeProm(t, 200, fileAnswer(t, "matrix.json"))
 	p := newTestProm(t, f.URL, "")
