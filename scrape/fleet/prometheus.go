@@ -291,8 +291,10 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 		jobs = append(jobs, job{string(q.field), q.query, &a.rows[i]})
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fails := roundErrors{cancel: cancel}
+	for _, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -300,7 +302,7 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 			defer func() {
 				recovered(&err)
 				if err != nil {
-					errs[i] = fmt.Errorf("%s query: %w", j.name, err)
+					fails.add(fmt.Errorf("%s query: %w", j.name, err))
 				}
 			}()
 			*j.dst, err = p.query(ctx, j.q, at)
@@ -317,7 +319,7 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 		targets, targetsErr = p.api.Targets(tctx)
 	}()
 	wg.Wait()
-	if err := firstOf(errs); err != nil {
+	if err := fails.err(); err != nil {
 		return nil, err
 	}
 	a.instance["up"], a.instance["last"], a.instance["scrapes"], a.instance["start"], a.instance["changes"] = &up, &last, &scrapes, &start, &changes
@@ -385,22 +387,35 @@ func oneLineError(err error) string {
 	return textfmt.OneLine(sanitize.Message(err.Error()), maxErrorText)
 }
 
-// firstOf is the first error of a round, with how many others failed.
-func firstOf(errs []error) error {
-	var first error
-	n := 0
-	for _, e := range errs {
-		if e != nil {
-			if first == nil {
-				first = e
-			}
-			n++
-		}
+// roundErrors keeps the first error of a round of queries and ends the round: a Prometheus
+// that hangs costs one timeout a round, not one per query. Those ended by it are not counted.
+type roundErrors struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	first  error
+	more   int
+}
+
+func (r *roundErrors) add(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.first == nil:
+		r.first = err
+		r.cancel()
+	case !errors.Is(err, context.Canceled):
+		r.more++
 	}
-	if n > 1 {
-		return fmt.Errorf("%w (and %d more)", first, n-1)
+}
+
+// err is the first error, with how many others failed by themselves.
+func (r *roundErrors) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.more > 0 {
+		return fmt.Errorf("%w (and %d more)", r.first, r.more)
 	}
-	return first
+	return r.first
 }
 
 // instanceInfo is what one target is, from the instance queries and the targets page.
@@ -615,21 +630,20 @@ func (p *Prometheus) Backfill(ctx context.Context) error {
 	lookback := min(p.cfg.Lookback, p.history.Span())
 	r := promv1.Range{Start: now.Add(-lookback), End: now, Step: p.history.Step()}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fails := roundErrors{cancel: cancel}
 	for m, q := range p.hq {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.backfillOne(ctx, m, q, r); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s history: %w", m, err))
-				mu.Unlock()
+			if err := p.backfillOne(rctx, m, q, r); err != nil {
+				fails.add(fmt.Errorf("%s history: %w", m, err))
 			}
 		}()
 	}
 	wg.Wait()
-	if err := firstOf(errs); err != nil {
+	if err := fails.err(); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("prometheus %s: %s", p.url, oneLineError(err))
 	}
 	return ctx.Err()
