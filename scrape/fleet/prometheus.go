@@ -7,8 +7,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -16,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vllmtop/vllmtop/internal/base/defaults"
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/internal/base/untrusted"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
@@ -23,13 +27,22 @@ import (
 
 // Defaults of a Prometheus source.
 const (
-	DefaultPromInterval      = 5 * time.Second
-	DefaultPromTimeout       = 10 * time.Second
-	DefaultPromRestartHold   = 2 * time.Minute
-	DefaultLookback          = time.Hour
-	DefaultMaxResponseBytes  = 32 << 20
+	DefaultPromInterval     = 5 * time.Second
+	DefaultPromTimeout      = 10 * time.Second
+	DefaultPromRestartHold  = 2 * time.Minute
+	DefaultLookback         = time.Hour
+	DefaultMaxResponseBytes = 32 << 20
+	// MaxSeries bounds the series of one answer: more rows than a fleet table can show, and
+	// far fewer than an answer under the byte cap could hold (300,000 took 1.5 GB).
+	MaxSeries = 2000
+	// maxInstantBytes caps an instant query's answer: MaxSeries series of a few labels each
+	// fit many times over; only a range query's answer may use MaxResponseBytes.
+	maxInstantBytes = 4 << 20
+	// maxErrorText bounds the error shown for a failed round.
+	maxErrorText             = 400
 	defaultPromConcurrency   = 4
-	defaultPromScrapeSeconds = 15 // Prometheus's own default, when it cannot be estimated
+	minPromInterval          = 100 * time.Millisecond // a floor: "1ns" read Prometheus in a busy loop
+	defaultPromScrapeSeconds = 15                     // Prometheus's own default, when it cannot be estimated
 )
 
 // PrometheusConfig configures a Prometheus source. Zero values take the defaults.
@@ -80,6 +93,8 @@ type Prometheus struct {
 	sem     chan struct{}
 	updated chan struct{}
 
+	backfilled atomic.Bool // Backfill was called: Run does not read the history again
+
 	mu      sync.Mutex
 	rows    []Row
 	lastOK  time.Time
@@ -101,7 +116,7 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Interval = defaults.Positive(cfg.Interval, DefaultPromInterval)
+	cfg.Interval = max(defaults.Positive(cfg.Interval, DefaultPromInterval), minPromInterval)
 	cfg.Window = defaults.Positive(cfg.Window, DefaultWindow)
 	cfg.Timeout = defaults.Positive(cfg.Timeout, DefaultPromTimeout)
 	cfg.RestartHold = defaults.Positive(cfg.RestartHold, DefaultPromRestartHold)
@@ -117,9 +132,11 @@ func NewPrometheus(cfg PrometheusConfig) (*Prometheus, error) {
 		rt = api.DefaultRoundTripper
 	}
 	rt = cappedTransport{rt: rt, max: cfg.MaxResponseBytes}
-	if cfg.APIKey != "" {
-		rt = bearerTransport{rt: rt, key: cfg.APIKey}
+	origin, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus URL %q: %s", untrusted.URL(cfg.URL), oneLineError(err))
 	}
+	rt = originTransport{rt: rt, origin: origin, key: cfg.APIKey}
 	client, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus URL %q: %w", untrusted.URL(cfg.URL), err)
@@ -145,10 +162,17 @@ func (p *Prometheus) History() *History { return p.history }
 // Updated receives a value (coalesced) after each refresh.
 func (p *Prometheus) Updated() <-chan struct{} { return p.updated }
 
-// Run backfills the history, then refreshes the rows every Interval until ctx ends. A failed
-// round is kept in Err and retried at the next interval.
+// Run backfills the history (unless Backfill was called already: it is read once at start),
+// then refreshes the rows every Interval until ctx ends. A failed round is kept in Err and
+// retried at the next interval.
 func (p *Prometheus) Run(ctx context.Context) error {
-	_ = p.Backfill(ctx)
+	if !p.backfilled.Load() {
+		if err := p.Backfill(ctx); err != nil && ctx.Err() == nil {
+			// Shown until the first refresh says more.
+			_ = p.failed(err)
+			p.notify()
+		}
+	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -182,11 +206,60 @@ func (p *Prometheus) query(ctx context.Context, q string, at time.Time) (model.V
 	if err != nil {
 		return nil, err
 	}
+	return checkVector(v)
+}
+
+// checkVector type-checks an instant query's answer: a vector of at most MaxSeries samples
+// (null entries dropped), never nil.
+func checkVector(v model.Value) (model.Vector, error) {
 	vec, ok := v.(model.Vector)
 	if !ok {
-		return nil, fmt.Errorf("answer of type %s, want a vector", v.Type())
+		return nil, fmt.Errorf("answer of type %s, want a vector", typeOf(v))
 	}
-	return vec, nil
+	if len(vec) > MaxSeries {
+		return nil, fmt.Errorf("answer of %d series, over the %d a fleet view shows: narrow the selector", len(vec), MaxSeries)
+	}
+	out := vec[:0:0]
+	for _, s := range vec {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// checkMatrix is checkVector for a range query's answer.
+func checkMatrix(v model.Value) (model.Matrix, error) {
+	mat, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("answer of type %s, want a matrix", typeOf(v))
+	}
+	if len(mat) > MaxSeries {
+		return nil, fmt.Errorf("answer of %d series, over the %d a fleet view shows: narrow the selector", len(mat), MaxSeries)
+	}
+	out := mat[:0:0]
+	for _, s := range mat {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// typeOf names an answer's type; an answer without data ("data": null) has none.
+func typeOf(v model.Value) string {
+	if v == nil {
+		return "none (no data)"
+	}
+	return v.Type().String()
+}
+
+// recovered turns a panic of a goroutine reading an answer into its error, so that no
+// answer can take the dashboard down.
+func recovered(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("unreadable answer (%v)", r)
+	}
 }
 
 // answers are the results of one round of queries.
@@ -213,17 +286,21 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 		jobs = append(jobs, job{string(q.field), q.query, &a.rows[i]})
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(jobs))
-	for i, j := range jobs {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fails := roundErrors{cancel: cancel}
+	for _, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			vec, err := p.query(ctx, j.q, at)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s query: %w", j.name, err)
-				return
-			}
-			*j.dst = vec
+			var err error
+			defer func() {
+				recovered(&err)
+				if err != nil {
+					fails.add(fmt.Errorf("%s query: %w", j.name, err))
+				}
+			}()
+			*j.dst, err = p.query(ctx, j.q, at)
 		}()
 	}
 	var targets promv1.TargetsResult
@@ -231,18 +308,22 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer recovered(&targetsErr)
 		tctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 		defer cancel()
 		targets, targetsErr = p.api.Targets(tctx)
 	}()
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := fails.err(); err != nil {
 		return nil, err
 	}
 	a.instance["up"], a.instance["last"], a.instance["scrapes"], a.instance["start"], a.instance["changes"] = &up, &last, &scrapes, &start, &changes
 	a.targets = map[string]promv1.ActiveTarget{}
 	if targetsErr == nil { // the targets page adds the last error; without it rows still stand
-		for _, t := range targets.Active {
+		for i, t := range targets.Active {
+			if i == MaxSeries {
+				break
+			}
 			a.targets[string(t.Labels[model.InstanceLabel])] = t
 		}
 	}
@@ -256,7 +337,7 @@ func (p *Prometheus) Refresh(ctx context.Context) error {
 	a, err := p.ask(ctx, now)
 	if err == nil {
 		var rows []Row
-		rows, err = p.build(now, a)
+		rows, err = p.safeBuild(now, a)
 		if err == nil {
 			p.history.Record(now, rows)
 			p.mu.Lock()
@@ -268,20 +349,68 @@ func (p *Prometheus) Refresh(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		err = fmt.Errorf("prometheus %s: %s", p.url, untrusted.Text(oneLineError(err)))
-		p.mu.Lock()
-		p.lastErr = err
-		p.mu.Unlock()
+		err = p.failed(err)
 	}
+	p.notify()
+	return err
+}
+
+// failed keeps err as the source's error, worded for the status line, and returns it.
+func (p *Prometheus) failed(err error) error {
+	err = fmt.Errorf("prometheus %s: %s", p.url, oneLineError(err))
+	p.mu.Lock()
+	p.lastErr = err
+	p.mu.Unlock()
+	return err
+}
+
+func (p *Prometheus) notify() {
 	select {
 	case p.updated <- struct{}{}:
 	default:
 	}
-	return err
 }
 
+func (p *Prometheus) safeBuild(now time.Time, a *answers) (rows []Row, err error) {
+	defer recovered(&err)
+	return p.build(now, a)
+}
+
+// oneLineError is an error from outside made fit for one line of the status line: no
+// escape, no secret in a URL, folded and cut.
 func oneLineError(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return textfmt.OneLine(sanitize.Message(err.Error()), maxErrorText)
+}
+
+// roundErrors keeps the first error of a round of queries and ends the round: a Prometheus
+// that hangs costs one timeout a round, not one per query. Those ended by it are not counted.
+type roundErrors struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	first  error
+	more   int
+}
+
+func (r *roundErrors) add(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.first == nil:
+		r.first = err
+		r.cancel()
+	case !errors.Is(err, context.Canceled):
+		r.more++
+	}
+}
+
+// err is the first error, with how many others failed by themselves.
+func (r *roundErrors) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.more > 0 {
+		return fmt.Errorf("%w (and %d more)", r.first, r.more)
+	}
+	return r.first
 }
 
 // instanceInfo is what one target is, from the instance queries and the targets page.
@@ -460,59 +589,82 @@ func (p *Prometheus) Fleet(facts diagnose.Facts) Fleet {
 	rows := append([]Row(nil), p.rows...)
 	lastOK, lastErr := p.lastOK, p.lastErr
 	p.mu.Unlock()
-	if lastErr != nil && now.Sub(lastOK) > time.Duration(p.cfg.StaleAfter)*p.cfg.Interval {
+	down := lastErr != nil && (lastOK.IsZero() || now.Sub(lastOK) > time.Duration(p.cfg.StaleAfter)*p.cfg.Interval)
+	if down {
 		for i := range rows {
 			rows[i].State, rows[i].Frozen = StateStale, true
 			rows[i].Age = now.Sub(lastOK)
 			rows[i].StateDetail = "no answer from Prometheus: " + lastErr.Error()
 		}
 	}
-	return assemble("prometheus", now, rows, facts, p.th)
+	f := assemble("prometheus", now, rows, facts, p.th)
+	if lastErr != nil {
+		f.Verdicts = append([]diagnose.Verdict{sourceVerdict(p.url, down, lastErr)}, f.Verdicts...)
+	}
+	return f
+}
+
+// sourceVerdict says that Prometheus itself fails: DOWN (critical) when it has not answered
+// for StaleAfter intervals or never has, else a warning that the last read failed.
+func sourceVerdict(url string, down bool, err error) diagnose.Verdict {
+	cause := strings.TrimPrefix(err.Error(), "prometheus "+url+": ")
+	v := diagnose.Verdict{Rule: diagnose.RuleDown, Severity: diagnose.Critical, Subject: "Prometheus " + url,
+		Text: "Prometheus " + url + " is DOWN: " + cause}
+	if !down {
+		v.Severity, v.Text = diagnose.Warning, "the last read of Prometheus "+url+" failed: "+cause
+	}
+	return v
 }
 
 // Backfill reads the last Lookback (at most what History holds) of every charted metric
-// with query_range, so a dashboard opened now shows the last hour at once.
+// with query_range, so a dashboard opened now shows the last hour at once. Run calls it
+// unless it was called already.
 func (p *Prometheus) Backfill(ctx context.Context) error {
+	p.backfilled.Store(true)
 	now := p.cfg.Now()
 	lookback := min(p.cfg.Lookback, p.history.Span())
 	r := promv1.Range{Start: now.Add(-lookback), End: now, Step: p.history.Step()}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fails := roundErrors{cancel: cancel}
 	for m, q := range p.hq {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case p.sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-p.sem }()
-			qctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-			defer cancel()
-			v, _, _, err := p.api.QueryRange(qctx, q, r)
-			if err == nil {
-				err = p.fill(m, v)
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s history: %w", m, err))
-				mu.Unlock()
+			if err := p.backfillOne(rctx, m, q, r); err != nil {
+				fails.add(fmt.Errorf("%s history: %w", m, err))
 			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("prometheus %s: %s", p.url, untrusted.Text(oneLineError(err)))
+	if err := fails.err(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("prometheus %s: %s", p.url, oneLineError(err))
 	}
 	return ctx.Err()
 }
 
+func (p *Prometheus) backfillOne(ctx context.Context, m Metric, q string, r promv1.Range) (err error) {
+	defer recovered(&err)
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	defer func() { <-p.sem }()
+	qctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	v, _, _, err := p.api.QueryRange(qctx, q, r)
+	if err != nil {
+		return err
+	}
+	return p.fill(m, v)
+}
+
 func (p *Prometheus) fill(m Metric, v model.Value) error {
-	mat, ok := v.(model.Matrix)
-	if !ok {
-		return fmt.Errorf("answer of type %s, want a matrix", v.Type())
+	mat, err := checkMatrix(v)
+	if err != nil {
+		return err
 	}
 	hi := map[Metric]float64{MetricRunning: maxCount, MetricWaiting: maxCount, MetricKVCacheUsage: 1, MetricGenTokens: maxRate, MetricTTFTP99: maxSeconds}[m]
 	for _, ss := range mat {
@@ -524,7 +676,7 @@ func (p *Prometheus) fill(m Metric, v model.Value) error {
 		pts := make([]Point, 0, len(ss.Values))
 		for _, sp := range ss.Values {
 			x := float64(sp.Value)
-			if math.IsNaN(x) || x < 0 || x > hi {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > hi {
 				continue
 			}
 			pts = append(pts, Point{T: sp.Timestamp.Time(), V: x})
@@ -534,17 +686,40 @@ func (p *Prometheus) fill(m Metric, v model.Value) error {
 	return nil
 }
 
-// bearerTransport sends the API key. (prometheus/common/config has one, but it brings
-// OAuth2, JWT and YAML modules along.)
-type bearerTransport struct {
-	rt  http.RoundTripper
-	key string
+// originTransport sends the API key as a Bearer token to the configured origin only: a
+// redirect to another host or port goes there without it, and one from https to http is
+// refused, key or not. (prometheus/common/config has a bearer transport, but it brings OAuth2,
+// JWT and YAML modules along, and it sends the key wherever a redirect points.)
+type originTransport struct {
+	rt     http.RoundTripper
+	origin *url.URL
+	key    string
 }
 
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (o originTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.EqualFold(o.origin.Scheme, "https") && !strings.EqualFold(r.URL.Scheme, "https") {
+		return nil, fmt.Errorf("refused: a redirect from https to %s (%s)", untrusted.Text(r.URL.Scheme), untrusted.URL(r.URL.Redacted()))
+	}
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.rt.RoundTrip(r)
+	r.Header.Del("Authorization")
+	if o.key != "" && sameOrigin(o.origin, r.URL) {
+		r.Header.Set("Authorization", "Bearer "+o.key)
+	}
+	return o.rt.RoundTrip(r)
+}
+
+// sameOrigin compares scheme, host and port (a missing port is the scheme's default).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // cappedTransport refuses answers larger than max bytes.
@@ -554,21 +729,26 @@ type cappedTransport struct {
 }
 
 func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	limit := c.max
+	if !strings.HasSuffix(r.URL.Path, "/query_range") {
+		limit = min(limit, maxInstantBytes)
+	}
 	resp, err := c.rt.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
-	if resp.ContentLength > c.max {
+	if resp.ContentLength > limit {
 		resp.Body.Close()
-		return nil, fmt.Errorf("answer of %d bytes, over the %d-byte limit", resp.ContentLength, c.max)
+		return nil, fmt.Errorf("answer of %d bytes, over the %d-byte limit", resp.ContentLength, limit)
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: c.max}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit}
 	return resp, nil
 }
 
 type cappedBody struct {
 	io.ReadCloser
-	left int64
+	left  int64
+	shape jsonShape
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -583,5 +763,49 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
 		return n, errors.New("answer over the size limit")
 	}
+	if serr := b.shape.scan(p[:n]); serr != nil {
+		return n, serr
+	}
 	return n, err
+}
+
+// Bounds of an answer's shape, checked on the bytes as they arrive, before any decoding: a
+// series costs a few hundred bytes decoded, for some 80 in the answer, so 300,000 of them
+// under the byte cap took 1.5 GB. Each series is two objects (itself, its labels), and a
+// series has a few dozen labels at most.
+const (
+	maxAnswerObjects = 2*MaxSeries + 16
+	maxAnswerMembers = 64 * MaxSeries
+)
+
+// jsonShape counts the objects and members of a JSON text as it streams by (a colon outside
+// a string is a member); it does not check the syntax, the decoder does.
+type jsonShape struct {
+	inString, escaped bool
+	objects, members  int
+}
+
+func (s *jsonShape) scan(p []byte) error {
+	for _, c := range p {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case s.inString:
+			s.escaped = c == '\\'
+			s.inString = c != '"'
+		case c == '"':
+			s.inString = true
+		case c == '{':
+			s.objects++
+		case c == ':':
+			s.members++
+		}
+	}
+	switch {
+	case s.objects > maxAnswerObjects:
+		return fmt.Errorf("answer of over %d series, more than a fleet view shows: narrow the selector", MaxSeries)
+	case s.members > maxAnswerMembers:
+		return fmt.Errorf("answer with over %d labels, more than %d series have", maxAnswerMembers, MaxSeries)
+	}
+	return nil
 }

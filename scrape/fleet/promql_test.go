@@ -3,6 +3,7 @@ package fleet
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,8 @@ func TestTransportsCapAndAuthorize(t *testing.T) {
 		_, _ = w.Write([]byte(strings.Repeat("x", 2000)))
 	}))
 	defer srv.Close()
-	rt := bearerTransport{rt: cappedTransport{rt: http.DefaultTransport, max: 1000}, key: "k3y"}
+	origin, _ := url.Parse(srv.URL)
+	rt := originTransport{rt: cappedTransport{rt: http.DefaultTransport, max: 1000}, origin: origin, key: "k3y"}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	resp, err := rt.RoundTrip(req)
 	if err == nil {

@@ -9,6 +9,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
 	"github.com/vllmtop/vllmtop/themes"
 )
@@ -26,12 +29,18 @@ import (
 type Config struct {
 	// Path is the file it was read from ("" when there was none).
 	Path string `toml:"-"`
+	// Warning, when set, is why the default file was not read (to be said once).
+	Warning string `toml:"-"`
 
 	Theme string `toml:"theme"`
 	// Interval between two scrapes of an endpoint; Window of rates and quantiles.
 	Interval Duration `toml:"interval"`
 	Window   Duration `toml:"window"`
 	SLO      SLO      `toml:"slo"`
+
+	// AllowKeyEnv lists variables api_key_env may name although their names do not look
+	// like a key's (…_KEY, …_TOKEN).
+	AllowKeyEnv []string `toml:"allow_key_env"`
 
 	Prometheus *Prometheus `toml:"prometheus"`
 	Endpoints  []Endpoint  `toml:"endpoint"`
@@ -102,7 +111,8 @@ func DefaultPath(getenv func(string) string) string {
 }
 
 // Load reads path, or the default path when path is empty. A missing default file is no
-// configuration (an empty Config, no error); a missing explicit one is an error.
+// configuration (an empty Config, no error); a missing explicit one is an error. A default
+// file that cannot be read is no configuration either, with Warning saying why.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	explicit := path != ""
 	if !explicit {
@@ -111,22 +121,42 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			return &Config{}, nil
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readCapped(path)
 	if err != nil {
-		if !explicit && errors.Is(err, os.ErrNotExist) {
+		switch {
+		case !explicit && errors.Is(err, os.ErrNotExist):
 			return &Config{}, nil
+		case !explicit:
+			return &Config{Warning: "config: " + textfmt.OneLine(sanitize.Text(err.Error()), maxErrorLine) + "; going on without it"}, nil
 		}
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %s", textfmt.OneLine(sanitize.Text(err.Error()), maxErrorLine))
 	}
 	return Parse(path, data)
 }
 
-// Parse reads a file's content; name is used in messages.
+// readCapped reads a file of at most MaxFileBytes (one byte more says it is larger).
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+}
+
+// Parse reads a file's content; name is used in messages. The text is measured first (see
+// MaxFileBytes): what passes a bound is one error naming the line.
 func Parse(name string, data []byte) (*Config, error) {
+	if err := boundsError(name, data); err != nil {
+		return nil, err
+	}
 	var c Config
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
-		return nil, decodeError(name, err)
+		return nil, boundErrors([]error{decodeError(name, err)})
 	}
 	f := &file{name: name, data: string(data)}
 	var errs []error
@@ -142,7 +172,7 @@ func Parse(name string, data []byte) (*Config, error) {
 		errs = append(errs, f.errorf(k, n, "unknown key %q", k.String()))
 	}
 	errs = append(errs, c.check(f)...)
-	if err := errors.Join(errs...); err != nil {
+	if err := boundErrors(errs); err != nil {
 		return nil, err
 	}
 	c.Path = name
@@ -193,8 +223,32 @@ func decodeError(name string, err error) error {
 // lineAndKey is how toml words a type mismatch: `line 4 (last key "a.b"): ...`.
 var lineAndKey = regexp.MustCompile(`^line (\d+) \(last key "([^"]*)"\): `)
 
-func (c *Config) check(f *file) []error {
+// MinInterval is the floor of every interval and timeout in the file, as of the dashboard's
+// --metrics-interval: "1ns" made 21 scrapes a second.
+const MinInterval = 100 * time.Millisecond
+
+// checkDurations refuses intervals and timeouts under MinInterval (0 is the default).
+func (c *Config) checkDurations(f *file) []error {
 	var errs []error
+	floor := func(key toml.Key, nth int, d Duration) {
+		if d.Duration > 0 && d.Duration < MinInterval {
+			errs = append(errs, f.errorf(key, nth, "%s %s is under the %s floor", strings.Join(key, "."), d.Duration, MinInterval))
+		}
+	}
+	floor(toml.Key{"interval"}, 0, c.Interval)
+	floor(toml.Key{"window"}, 0, c.Window)
+	if c.Prometheus != nil {
+		floor(toml.Key{"prometheus", "interval"}, 0, c.Prometheus.Interval)
+	}
+	for i, e := range c.Endpoints {
+		floor(toml.Key{"endpoint", "interval"}, i, e.Interval)
+		floor(toml.Key{"endpoint", "timeout"}, i, e.Timeout)
+	}
+	return errs
+}
+
+func (c *Config) check(f *file) []error {
+	errs := c.checkDurations(f)
 	if c.Theme != "" {
 		if _, ok := themes.ByName(c.Theme); !ok {
 			errs = append(errs, f.errorf(toml.Key{"theme"}, 0, "theme %q is not one of %s", c.Theme, strings.Join(themes.Names(), ", ")))
@@ -206,6 +260,9 @@ func (c *Config) check(f *file) []error {
 		}
 		if s := strings.TrimSpace(c.Prometheus.Selector); s != "" && !(strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}")) {
 			errs = append(errs, f.errorf(toml.Key{"prometheus", "selector"}, 0, "selector %q: want label matchers in braces, e.g. {job=\"vllm\"}", s))
+		}
+		if err := keyEnvError(c.Prometheus.APIKeyEnv, c.AllowKeyEnv); err != nil {
+			errs = append(errs, f.errorf(toml.Key{"prometheus", "api_key_env"}, 0, "prometheus: %v", err))
 		}
 	}
 	names := map[string]bool{}
@@ -219,6 +276,9 @@ func (c *Config) check(f *file) []error {
 		names[e.Name] = true
 		if err := checkURL(e.URL); err != nil {
 			errs = append(errs, f.errorf(toml.Key{"endpoint", "url"}, i, "endpoint %q url: %v", e.Name, err))
+		}
+		if err := keyEnvError(e.APIKeyEnv, c.AllowKeyEnv); err != nil {
+			errs = append(errs, f.errorf(toml.Key{"endpoint", "api_key_env"}, i, "endpoint %q: %v", e.Name, err))
 		}
 		if e.MaxNumSeqs < 0 {
 			errs = append(errs, f.errorf(toml.Key{"endpoint", "max_num_seqs"}, i, "endpoint %q: max_num_seqs must be positive", e.Name))
@@ -269,11 +329,15 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// APIKey reads the key an api_key_env names. An empty name is no key; a name whose variable
-// is unset or empty is an error that names the variable (never a value).
+// APIKey reads the key an api_key_env names (Parse checked the name against the file's
+// allow_key_env). An empty name is no key; a name whose variable is unset or empty is an error
+// that names the variable (never a value), and what is no variable's name is not repeated.
 func APIKey(env string, getenv func(string) string) (string, error) {
 	if env == "" {
 		return "", nil
+	}
+	if !envNameRE.MatchString(env) {
+		return "", errNotAName
 	}
 	if v := getenv(env); v != "" {
 		return v, nil

@@ -151,6 +151,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 
 // Build makes the server's supervisor, the load and the scraper.
 func (d *Dashboard) Build(words SimErrors, say Sayer) error {
+	d.warnConfig(say)
 	if d.fleetMode() {
 		return d.buildFleet()
 	}
@@ -242,7 +243,7 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	}
 	if d.fleetMode() {
 		stop := d.runFleet(ctx)
-		_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+		_, err = tea.NewProgram(tui.New(d.deps), programOptions(ctx)...).Run()
 		stop()
 		if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {
 			return err
@@ -272,7 +273,7 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 			}
 		}
 	}
-	_, err = tea.NewProgram(tui.New(d.deps), tea.WithAltScreen(), tea.WithContext(ctx)).Run()
+	_, err = tea.NewProgram(tui.New(d.deps), programOptions(ctx)...).Run()
 	cancel()
 	<-loadDone
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, context.Canceled) {

@@ -190,6 +190,14 @@ func (o *Dashboard) checkSources() error {
 	return nil
 }
 
+// warnConfig says, once, why the default config file was not read.
+func (d *Dashboard) warnConfig(say Sayer) {
+	if cfg := d.fl.cfg; cfg != nil && cfg.Warning != "" && say != nil {
+		say("%s", cfg.Warning)
+		cfg.Warning = ""
+	}
+}
+
 func orNone(path string) string {
 	if path == "" {
 		return "the config (no file found)"
@@ -304,11 +312,7 @@ func (d *Dashboard) runFleet(ctx context.Context) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if p, ok := d.fl.source.(*fleet.Prometheus); ok {
-			// The last hour at once, so the charts are full on open.
-			_ = p.Backfill(ctx)
-		}
-		_ = d.fl.source.Run(ctx)
+		_ = d.fl.source.Run(ctx) // a Prometheus source backfills the last hour first
 	}()
 	return func() { cancel(); <-done }
 }
