@@ -82,8 +82,7 @@ func (t *Target) PromptTokens(_ context.Context, text string) (int, error) {
 	return len(serve.PromptIDs(text, t.chat)), nil
 }
 
-// Bench makes one run as loadgen.Bench makes it against a server, on simulated time, with
-// loadgen.SweepConfig's Bench signature.
+// Bench makes one run as loadgen.Bench makes it against a server, on simulated time.
 func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.BenchRun, error) {
 	cfg.Transport, cfg.Clock = t, t.clock
 	return loadgen.Bench(ctx, nil, cfg)
