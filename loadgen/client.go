@@ -273,9 +273,7 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 // every token of every stream in flight: 64 KB a stream at 8,192 output tokens.
 func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(time.Duration)) Result {
 	res := Result{PromptTokens: p.InputTokens}
-	if itl == nil {
-		res.ITLs = make([]time.Duration, 0, min(max(p.OutputTokens-1, 0), 1<<16))
-	}
+	timer := NewRequestTimer(&res, p.OutputTokens, itl)
 	body, err := c.body(p)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrHTTP400, err.Error()
@@ -312,7 +310,7 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
 		return res
 	}
-	st := &stream{c: c, res: &res, start: start, watch: watch, itl: itl, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	st := &stream{c: c, res: &res, timer: timer, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
 	switch err := c.read(resp.Body, st, stall); {
 	case err == nil:
 	case errors.Is(err, errJSONBody):
@@ -386,18 +384,16 @@ func newStallTimer(timeout time.Duration, cancel func()) *stallTimer {
 
 // stream is one response's measurements as its events arrive.
 type stream struct {
-	c                      *Client
-	res                    *Result
-	start                  time.Time
-	watch                  TokenSink
-	itl                    func(time.Duration) // nil: ITLs are kept in res
-	lastContent, lastEvent time.Time
-	done, usageSeen        bool
-	contentSeen            int
-	uncounted              int // content chunks not yet added to c.tokens
-	parser                 chunkParser
-	body                   countingReader
-	maxTokens, maxChunks   int // the request's max_tokens, and see maxChunks
+	c                    *Client
+	res                  *Result
+	timer                RequestTimer
+	watch                TokenSink
+	lastEvent            time.Time
+	done                 bool
+	uncounted            int // content chunks not yet added to c.tokens
+	parser               chunkParser
+	body                 countingReader
+	maxTokens, maxChunks int // the request's max_tokens, and see maxChunks
 }
 
 // read reads the response's lines as they arrive and hands each event to st, until the stream
@@ -471,28 +467,16 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 		return false
 	}
 	if ch.HasUsage {
-		st.usageSeen = true
-		if ch.PromptTokens > 0 {
-			res.PromptTokens = ch.PromptTokens
-		}
-		res.OutputTokens = ch.CompletionTokens
+		st.timer.Usage(ch.PromptTokens, ch.CompletionTokens)
 	}
 	switch ch.Kind {
 	case ChunkContent:
 		if len(ch.Text) > 0 {
-			if st.contentSeen == st.maxChunks {
+			if st.timer.Chunks() == st.maxChunks {
 				res.Error, res.ErrorMessage = ErrProtocol, fmt.Sprintf("more than %d content chunks for max_tokens %d", st.maxChunks, st.maxTokens)
 				return false
 			}
-			if st.contentSeen == 0 {
-				res.TTFT = at.Sub(st.start)
-			} else if st.itl != nil {
-				st.itl(at.Sub(st.lastContent))
-			} else {
-				res.ITLs = append(res.ITLs, at.Sub(st.lastContent))
-			}
-			st.lastContent = at
-			st.contentSeen++
+			st.timer.Content(at, 1) // a chunk counts one token until the usage says otherwise
 			st.uncounted++
 			if st.watch != nil {
 				st.watch.Token(UnescapeText(ch.Text), at)
@@ -512,25 +496,18 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 	return true
 }
 
-// finish completes the result once the stream has ended: the chunk count, E2E latency, output
-// tokens (from usage, else counted), and the error of a stream that ended unfinished or empty.
+// finish completes the result once the stream has ended (RequestTimer.End, at the last event),
+// with the error of a stream that ended unfinished or empty.
 func (st *stream) finish() {
 	res := st.res
-	res.Chunks = st.contentSeen
-	if !st.lastEvent.IsZero() {
-		res.E2EL = st.lastEvent.Sub(st.start)
-	}
-	if !st.usageSeen {
-		res.OutputTokens = st.contentSeen
-	}
-	res.OutputFromUsage = st.usageSeen
+	st.timer.End(st.lastEvent)
 	if res.Error != ErrNone {
 		return
 	}
 	switch {
 	case !st.done && res.FinishReason == "":
 		res.Error, res.ErrorMessage = ErrTruncated, "the stream ended before the response finished"
-	case st.contentSeen == 0:
+	case res.Chunks == 0:
 		res.Error, res.ErrorMessage = ErrNoTokens, "the response finished without any output"
 	}
 }

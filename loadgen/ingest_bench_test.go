@@ -154,8 +154,8 @@ func BenchmarkReadStream(b *testing.B) {
 		b.ReportAllocs()
 		cpu0 := cpuNow()
 		for b.Loop() {
-			res := Result{ITLs: make([]time.Duration, 0, tokens-1)}
-			st := &stream{c: c, res: &res, start: time.Now(), maxTokens: tokens, maxChunks: maxChunks(tokens)}
+			res := Result{Start: time.Now()}
+			st := &stream{c: c, res: &res, timer: NewRequestTimer(&res, tokens, nil), maxTokens: tokens, maxChunks: maxChunks(tokens)}
 			stall := newStallTimer(time.Minute, func() {})
 			err := c.read(&pieceReader{b: body, n: 4000}, st, stall)
 			stall.timer.Stop()

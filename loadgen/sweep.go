@@ -43,10 +43,11 @@ type SweepConfig struct {
 	// Backoff is each run's back-off from failing requests (zero: the defaults); a run that
 	// reaches its threshold stops early (SweepRun.Stopped) and the sweep with it.
 	Backoff BackoffConfig
-	// Bench, when set, makes each run instead of Bench against the client (which may then be
-	// nil), with Bench's contract (a Tally the sweep closes, Stopped for an early stop): the
-	// simulator on its virtual clock makes runs this way (package predict).
-	Bench func(ctx context.Context, cfg BenchConfig) (BenchRun, error)
+	// Transport and Clock are BenchConfig's, for every run: when set, they send and time the
+	// requests instead of the client (which may then be nil), as the simulator on its virtual
+	// clock does (package predict).
+	Transport Transport
+	Clock     Clock
 	// Trace and Conversations are BenchConfig's, for every run: each run replays the trace
 	// from its start (Rates then unused), or plays the conversations.
 	Trace         func() (ArrivalSource, error)
@@ -153,7 +154,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
 			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
-			Trace: cfg.Trace, Conversations: cfg.Conversations}
+			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {
@@ -170,7 +171,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			turns = newTurnTally()
 			bc.Sinks = append(bc.Sinks, turns.Add)
 		}
-		run, err := cfg.bench(ctx, c, bc)
+		run, err := Bench(ctx, c, bc)
 		if finish != nil {
 			finish()
 		}
@@ -202,13 +203,6 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 	}
 	return nil
-}
-
-func (cfg SweepConfig) bench(ctx context.Context, c *Client, bc BenchConfig) (BenchRun, error) {
-	if cfg.Bench != nil {
-		return cfg.Bench(ctx, bc)
-	}
-	return Bench(ctx, c, bc)
 }
 
 // withPercentile returns ps with p added if missing.

@@ -53,7 +53,7 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		if o.Client.Model != "" && o.Client.Model != b.card.ID {
 			return nil, fmt.Errorf("model %q is not served here (the simulated server serves %s)", o.Client.Model, b.card.ID)
 		}
-		o.Runs.Bench = v.Bench
+		o.Runs.Transport, o.Runs.Clock = v, v.Clock()
 	} else {
 		probe, err := loadgen.NewClient(o.Client)
 		if err != nil {

@@ -39,11 +39,10 @@ type Target struct {
 
 // request is one request in flight: its result as the client measures it.
 type request struct {
-	ctx         context.Context
-	res         loadgen.Result
-	lastContent time.Time
-	itl         func(time.Duration)
-	done        func(loadgen.Result)
+	ctx   context.Context
+	res   loadgen.Result
+	timer loadgen.RequestTimer
+	done  func(loadgen.Result)
 }
 
 // New starts a target for the plan's server, whose clients send to endpoint
@@ -83,8 +82,7 @@ func (t *Target) PromptTokens(_ context.Context, text string) (int, error) {
 	return len(serve.PromptIDs(text, t.chat)), nil
 }
 
-// Bench makes one run as loadgen.Bench makes it against a server, on simulated time, with
-// loadgen.SweepConfig's Bench signature.
+// Bench makes one run as loadgen.Bench makes it against a server, on simulated time.
 func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.BenchRun, error) {
 	cfg.Transport, cfg.Clock = t, t.clock
 	return loadgen.Bench(ctx, nil, cfg)
@@ -98,10 +96,8 @@ func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 func (t *Target) Start(ctx context.Context, p loadgen.Prompt, _ loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
 	now := t.clock.Now()
 	ids := t.promptIDs(p)
-	req := &request{ctx: ctx, itl: itl, done: done, res: loadgen.Result{Start: now, PromptTokens: len(ids)}}
-	if itl == nil {
-		req.res.ITLs = make([]time.Duration, 0, max(p.OutputTokens-1, 0))
-	}
+	req := &request{ctx: ctx, done: done, res: loadgen.Result{Start: now, PromptTokens: len(ids)}}
+	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
 	t.ids++
 	seq, err := t.engine.Add(sim.Request{ID: "cmpl-" + strconv.Itoa(t.ids), Prompt: ids, MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS, Arrival: now})
 	if err != nil {
@@ -125,7 +121,7 @@ func (t *Target) refuse(req *request, err error) {
 		return
 	}
 	t.clock.At(now.Add(refusedCost), func() {
-		req.res.E2EL = refusedCost
+		req.timer.End(now.Add(refusedCost))
 		req.done(req.res)
 	})
 }
@@ -151,7 +147,7 @@ func (t *Target) step() {
 			t.engine.Abort(seq, now)
 			delete(t.live, seq)
 			req.res.Error, req.res.ErrorMessage = loadgen.ErrCanceled, "canceled"
-			req.res.E2EL = now.Sub(req.res.Start)
+			req.timer.End(now)
 			req.done(req.res)
 		}
 	}
@@ -186,24 +182,14 @@ func (t *Target) deliver(st *sim.StepResult) {
 }
 
 // chunk records one step's output of a request, delivered at end as one chunk, as a client
-// measures it; it reports whether the request finished.
+// measures it; it reports whether the request finished, with the engine's count of its output
+// as the server's usage.
 func chunk(req *request, out sim.Output, end time.Time) bool {
-	res := &req.res
-	switch {
-	case res.Chunks == 0:
-		res.TTFT = end.Sub(res.Start)
-	case req.itl != nil:
-		req.itl(end.Sub(req.lastContent))
-	default:
-		res.ITLs = append(res.ITLs, end.Sub(req.lastContent))
-	}
-	req.lastContent = end
-	res.Chunks++
-	res.OutputTokens += len(out.Tokens)
+	req.timer.Content(end, len(out.Tokens))
 	if out.Finished {
-		res.FinishReason = string(out.Reason)
-		res.E2EL = end.Sub(res.Start)
-		res.Status, res.OutputFromUsage = 200, true
+		req.res.FinishReason, req.res.Status = string(out.Reason), 200
+		req.timer.Usage(0, out.Seq.Outputs)
+		req.timer.End(end)
 	}
 	return out.Finished
 }

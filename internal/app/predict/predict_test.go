@@ -40,11 +40,15 @@ func randomWorkload(t testing.TB, tok loadgen.Tokenizer, in, out int) loadgen.Wo
 	return w
 }
 
-// sweep runs a concurrency sweep through loadgen.Sweep and returns each run's summary.
-func sweep(t testing.TB, c *loadgen.Client, bench func(context.Context, loadgen.BenchConfig) (loadgen.BenchRun, error), w loadgen.Workload, conc []int, n int) []loadgen.Summary {
+// sweep runs a concurrency sweep through loadgen.Sweep, against c or (c nil) the target v on its
+// virtual clock, and returns each run's summary.
+func sweep(t testing.TB, c *loadgen.Client, v *predict.Target, w loadgen.Workload, conc []int, n int) []loadgen.Summary {
 	t.Helper()
 	cfg := loadgen.SweepConfig{Workload: w, NumPrompts: n, Concurrency: conc, Rates: []float64{math.Inf(1)}, Burstiness: 1,
-		Info: loadgen.RunInfo{Metrics: loadgen.PercentileMetrics, Percentiles: []float64{50, 99}}, Bench: bench, FreshPrompts: true}
+		Info: loadgen.RunInfo{Metrics: loadgen.PercentileMetrics, Percentiles: []float64{50, 99}}, FreshPrompts: true}
+	if v != nil {
+		cfg.Transport, cfg.Clock = v, v.Clock()
+	}
 	var out []loadgen.Summary
 	require.NoError(t, loadgen.Sweep(context.Background(), c, cfg, func(r loadgen.SweepRun) { out = append(out, r.Summary) }))
 	require.Len(t, out, len(conc))
@@ -77,7 +81,7 @@ func TestVirtualAgreesWithTheWallClock(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		prompts := loadgen.Offset(w, attempt*1000) // fresh: the wall server's prefix cache holds the last attempt's
 		wall := sweep(t, c, nil, prompts, conc, 6)
-		virtual := sweep(t, nil, predict.New(plan(t, args...), loadgen.EndpointCompletions).Bench, prompts, conc, 6)
+		virtual := sweep(t, nil, predict.New(plan(t, args...), loadgen.EndpointCompletions), prompts, conc, 6)
 		var misses []string
 		near := func(what string, want, got float64) {
 			t.Logf("attempt %d: %s: wall %.3f, virtual %.3f (%+.2f%%)", attempt, what, want, got, 100*(got-want)/want)
@@ -329,7 +333,7 @@ func BenchmarkVirtualSweep(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		target := predict.New(p, loadgen.EndpointCompletions)
-		sweep(b, nil, target.Bench, w, []int{1, 8, 32, 64}, 200)
+		sweep(b, nil, target, w, []int{1, 8, 32, 64}, 200)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*800), "ns/request")
 }
