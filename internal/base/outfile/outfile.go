@@ -57,8 +57,8 @@ func Create(path string, opts Options) (*os.File, error) {
 		flags |= os.O_EXCL
 	case Overwrite:
 		flags |= os.O_TRUNC
-	case Append:
-		flags |= os.O_APPEND
+	case Append: // readable too, so that the caller can see how the file ends
+		flags = flags&^os.O_WRONLY | os.O_RDWR | os.O_APPEND
 	}
 	perm := opts.Perm
 	if perm == 0 {
@@ -136,6 +136,12 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Refused reports whether err refuses the path itself (ErrExists, ErrLink, ErrOutside): the
+// command line asked for it, as opposed to a directory the system will not let be written.
+func Refused(err error) bool {
+	return errors.Is(err, ErrExists) || errors.Is(err, ErrLink) || errors.Is(err, ErrOutside)
 }
 
 // ErrOutside is the error that refuses a name leading out of its directory.
