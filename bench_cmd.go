@@ -67,6 +67,9 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 	if _, err := loadgen.OpenDataset(o.Dataset); err != nil {
 		return usagef("%s", err) // read before any server is started
 	}
+	if err := o.CheckOutputs(); err != nil {
+		return err // a bad output path costs no run
+	}
 	var virtual *predict.Target
 	switch {
 	case o.Sim && o.SimClock == benchcli.ClockVirtual:

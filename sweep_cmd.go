@@ -38,7 +38,7 @@ Exit status: 0 when every combination ran, 1 when one failed or the sweep was in
 var sweepOwn = map[string]bool{"serve-cmd": true, "bench-cmd": true, "serve-params": true, "bench-params": true, "output-dir": true,
 	"experiment-name": true, "num-runs": true, "resume": true, "dry-run": true, "continue-on-error": true, "server-ready-timeout": true,
 	"var-x": true, "var-y": true}
-var sweepShared = map[string]bool{"sla": true, "sla-params": true, "sla-variable": true, "sla-min-requests": true, "sim-clock": true, "plot": true}
+var sweepShared = map[string]bool{"sla": true, "sla-params": true, "sla-variable": true, "sla-min-requests": true, "sim-clock": true, "plot": true, "overwrite": true}
 
 // defineSweep is `vllmtop sweep`.
 func defineSweep(fs *pflag.FlagSet, e *env) runFunc {
@@ -86,7 +86,7 @@ func defineSweep(fs *pflag.FlagSet, e *env) runFunc {
 		if cfg.BenchParams, err = sweepcli.ReadParams(benchParams, "--bench-params"); err != nil {
 			return usagef("%v", err)
 		}
-		cfg.Search, cfg.Search.NumRuns, cfg.Clock, cfg.Plot = bench.Search, cfg.NumRuns, bench.SimClock, bench.Plot
+		cfg.Search, cfg.Search.NumRuns, cfg.Clock, cfg.Plot, cfg.Overwrite = bench.Search, cfg.NumRuns, bench.SimClock, bench.Plot, bench.Overwrite
 		cfg.ReadyTimeout, cfg.Getenv = time.Duration(readySec)*time.Second, e.getenv
 		benv := benchcli.Env{Stdout: e.stdout, Stderr: e.stderr, Say: e.say, Note: e.note, Terminal: isTerminal(e.stderr)}
 		return sweepcli.Run(ctx, cfg, benv)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
@@ -598,6 +600,7 @@ func ResultFilename(info RunInfo) string {
 	if label == "" {
 		label = info.Backend
 	}
+	label = SanitizeFilename(label) // one name in the directory, whatever the label holds
 	conc := ""
 	if info.MaxConcurrency > 0 {
 		conc = "-concurrency" + strconv.Itoa(info.MaxConcurrency)
@@ -710,16 +713,31 @@ func (r *Report) Failed() bool { return r.failed }
 // SaveOptions says where SaveResult writes.
 type SaveOptions struct {
 	Dir      string // --result-dir; "" is the current directory (created when missing)
-	Filename string // --result-filename; "" is vLLM's pattern (ResultFilename)
+	Filename string // --result-filename; "" is vLLM's pattern (ResultFilename); kept inside Dir when Dir is given
 	// Sweep is the swept parameter of a sweep (SweepConcurrency or SweepRequestRate), "" for one
 	// run. In a sweep a given Filename gets the run's value before its extension, so the runs
 	// do not overwrite each other.
 	Sweep string
+	// Overwrite replaces an existing result file (--overwrite); Append adds the result to it
+	// as one JSON line (vLLM's --append-result). Without either an existing file is kept.
+	Overwrite, Append bool
 }
 
-// SaveResult writes one run's document where vllm bench serve would, indented, and returns
-// the file's path.
-func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
+// File is how SaveResult opens the result file.
+func (o SaveOptions) File() outfile.Options {
+	f := outfile.Options{Hint: "give --overwrite to replace it, --append-result to add to it, or another --result-filename"}
+	switch {
+	case o.Append:
+		f.Mode = outfile.Append
+	case o.Overwrite:
+		f.Mode = outfile.Overwrite
+	}
+	return f
+}
+
+// ResultPath is where SaveResult writes a run's result. A --result-filename that leads out
+// of --result-dir ("../f") is refused.
+func ResultPath(info RunInfo, opts SaveOptions) (string, error) {
 	name := ResultFilename(info)
 	if opts.Filename != "" {
 		name = opts.Filename
@@ -731,20 +749,55 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 			}
 			name = strings.TrimSuffix(name, ext) + tag + ext
 		}
-	}
-	if opts.Dir != "" {
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-			return "", err
+		if opts.Dir == "" {
+			return name, nil // a path of the user's own choosing
 		}
-		name = filepath.Join(opts.Dir, name)
 	}
-	f, err := os.Create(name)
+	path, err := outfile.Within(cmp.Or(opts.Dir, "."), name)
+	if err != nil {
+		return "", fmt.Errorf("--result-filename: %w", err)
+	}
+	if opts.Dir == "" {
+		path = name
+	}
+	return path, nil
+}
+
+// SaveResult writes one run's document where vllm bench serve would, indented (with Append,
+// on one line after what the file holds), and returns the file's path.
+func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
+	name, err := ResultPath(info, opts)
 	if err != nil {
 		return "", err
 	}
-	err = writeDocs(f, []ResultDoc{doc}, false)
+	f, err := outfile.Create(name, opts.File())
+	if err != nil {
+		return "", err
+	}
+	if opts.Append {
+		err = appendDoc(f, doc)
+	} else {
+		err = writeDocs(f, []ResultDoc{doc}, false)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return name, err
+}
+
+// appendDoc writes doc as one JSON line at the end of f, after a newline when the file ends
+// without one (vLLM writes each appended result after a newline, and none after it).
+func appendDoc(f *os.File, doc ResultDoc) error {
+	b, err := doc.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if info, err := f.Stat(); err == nil && info.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, info.Size()-1); err == nil && last[0] != '\n' {
+			b = append([]byte{'\n'}, b...)
+		}
+	}
+	_, err = f.Write(append(b, '\n'))
+	return err
 }

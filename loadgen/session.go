@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 )
 
 // DefaultMaxInFlight caps a session's requests in flight in rate mode: a rate above what the
@@ -22,8 +24,10 @@ type SessionConfig struct {
 	// Short and Long are the two random workloads the user switches between (the prompt-length
 	// demo). Their seeds are set from Seed; both always set ignore_eos.
 	Short, Long RandomConfig
-	// Record is a JSONL file that receives every result as it finishes; "" for none.
-	Record string
+	// Record is a JSONL file that receives every result as it finishes; "" for none. A file
+	// there is refused unless RecordOverwrite.
+	Record          string
+	RecordOverwrite bool
 	// MaxEpochs is how many epochs keep their statistics (0: 100).
 	MaxEpochs int
 	Now       func() time.Time // nil: time.Now
@@ -103,7 +107,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	itl := func(epoch int, d time.Duration) { s.live.AddITL(d); s.epochs.AddITL(epoch, d) }
 	if cfg.Record != "" {
 		itl = nil
-		if s.journal, err = CreateJSONL(cfg.Record); err != nil {
+		if s.journal, err = CreateJSONL(cfg.Record, RecordFile(cfg.RecordOverwrite)); err != nil {
 			return nil, err
 		}
 		sinks = append(sinks, s.journal.Add)
@@ -261,3 +265,12 @@ func (s *Session) Window() WindowStats { return s.live.Window() }
 
 // Epochs returns the kept epochs, oldest first, with their statistics.
 func (s *Session) Epochs() []EpochStats { return s.epochs.All() }
+
+// RecordFile is how --record's file is opened: one that exists is kept unless overwrite.
+func RecordFile(overwrite bool) outfile.Options {
+	o := outfile.Options{Hint: "give --overwrite to replace it, or another --record"}
+	if overwrite {
+		o.Mode = outfile.Overwrite
+	}
+	return o
+}

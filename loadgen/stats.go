@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 )
 
 // Recorder keeps every result of a headless run, for exact statistics. Safe for concurrent use.
@@ -165,9 +167,10 @@ type JSONL struct {
 	err error
 }
 
-// CreateJSONL creates (or truncates) path.
-func CreateJSONL(path string) (*JSONL, error) {
-	f, err := os.Create(path)
+// CreateJSONL creates path as opts say (outfile.Create: an existing file is kept unless opts
+// say otherwise, a link is never written through).
+func CreateJSONL(path string, opts outfile.Options) (*JSONL, error) {
+	f, err := outfile.Create(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("results file: %w", err)
 	}

@@ -7,12 +7,12 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
@@ -117,11 +117,8 @@ func pyCell(v any) string {
 
 // SaveSummaryCSV writes records to dir/summary.csv and returns its path.
 func SaveSummaryCSV(dir string, records []ResultDoc) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
 	path := filepath.Join(dir, "summary.csv")
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, ownFile)
 	if err != nil {
 		return "", err
 	}
@@ -132,16 +129,19 @@ func SaveSummaryCSV(dir string, records []ResultDoc) (string, error) {
 	return path, err
 }
 
+// ownFile is how the files of a search's or a sweep's layout are written: the command checked
+// before its run that their directory holds nothing of the user's (or that --overwrite lets it
+// be replaced), and rewrites them as it goes (a resumed sweep, the probes of two searches), but
+// never through a link.
+var ownFile = outfile.Options{Mode: outfile.Overwrite}
+
 // SaveJSON writes v indented to path, creating its directory.
 func SaveJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.WriteFile(path, append(b, '\n'), ownFile)
 }
 
 // SanitizeFilename makes a name safe as one path element as vLLM's sweep does ("/" becomes "_",

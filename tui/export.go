@@ -3,12 +3,12 @@ package tui
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -124,7 +124,7 @@ func (d exportData) write() ([]string, error) {
 	var paths []string
 	save := func(name string, data []byte) error {
 		path := filepath.Join(d.dir, loadgen.SanitizeFilename(name))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := outfile.Create(path, outfile.Options{}) // never an existing file, nor through a link
 		if err != nil {
 			return err
 		}

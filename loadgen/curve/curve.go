@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
@@ -58,8 +59,15 @@ func (c Chart) points() int {
 // ErrFormat is a file name that ends neither in .png nor in .svg.
 var ErrFormat = errors.New("want a file name ending in .png or .svg")
 
-// Save draws the chart to path: PNG or SVG by its extension, 8 by 5 inches.
+// Save draws the chart to path: PNG or SVG by its extension, 8 by 5 inches. A file there is
+// replaced (the command checked before its run that the user let it be), a link refused.
 func Save(path string, c Chart) error {
+	return Write(path, c, outfile.Options{Mode: outfile.Overwrite})
+}
+
+// Write draws the chart as Save does, opening the file as opts say (outfile.Create: a link
+// at path is never written through).
+func Write(path string, c Chart, opts outfile.Options) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".png" && ext != ".svg" {
 		return fmt.Errorf("%s: %w", path, ErrFormat)
@@ -118,7 +126,19 @@ func Save(path string, c Chart) error {
 	} else {
 		p.Y.Min = math.Min(p.Y.Min, 0)
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	wt, err := p.WriterTo(8*vg.Inch, 5*vg.Inch, ext[1:])
+	if err != nil {
+		return err
+	}
+	f, err := outfile.Create(path, opts)
+	if err != nil {
+		return err
+	}
+	_, err = wt.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // yRange is the least and greatest Y of the points.

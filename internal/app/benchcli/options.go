@@ -47,6 +47,8 @@ type Options struct {
 	Plot string
 	// TargetGiven is true when --base-url, --host or --port named the server.
 	TargetGiven bool
+	// Overwrite is --overwrite: output files that exist are replaced instead of refused.
+	Overwrite bool
 
 	simFlags             []string
 	simArgsFlag          string
@@ -126,8 +128,10 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 		fs.BoolVar(&o.Save, "save-result", false, "Save each run's result as JSON with vllm bench serve's keys")
 		fs.BoolVar(&r.Detailed, "save-detailed", false, "Also save per-request arrays (implies --save-result)")
 		fs.StringVar(&o.SaveTo.Dir, "result-dir", "", "Directory for saved results (default: the current one); an SLO search saves its probes and summary.csv there")
-		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern)")
+		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern), inside --result-dir when given")
+		fs.BoolVar(&o.SaveTo.Append, "append-result", false, "Append each result to an existing result file as one JSON line (as vLLM does)")
 	}
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "Replace output files that exist (saved results, summary.csv, the plot) instead of refusing to start")
 	fs.StringVar(&r.Info.Label, "label", "", "Label of the run, in saved results and their file names")
 	fs.Var(cliflag.Fields(&r.Info.Metadata), "metadata", `key=value pairs added to saved results, e.g. "version=0.9 tp=1"`)
 	if simModel != "" {
@@ -195,6 +199,13 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
 	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
+	o.SaveTo.Overwrite = o.Overwrite
+	switch {
+	case o.SaveTo.Append && o.Overwrite:
+		return cliflag.Usagef("--append-result and --overwrite exclude each other: add to the result file or replace it")
+	case o.SaveTo.Append && (!o.Save || o.Search.On()):
+		return cliflag.Usagef("--append-result adds to a saved result: give --save-result (an SLO search saves its own layout)")
+	}
 	if c.APIKey == "" {
 		c.APIKey = loadgen.APIKeyFromEnv(getenv)
 	}

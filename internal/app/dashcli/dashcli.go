@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
 	"github.com/vllmtop/vllmtop/internal/app/launch"
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
@@ -91,7 +92,8 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	fs.IntVar(&l.Long.InputLen, "long-input-len", 4096, "prompt tokens of the long-prompt workload (p)")
 	fs.Float64Var(&l.Short.RangeRatio, "random-range-ratio", 0, "lengths uniform in [L(1-r), L(1+r)]")
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for prompts and arrivals")
-	fs.StringVar(&l.Record, "record", "", "write every result to this JSONL file as it finishes")
+	fs.StringVar(&l.Record, "record", "", "write every result to this JSONL file as it finishes (a file there is refused)")
+	fs.BoolVar(&l.RecordOverwrite, "overwrite", false, "replace the --record file if it exists")
 	fs.Var(cliflag.Goodput(&l.Goodput), "goodput", `service-level objectives in ms, e.g. "ttft:200 tpot:50": the Runs view adds goodput`)
 	fs.StringVar(&o.deps.Theme, "theme", themes.Default, "colours: "+strings.Join(themes.Names(), ", ")+" (NO_COLOR is honoured)")
 	fs.DurationVar(&o.deps.ScrapeInterval, "metrics-interval", time.Second, "how often /metrics is scraped")
@@ -152,6 +154,9 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 // Build makes the server's supervisor, the load and the scraper.
 func (d *Dashboard) Build(words SimErrors, say Sayer) error {
 	d.warnConfig(say)
+	if err := d.checkOutputs(); err != nil {
+		return err
+	}
 	if d.fleetMode() {
 		return d.buildFleet()
 	}
@@ -267,7 +272,7 @@ func (d *Dashboard) Run(ctx context.Context, getenv func(string) string) (err er
 	}()
 	// VLLMTOP_CPUPROFILE writes a CPU profile of the whole session, to see what the UI costs.
 	if path := getenv("VLLMTOP_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
+		if f, err := outfile.Create(path, outfile.Options{Mode: outfile.Overwrite}); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
@@ -308,4 +313,24 @@ func (d *Dashboard) shutdown() {
 	_ = d.sup.Stop(ctx)
 	_ = d.sup.Close()
 	_ = d.load.Close()
+}
+
+// checkOutputs checks, before any server is started, the files the dashboard writes: --record
+// (kept unless --overwrite) and --export-dir (a directory that takes files). A path the flags
+// make bad is a usage error.
+func (d *Dashboard) checkOutputs() error {
+	var err error
+	if d.loadCfg.Record != "" {
+		err = outfile.Check(d.loadCfg.Record, loadgen.RecordFile(d.loadCfg.RecordOverwrite))
+	}
+	if dir := d.deps.ExportDir; err == nil && dir != "" {
+		err = outfile.Check(filepath.Join(dir, "vllmtop-export-check"), outfile.Options{})
+	}
+	switch {
+	case outfile.Refused(err):
+		return cliflag.Usagef("%v", err)
+	case err != nil:
+		return fmt.Errorf("cannot write: %w", err)
+	}
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
 	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/app/predict"
+	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/loadgen/curve"
@@ -44,6 +45,7 @@ type Config struct {
 	Clock                    string          // benchcli.ClockWall or ClockVirtual (vllmtop sim only)
 	Search                   benchcli.Search // SLA mode when Search.On()
 	Plot                     string          // FILE.png or FILE.svg: the curves
+	Overwrite                bool            // --overwrite: replace a --plot file that exists
 	VarX, VarY               string          // the curves' axes: result keys
 	Getenv                   func(string) string
 }
@@ -81,8 +83,13 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 		}
 	}
 	if !cfg.DryRun {
+		if cfg.Plot != "" {
+			if err := outfile.Check(cfg.Plot, benchcli.PlotFile(cfg.Overwrite)); err != nil {
+				return benchcli.OutputError(err) // before any server starts
+			}
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil { // at once, so that --resume finds it after any stop
-			return err
+			return benchcli.OutputError(err)
 		}
 	}
 	var settings []Setting
@@ -559,7 +566,7 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 		fmt.Fprint(env.Stdout, curve.Text(chart, 78, 14))
 	}
 	if cfg.Plot != "" && len(records) > 0 {
-		if err := curve.Save(cfg.Plot, chart); err != nil {
+		if err := curve.Write(cfg.Plot, chart, benchcli.PlotFile(cfg.Overwrite)); err != nil {
 			env.Say("cannot draw the plot: %s", textfmt.OneLine(err.Error(), 0))
 			failed = true
 		} else {
