@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -145,14 +146,26 @@ func TestWriteAndRead(t *testing.T) {
 	assert.Equal(t, b.Verdicts, got.Verdicts)
 	assert.Equal(t, "8", got.Settings["concurrency"])
 
-	// Replayed through scrape: the same window as live.
-	cur, w, ok, err := got.Window("gpu-a", 20*time.Second)
+	// Replayed through scrape: the same window as live, streamed or from memory.
+	opened, err := Open(context.Background(), file)
 	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, t0.Add(20*time.Second), cur.Time)
-	assert.Equal(t, 20.0, w.ElapsedSeconds)
-	require.Len(t, w.Models, 1)
-	assert.Equal(t, scrape.Some(100), w.Models[0].Total.GenerationTokensPerSec)
+	assert.Nil(t, opened.Scrapes[0].Body, "Open leaves the bodies in the file")
+	for _, from := range []*Bundle{opened, got} {
+		ws, err := from.Windows(context.Background(), 20*time.Second)
+		require.NoError(t, err)
+		require.Len(t, ws, 2)
+		assert.Equal(t, "../evil", ws[0].Endpoint)
+		cur, w := ws[1].Cur, ws[1].Window
+		require.True(t, ws[1].OK)
+		assert.Equal(t, t0.Add(20*time.Second), cur.Time)
+		assert.Equal(t, 20.0, w.ElapsedSeconds)
+		require.Len(t, w.Models, 1)
+		assert.Equal(t, scrape.Some(100), w.Models[0].Total.GenerationTokensPerSec)
+	}
+	ws, err := got.Windows(context.Background(), 10*time.Second)
+	require.NoError(t, err)
+	w := ws[1].Window
+	assert.Equal(t, 10.0, w.ElapsedSeconds, "the newest scrape at least --window before the last")
 	var n int
 	require.NoError(t, got.Replay(func(string, *scrape.Snapshot) error { n++; return nil }, nil))
 	assert.Equal(t, 6, n)
@@ -185,7 +198,7 @@ func TestReadRefusesBadBundles(t *testing.T) {
 		{"newer format", tarGz(t, map[string]string{"x/manifest.json": `{"format": 9}`}), "bundle format 9"},
 		{"missing scrape", tarGz(t, map[string]string{"x/manifest.json": `{"format": 1, "scrapes": [{"endpoint":"a","file":"scrapes/a/1.prom"}]}`}), "lacks"},
 	} {
-		_, err := read(bytes.NewReader(c.data))
+		_, err := readBytes(t, c.data)
 		assert.ErrorContains(t, err, c.error, c.name)
 	}
 	_, err := Read(filepath.Join(t.TempDir(), "none.tar.gz"))
@@ -207,10 +220,18 @@ func FuzzRead(f *testing.F) {
 	_ = gz.Close()
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := read(bytes.NewReader(data))
+		b, err := readBytes(t, data)
 		if err != nil {
 			return
 		}
 		_ = b.Replay(func(string, *scrape.Snapshot) error { return nil }, func(string, time.Time, error) {})
+		_, _ = b.Windows(context.Background(), time.Second)
 	})
+}
+
+// readBytes reads a bundle given as bytes, through a file as the command reads it.
+func readBytes(t testing.TB, data []byte) (*Bundle, error) {
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	return Read(file)
 }

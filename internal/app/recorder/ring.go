@@ -19,6 +19,7 @@ type Scrape struct {
 	Endpoint string    `json:"endpoint"`
 	Time     time.Time `json:"time"`
 	Body     []byte    `json:"-"`
+	file     string    // its entry in a bundle being read
 }
 
 // Defaults of a Ring.
