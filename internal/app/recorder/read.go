@@ -61,11 +61,11 @@ func open(ctx context.Context, file string) (*Bundle, error) {
 			bodies[name] = true
 			return nil
 		}
-		if size > MaxMetaBytes {
-			return fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxMetaBytes)
-		}
 		if _, ok := metaFiles[name]; !ok {
 			return nil
+		}
+		if size > MaxMetaBytes {
+			return fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxMetaBytes)
 		}
 		data, err := io.ReadAll(r)
 		meta[name] = data
