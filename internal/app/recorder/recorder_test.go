@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,6 +47,35 @@ func TestRingBounds(t *testing.T) {
 	r.Add("huge", t0.Add(71*time.Second), bytes.Repeat([]byte("x"), 101))
 	n, _ = r.Len()
 	assert.Equal(t, 1, n, "a body over the whole cap is not kept")
+}
+
+func TestRingKeepsAFairSharePerEndpoint(t *testing.T) {
+	// One endpoint of 400-byte bodies beside five of 20 bytes, in a ring of 1,000 bytes.
+	r := NewRing(time.Hour, 1000, -1)
+	small := bytes.Repeat([]byte("x"), 20)
+	huge := bytes.Repeat([]byte("y"), 400)
+	for i := range 100 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		r.Add("huge", at, huge)
+		for e := range 5 {
+			r.Add(fmt.Sprint("small-", e), at, small)
+		}
+	}
+	n, size := r.Len()
+	assert.LessOrEqual(t, size, 1000)
+	per := map[string][]time.Time{}
+	for _, s := range r.Snapshot(t0.Add(time.Hour), 0) {
+		per[s.Endpoint] = append(per[s.Endpoint], s.Time)
+	}
+	assert.Len(t, per, 6, "every endpoint is kept")
+	require.Len(t, per["huge"], 1, "the huge endpoint keeps its newest")
+	assert.Equal(t, t0.Add(99*time.Second), per["huge"][0])
+	for e := range 5 {
+		got := per[fmt.Sprint("small-", e)]
+		assert.Len(t, got, 6, "the rest is shared evenly: (1000-400)/5 bytes each")
+		assert.Equal(t, t0.Add(99*time.Second), got[len(got)-1], "the most recent are kept")
+	}
+	assert.Equal(t, 31, n)
 }
 
 func capture(t *testing.T) string {
