@@ -265,3 +265,18 @@ func readBytes(t testing.TB, data []byte) (*Bundle, error) {
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 	return Read(file)
 }
+
+func TestResultsKeepsTheNewestWithinTheCap(t *testing.T) {
+	k := NewResults(3)
+	assert.Empty(t, k.Snapshot())
+	for i := range 5 {
+		k.Add(loadgen.Result{Index: i, ITLs: make([]time.Duration, 1000), ErrorMessage: strings.Repeat("e", 10<<10)})
+	}
+	got := k.Snapshot()
+	require.Len(t, got, 3)
+	for i, r := range got {
+		assert.Equal(t, i+2, r.Index, "oldest first, the oldest two dropped")
+		assert.Nil(t, r.ITLs)
+		assert.LessOrEqual(t, len(r.ErrorMessage), 4100)
+	}
+}
