@@ -13,6 +13,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/recorder"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
@@ -58,7 +59,7 @@ func defineMetrics(fs *pflag.FlagSet, e *env) runFunc {
 		case o.bundle != "" && len(args) > 0:
 			return usagef("--bundle replays a bundle: give no URL with it")
 		case o.bundle != "":
-			return o.replay(e)
+			return o.replay(ctx, e)
 		case len(args) == 0:
 			return usagef("no URL given (e.g. vllmtop metrics http://127.0.0.1:8000)")
 		case len(args) > 1:
@@ -131,8 +132,9 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 
 // replay prints each endpoint of a bundle as metrics --window would have: its last scrape,
 // the window back to --window before it (default: the bundle's first), and the verdicts.
-func (o *metricsOptions) replay(e *env) error {
-	b, err := recorder.Read(o.bundle)
+// The bundle is streamed, and ctx (a signal) stops it.
+func (o *metricsOptions) replay(ctx context.Context, e *env) error {
+	b, err := recorder.Open(ctx, o.bundle)
 	if err != nil {
 		return err
 	}
@@ -140,30 +142,65 @@ func (o *metricsOptions) replay(e *env) error {
 	if span == 0 {
 		span = 1 << 62
 	}
-	for i, ep := range b.Endpoints() {
-		cur, win, ok, err := b.Window(ep, span)
-		if err != nil {
-			return err
-		}
+	ws, err := b.Windows(ctx, span)
+	if err != nil {
+		return err
+	}
+	for i, w := range ws {
 		if i > 0 {
 			fmt.Fprintln(e.stdout)
 		}
-		if !ok {
-			fmt.Fprintf(e.stdout, "%s: fewer than two scrapes in the bundle, no window\n", sanitize.Message(ep))
+		switch {
+		case w.Err != nil:
+			fmt.Fprintf(e.stdout, "%s: %s\n", sanitize.Message(w.Endpoint), sanitize.Message(w.Err.Error()))
+			continue
+		case !w.OK:
+			fmt.Fprintf(e.stdout, "%s: fewer than two scrapes in the bundle, no window\n", sanitize.Message(w.Endpoint))
 			continue
 		}
-		scrape.WriteText(e.stdout, ep, &cur, &win, cur.Time)
+		scrape.WriteText(e.stdout, w.Endpoint, &w.Cur, &w.Window, w.Cur.Time)
 		fmt.Fprintln(e.stdout)
-		diagnose.WriteText(e.stdout, diagnose.Server(ep, &cur, &win, diagnose.Facts{}, diagnose.DefaultThresholds()))
+		diagnose.WriteText(e.stdout, diagnose.Server(w.Endpoint, &w.Cur, &w.Window, diagnose.Facts{}, diagnose.DefaultThresholds()))
 	}
 	if len(b.Verdicts) > 0 {
 		fmt.Fprintf(e.stdout, "\nVerdicts the dashboard recorded\n")
 		for _, v := range b.Verdicts {
-			fmt.Fprintf(e.stdout, "  %s\n", sanitize.Message(v.String()))
+			fmt.Fprintf(e.stdout, "  %s\n", recordedVerdict(v))
 		}
 	}
 	return nil
 }
+
+// recordedVerdict is a verdict read from a bundle as one line: its numbers came from a
+// file, so each is printed within a bounded width.
+func recordedVerdict(v diagnose.Verdict) string {
+	s := v.Severity.String() + " " + sanitize.Message(v.Rule) + ": " + sanitize.Message(v.Text)
+	ev := make([]string, len(v.Evidence))
+	for i, x := range v.Evidence {
+		ev[i] = sanitize.Message(x.Name) + " " + evidenceValue(x.Value, sanitize.Message(x.Unit))
+		if x.Threshold != "" {
+			ev[i] += " (" + sanitize.Message(x.Threshold) + ")"
+		}
+	}
+	if len(ev) > 0 {
+		s += " [" + strings.Join(ev, "; ") + "]"
+	}
+	return textfmt.OneLine(s, maxVerdictLine)
+}
+
+// evidenceValue writes a value in its unit, as diagnose does: "%" holds a fraction.
+func evidenceValue(v float64, unit string) string {
+	switch unit {
+	case "%":
+		return textfmt.Number(v*100) + "%"
+	case "", "s", "/s":
+		return textfmt.Number(v) + unit
+	}
+	return textfmt.Number(v) + " " + unit
+}
+
+// maxVerdictLine bounds a recorded verdict's line.
+const maxVerdictLine = 2000
 
 // writeJSON prints v indented.
 func writeJSON(w io.Writer, v any) error {

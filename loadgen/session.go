@@ -28,6 +28,8 @@ type SessionConfig struct {
 	// there is refused unless RecordOverwrite.
 	Record          string
 	RecordOverwrite bool
+	// Sinks receive each result as it finishes, from the request goroutines.
+	Sinks []func(Result)
 	// MaxEpochs is how many epochs keep their statistics (0: 100).
 	MaxEpochs int
 	Now       func() time.Time // nil: time.Now
@@ -101,7 +103,7 @@ func NewSession(cfg SessionConfig) (*Session, error) {
 	if err := s.fit(EstimatedVocab()); err != nil {
 		return nil, err
 	}
-	sinks := []func(Result){s.live.Add, s.epochs.Add}
+	sinks := append([]func(Result){s.live.Add, s.epochs.Add}, cfg.Sinks...)
 	// Inter-token latencies go to the live window and the epochs as they arrive, so a stream's
 	// memory does not grow with its output; the journal needs them in each result.
 	itl := func(epoch int, d time.Duration) { s.live.AddITL(d); s.epochs.AddITL(epoch, d) }

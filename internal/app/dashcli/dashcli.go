@@ -18,6 +18,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
 	"github.com/vllmtop/vllmtop/internal/app/launch"
+	"github.com/vllmtop/vllmtop/internal/app/recorder"
 	"github.com/vllmtop/vllmtop/internal/base/outfile"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
@@ -164,7 +165,11 @@ func (d *Dashboard) Build(words SimErrors, say Sayer) error {
 	if err != nil {
 		return err
 	}
-	if d.load, err = loadgen.NewSession(d.loadCfg); err != nil {
+	// The flight recorder keeps the client's recent results for its bundle.
+	d.fl.results = recorder.NewResults(0)
+	cfg := d.loadCfg
+	cfg.Sinks = append(cfg.Sinks[:len(cfg.Sinks):len(cfg.Sinks)], d.fl.results.Add)
+	if d.load, err = loadgen.NewSession(cfg); err != nil {
 		return err
 	}
 	c := d.loadCfg.Client

@@ -45,6 +45,7 @@ type fleetOptions struct {
 	promKey   string
 	source    fleet.Source
 	ring      *recorder.Ring
+	results   *recorder.Results // the load's, one-server mode
 	canaryRun *canaryToggle
 	settings  map[string]string
 	secrets   []string
@@ -431,7 +432,7 @@ func (b *bundleWriter) Record(verdicts []diagnose.Verdict) (string, error) {
 	f := &b.d.fl
 	now := time.Now()
 	bundle := recorder.Bundle{Created: now, Span: f.recordSpan, Scrapes: f.ring.Snapshot(now, f.recordSpan),
-		Canary: b.d.canarySamples(), Settings: f.settings, Verdicts: verdicts, Secrets: f.secrets}
+		Results: f.results.Snapshot(), Canary: b.d.canarySamples(), Settings: f.settings, Verdicts: verdicts, Secrets: f.secrets}
 	if b.d.sup != nil && b.d.attach == "" {
 		for _, l := range b.d.sup.Logs(500) {
 			bundle.ServerLog = append(bundle.ServerLog, l.Text)

@@ -1,6 +1,10 @@
 package dashcli
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/app/recorder"
+	"github.com/vllmtop/vllmtop/loadgen"
 )
 
 func parseWithEnv(env map[string]string, args ...string) (*Dashboard, error) {
@@ -106,4 +111,40 @@ func TestBundleWriterWritesTheRingAndScrubsKeys(t *testing.T) {
 	for _, v := range b.Settings {
 		assert.NotContains(t, v, "sekrit-key")
 	}
+}
+
+func TestBundleWriterRecordsTheClientResults(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"hi\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	o, err := parseWithEnv(map[string]string{}, "--attach", srv.URL, "--record-dir", t.TempDir(), "--model", "m",
+		"--max-concurrency", "1", "--random-input-len", "4", "--random-output-len", "1")
+	require.NoError(t, err)
+	seen := make(chan loadgen.Result, 64)
+	o.loadCfg.Sinks = []func(loadgen.Result){func(r loadgen.Result) {
+		select {
+		case seen <- r:
+		default:
+		}
+	}}
+	require.NoError(t, o.Build(nil, func(string, ...any) {}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.load.Run(ctx, func(context.Context) error { return nil }) }()
+	o.load.Resume()
+	// One request at a time: once the second result is seen, the first has reached every sink.
+	<-seen
+	<-seen
+	cancel()
+	<-done
+	path, err := o.deps.Recorder.Record(nil)
+	require.NoError(t, err)
+	b, err := recorder.Read(path)
+	require.NoError(t, err)
+	require.NotEmpty(t, b.Results, "client/results.jsonl holds the load's results")
+	assert.Equal(t, 1, b.Results[0].OutputTokens)
 }

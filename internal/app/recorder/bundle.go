@@ -35,6 +35,8 @@ type Bundle struct {
 	Verdicts []diagnose.Verdict `json:"-"`
 	// Secrets are values (API keys) scrubbed from every text written. They are not written.
 	Secrets []string `json:"-"`
+	// file is the bundle Open read, where Windows streams the scrape bodies from.
+	file string
 }
 
 // formatVersion is the bundle layout's version, in manifest.json.

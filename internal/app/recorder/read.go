@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,41 +14,132 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"time"
+	"unicode/utf8"
 
 	"github.com/vllmtop/vllmtop/internal/base/untrusted"
 	"github.com/vllmtop/vllmtop/loadgen"
-	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
 )
 
-// Limits on a bundle being read: it may come from anyone.
+// Limits on a bundle being read: it may come from anyone. A bundle is read as a stream,
+// once for its index and once for the scrape bodies a replay needs, so memory stays near
+// one entry whatever the bundle holds.
 const (
-	MaxBundleBytes = 1 << 30  // all entries, uncompressed
-	MaxEntryBytes  = 64 << 20 // one entry
-	maxEntries     = 1 << 20
+	// MaxBundleBytes caps what one pass decompresses (tar headers included): a
+	// decompression bomb stops there. A full ring is 64 MiB of bodies.
+	MaxBundleBytes = 256 << 20
+	// MaxEntryBytes caps one scrape body (a live scrape is capped at 16 MiB).
+	MaxEntryBytes = 32 << 20
+	// MaxMetaBytes caps manifest.json, settings.json, verdicts.json, the client's JSONL
+	// files and server.log, each.
+	MaxMetaBytes = 16 << 20
+	// MaxHeldBytes caps the scrape bodies Read keeps in memory.
+	MaxHeldBytes = 128 << 20
+	maxEntries   = 100_000
+	maxScrapes   = 100_000
+	maxEndpoints = 4096
+	maxNameBytes = 512
+	tarHeader    = 512
 )
 
-// Read opens a bundle written by Write. Entries are read within MaxEntryBytes each and
-// MaxBundleBytes in all; names that would leave the bundle are refused.
-func Read(file string) (*Bundle, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
-	}
-	defer f.Close()
-	b, err := read(f)
+// Open reads a bundle's index (manifest, settings, verdicts, client results, canary probes
+// and server log) without its scrape bodies, which Windows then streams from the file.
+// It stops when ctx ends.
+func Open(ctx context.Context, file string) (*Bundle, error) {
+	b, err := open(ctx, file)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", untrusted.Text(file), err)
 	}
 	return b, nil
 }
 
-func read(r io.Reader) (*Bundle, error) {
-	entries, err := readEntries(r)
+func open(ctx context.Context, file string) (*Bundle, error) {
+	meta := map[string][]byte{}
+	bodies := map[string]bool{}
+	err := scanFile(ctx, file, func(name string, size int64, r io.Reader) error {
+		if strings.HasPrefix(name, "scrapes/") {
+			bodies[name] = true
+			return nil
+		}
+		if _, ok := metaFiles[name]; !ok {
+			return nil
+		}
+		if size > MaxMetaBytes {
+			return fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxMetaBytes)
+		}
+		data, err := io.ReadAll(r)
+		meta[name] = data
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
+	b, err := decodeMeta(meta)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range b.Scrapes {
+		if !bodies[s.file] {
+			return nil, fmt.Errorf("manifest names %q, which the bundle lacks", untrusted.Text(s.file))
+		}
+	}
+	b.file = file
+	return b, nil
+}
+
+// Read opens a bundle and loads its scrape bodies too (at most MaxHeldBytes of them).
+func Read(file string) (*Bundle, error) {
+	ctx := context.Background()
+	b, err := open(ctx, file)
+	if err == nil {
+		err = b.load(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", untrusted.Text(file), err)
+	}
+	return b, nil
+}
+
+// load reads the scrape bodies of an opened bundle into memory.
+func (b *Bundle) load(ctx context.Context) error {
+	want := b.byFile(nil)
+	held := 0
+	return scanFile(ctx, b.file, func(name string, _ int64, r io.Reader) error {
+		idx, ok := want[name]
+		if !ok {
+			return nil
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		if held += len(data); held > MaxHeldBytes {
+			return fmt.Errorf("scrapes over %d bytes: replay with metrics --bundle", MaxHeldBytes)
+		}
+		for _, i := range idx {
+			b.Scrapes[i].Body = data
+		}
+		return nil
+	})
+}
+
+// byFile maps each entry name to the scrapes (indices) it holds, of those in keep (all
+// when keep is nil).
+func (b *Bundle) byFile(keep map[int]bool) map[string][]int {
+	out := map[string][]int{}
+	for i, s := range b.Scrapes {
+		if keep == nil || keep[i] {
+			out[s.file] = append(out[s.file], i)
+		}
+	}
+	return out
+}
+
+// metaFiles are the entries Open keeps besides the scrapes.
+var metaFiles = map[string]struct{}{"manifest.json": {}, "client/results.jsonl": {}, "client/canary.jsonl": {},
+	"server.log": {}, "settings.json": {}, "verdicts.json": {}}
+
+func decodeMeta(entries map[string][]byte) (*Bundle, error) {
 	b, err := readManifest(entries)
 	if err != nil {
 		return nil, err
@@ -60,7 +152,7 @@ func read(r io.Reader) (*Bundle, error) {
 	}
 	if log := entries["server.log"]; len(log) > 0 {
 		sc := bufio.NewScanner(bytes.NewReader(log))
-		sc.Buffer(make([]byte, 64<<10), MaxEntryBytes)
+		sc.Buffer(make([]byte, 64<<10), MaxMetaBytes)
 		for sc.Scan() {
 			b.ServerLog = append(b.ServerLog, sc.Text())
 		}
@@ -80,53 +172,83 @@ func read(r io.Reader) (*Bundle, error) {
 	return b, nil
 }
 
-// readEntries reads the regular files of a .tar.gz by their name below the root directory,
-// within the limits on entries and bytes.
-func readEntries(r io.Reader) (map[string][]byte, error) {
-	gz, err := gzip.NewReader(r)
+// scanFile hands each regular entry of a .tar.gz file to visit, by its name below the root
+// directory, with a reader of its data (visit need not read it all). Links, devices and
+// names that leave the bundle are refused; so are repeated names.
+func scanFile(ctx context.Context, file string, visit func(name string, size int64, r io.Reader) error) error {
+	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("not a .tar.gz: %w", err)
+		return err
 	}
-	tr := tar.NewReader(gz)
-	entries := map[string][]byte{}
-	var total int64
+	defer f.Close()
+	return scan(ctx, f, visit)
+}
+
+func scan(ctx context.Context, r io.Reader, visit func(name string, size int64, r io.Reader) error) error {
+	gz, err := gzip.NewReader(&ctxReader{ctx: ctx, r: r})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("not a .tar.gz: %w", err)
+	}
+	// Everything decompressed counts, skipped entries and headers included.
+	lim := &limitReader{ctx: ctx, r: gz, left: MaxBundleBytes}
+	tr := tar.NewReader(lim)
+	seen := map[string]bool{}
 	for n := 0; ; n++ {
 		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return entries, nil
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return lim.cause(err)
+		case n >= maxEntries:
+			return fmt.Errorf("over %d entries", maxEntries)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if n > maxEntries {
-			return nil, errors.New("too many entries")
-		}
-		if hdr.Typeflag != tar.TypeReg {
+		name, skip, err := entry(hdr)
+		if err != nil || skip {
+			if err != nil {
+				return err
+			}
 			continue
 		}
-		name, err := entryName(hdr.Name)
-		if err != nil {
-			return nil, err
+		if seen[name] {
+			return fmt.Errorf("entry %q appears twice", untrusted.Text(name))
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, MaxEntryBytes+1))
-		if err != nil {
-			return nil, err
+		seen[name] = true
+		if hdr.Size > MaxEntryBytes {
+			return fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxEntryBytes)
 		}
-		if len(data) > MaxEntryBytes {
-			return nil, fmt.Errorf("entry %q is over %d bytes", untrusted.Text(name), MaxEntryBytes)
+		if err := visit(name, hdr.Size, tr); err != nil {
+			return lim.cause(err)
 		}
-		if total += int64(len(data)); total > MaxBundleBytes {
-			return nil, fmt.Errorf("over %d bytes uncompressed", MaxBundleBytes)
-		}
-		entries[name] = data
 	}
 }
 
+// entry checks a tar header: its name below the root, or skip for a directory.
+func entry(hdr *tar.Header) (name string, skip bool, err error) {
+	switch hdr.Typeflag {
+	case tar.TypeReg:
+	case tar.TypeDir, tar.TypeXGlobalHeader:
+		return "", true, nil
+	case tar.TypeSymlink, tar.TypeLink:
+		return "", false, fmt.Errorf("entry %q is a link", untrusted.Text(hdr.Name))
+	default:
+		return "", false, fmt.Errorf("entry %q is not a regular file", untrusted.Text(hdr.Name))
+	}
+	name, err = entryName(hdr.Name)
+	return name, false, err
+}
+
 // entryName is an entry's name below the bundle's root directory, refusing one that would
-// leave the bundle.
+// leave the bundle or that no Write makes (control bytes, backslashes, invalid UTF-8).
 func entryName(raw string) (string, error) {
+	if len(raw) > maxNameBytes || !utf8.ValidString(raw) || strings.ContainsAny(raw, "\\\x00") || untrusted.Text(raw) != raw {
+		return "", fmt.Errorf("entry %q has a name no bundle has", untrusted.Text(raw))
+	}
 	name := path.Clean(raw)
-	if path.IsAbs(name) || strings.HasPrefix(name, "..") {
+	if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 		return "", fmt.Errorf("entry %q leaves the bundle", untrusted.Text(raw))
 	}
 	// Names are root/rel; the root directory's name does not matter.
@@ -136,7 +258,57 @@ func entryName(raw string) (string, error) {
 	return name, nil
 }
 
-// readManifest reads manifest.json and the scrapes it names.
+// ctxReader ends a read once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// errTooBig is what limitReader returns past its limit.
+var errTooBig = fmt.Errorf("over %d bytes uncompressed", MaxBundleBytes)
+
+// limitReader fails (rather than ends) past its limit, so a bomb is an error, not a
+// truncated bundle; it also ends once ctx is done.
+type limitReader struct {
+	ctx  context.Context
+	r    io.Reader
+	left int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if err := l.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if l.left <= 0 {
+		return 0, errTooBig
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// cause prefers the context's error and the limit's to what they made the reader say.
+func (l *limitReader) cause(err error) error {
+	if e := l.ctx.Err(); e != nil {
+		return e
+	}
+	if l.left <= 0 {
+		return errTooBig
+	}
+	return err
+}
+
+// readManifest reads manifest.json: the bundle's times and the scrapes it names.
 func readManifest(entries map[string][]byte) (*Bundle, error) {
 	var m manifest
 	raw, ok := entries["manifest.json"]
@@ -149,13 +321,21 @@ func readManifest(entries map[string][]byte) (*Bundle, error) {
 	if m.Format != formatVersion {
 		return nil, fmt.Errorf("bundle format %d; this vllmtop reads format %d", m.Format, formatVersion)
 	}
+	if len(m.Scrapes) > maxScrapes {
+		return nil, fmt.Errorf("manifest.json names over %d scrapes", maxScrapes)
+	}
 	b := &Bundle{Created: m.Created, Span: m.SpanNanos}
+	endpoints := map[string]bool{}
 	for _, s := range m.Scrapes {
-		body, ok := entries[path.Clean(s.File)]
-		if !ok {
-			return nil, fmt.Errorf("manifest names %q, which the bundle lacks", untrusted.Text(s.File))
+		file := path.Clean(s.File)
+		if !strings.HasPrefix(file, "scrapes/") {
+			return nil, fmt.Errorf("manifest names %q, not a scrape", untrusted.Text(s.File))
 		}
-		b.Scrapes = append(b.Scrapes, Scrape{Endpoint: untrusted.Text(s.Endpoint), Time: s.Time, Body: body})
+		ep := untrusted.Text(s.Endpoint)
+		if endpoints[ep] = true; len(endpoints) > maxEndpoints {
+			return nil, fmt.Errorf("manifest.json names over %d endpoints", maxEndpoints)
+		}
+		b.Scrapes = append(b.Scrapes, Scrape{Endpoint: ep, Time: s.Time, file: file})
 	}
 	return b, nil
 }
@@ -186,51 +366,4 @@ func (b *Bundle) Endpoints() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Replay parses the scrapes in time order and hands each to fn as a Snapshot whose Time is
-// when it was taken, so scrape.Compare and the tables work as on a live server. A scrape
-// that does not parse is passed to onError and skipped.
-func (b *Bundle) Replay(fn func(endpoint string, s *scrape.Snapshot) error, onError func(endpoint string, at time.Time, err error)) error {
-	order := append([]Scrape(nil), b.Scrapes...)
-	sort.SliceStable(order, func(i, j int) bool { return order[i].Time.Before(order[j].Time) })
-	for _, raw := range order {
-		s, err := scrape.Parse(bytes.NewReader(raw.Body))
-		if err != nil {
-			if onError != nil {
-				onError(raw.Endpoint, raw.Time, err)
-			}
-			continue
-		}
-		s.Time = raw.Time
-		if err := fn(raw.Endpoint, &s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Window is what an endpoint did over the last span of the bundle: its last snapshot and
-// the window from the newest one at least span older (or its first). ok is false with
-// fewer than two scrapes of the endpoint.
-func (b *Bundle) Window(endpoint string, span time.Duration) (cur scrape.Snapshot, w scrape.Window, ok bool, err error) {
-	var snaps []scrape.Snapshot
-	err = b.Replay(func(e string, s *scrape.Snapshot) error {
-		if e == endpoint {
-			s.Unmapped = nil
-			snaps = append(snaps, *s)
-		}
-		return nil
-	}, nil)
-	if err != nil || len(snaps) < 2 {
-		return scrape.Snapshot{}, scrape.Window{}, false, err
-	}
-	cur = snaps[len(snaps)-1]
-	base := snaps[0]
-	for _, s := range snaps[:len(snaps)-1] {
-		if cur.Time.Sub(s.Time) >= span {
-			base = s
-		}
-	}
-	return cur, scrape.Compare(&base, &cur), true, nil
 }

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -45,6 +47,35 @@ func TestRingBounds(t *testing.T) {
 	r.Add("huge", t0.Add(71*time.Second), bytes.Repeat([]byte("x"), 101))
 	n, _ = r.Len()
 	assert.Equal(t, 1, n, "a body over the whole cap is not kept")
+}
+
+func TestRingKeepsAFairSharePerEndpoint(t *testing.T) {
+	// One endpoint of 400-byte bodies beside five of 20 bytes, in a ring of 1,000 bytes.
+	r := NewRing(time.Hour, 1000, -1)
+	small := bytes.Repeat([]byte("x"), 20)
+	huge := bytes.Repeat([]byte("y"), 400)
+	for i := range 100 {
+		at := t0.Add(time.Duration(i) * time.Second)
+		r.Add("huge", at, huge)
+		for e := range 5 {
+			r.Add(fmt.Sprint("small-", e), at, small)
+		}
+	}
+	n, size := r.Len()
+	assert.LessOrEqual(t, size, 1000)
+	per := map[string][]time.Time{}
+	for _, s := range r.Snapshot(t0.Add(time.Hour), 0) {
+		per[s.Endpoint] = append(per[s.Endpoint], s.Time)
+	}
+	assert.Len(t, per, 6, "every endpoint is kept")
+	require.Len(t, per["huge"], 1, "the huge endpoint keeps its newest")
+	assert.Equal(t, t0.Add(99*time.Second), per["huge"][0])
+	for e := range 5 {
+		got := per[fmt.Sprint("small-", e)]
+		assert.Len(t, got, 6, "the rest is shared evenly: (1000-400)/5 bytes each")
+		assert.Equal(t, t0.Add(99*time.Second), got[len(got)-1], "the most recent are kept")
+	}
+	assert.Equal(t, 31, n)
 }
 
 func capture(t *testing.T) string {
@@ -145,14 +176,26 @@ func TestWriteAndRead(t *testing.T) {
 	assert.Equal(t, b.Verdicts, got.Verdicts)
 	assert.Equal(t, "8", got.Settings["concurrency"])
 
-	// Replayed through scrape: the same window as live.
-	cur, w, ok, err := got.Window("gpu-a", 20*time.Second)
+	// Replayed through scrape: the same window as live, streamed or from memory.
+	opened, err := Open(context.Background(), file)
 	require.NoError(t, err)
-	require.True(t, ok)
-	assert.Equal(t, t0.Add(20*time.Second), cur.Time)
-	assert.Equal(t, 20.0, w.ElapsedSeconds)
-	require.Len(t, w.Models, 1)
-	assert.Equal(t, scrape.Some(100), w.Models[0].Total.GenerationTokensPerSec)
+	assert.Nil(t, opened.Scrapes[0].Body, "Open leaves the bodies in the file")
+	for _, from := range []*Bundle{opened, got} {
+		ws, err := from.Windows(context.Background(), 20*time.Second)
+		require.NoError(t, err)
+		require.Len(t, ws, 2)
+		assert.Equal(t, "../evil", ws[0].Endpoint)
+		cur, w := ws[1].Cur, ws[1].Window
+		require.True(t, ws[1].OK)
+		assert.Equal(t, t0.Add(20*time.Second), cur.Time)
+		assert.Equal(t, 20.0, w.ElapsedSeconds)
+		require.Len(t, w.Models, 1)
+		assert.Equal(t, scrape.Some(100), w.Models[0].Total.GenerationTokensPerSec)
+	}
+	ws, err := got.Windows(context.Background(), 10*time.Second)
+	require.NoError(t, err)
+	w := ws[1].Window
+	assert.Equal(t, 10.0, w.ElapsedSeconds, "the newest scrape at least --window before the last")
 	var n int
 	require.NoError(t, got.Replay(func(string, *scrape.Snapshot) error { n++; return nil }, nil))
 	assert.Equal(t, 6, n)
@@ -185,7 +228,7 @@ func TestReadRefusesBadBundles(t *testing.T) {
 		{"newer format", tarGz(t, map[string]string{"x/manifest.json": `{"format": 9}`}), "bundle format 9"},
 		{"missing scrape", tarGz(t, map[string]string{"x/manifest.json": `{"format": 1, "scrapes": [{"endpoint":"a","file":"scrapes/a/1.prom"}]}`}), "lacks"},
 	} {
-		_, err := read(bytes.NewReader(c.data))
+		_, err := readBytes(t, c.data)
 		assert.ErrorContains(t, err, c.error, c.name)
 	}
 	_, err := Read(filepath.Join(t.TempDir(), "none.tar.gz"))
@@ -207,10 +250,33 @@ func FuzzRead(f *testing.F) {
 	_ = gz.Close()
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := read(bytes.NewReader(data))
+		b, err := readBytes(t, data)
 		if err != nil {
 			return
 		}
 		_ = b.Replay(func(string, *scrape.Snapshot) error { return nil }, func(string, time.Time, error) {})
+		_, _ = b.Windows(context.Background(), time.Second)
 	})
+}
+
+// readBytes reads a bundle given as bytes, through a file as the command reads it.
+func readBytes(t testing.TB, data []byte) (*Bundle, error) {
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	return Read(file)
+}
+
+func TestResultsKeepsTheNewestWithinTheCap(t *testing.T) {
+	k := NewResults(3)
+	assert.Empty(t, k.Snapshot())
+	for i := range 5 {
+		k.Add(loadgen.Result{Index: i, ITLs: make([]time.Duration, 1000), ErrorMessage: strings.Repeat("e", 10<<10)})
+	}
+	got := k.Snapshot()
+	require.Len(t, got, 3)
+	for i, r := range got {
+		assert.Equal(t, i+2, r.Index, "oldest first, the oldest two dropped")
+		assert.Nil(t, r.ITLs)
+		assert.LessOrEqual(t, len(r.ErrorMessage), 4100)
+	}
 }
