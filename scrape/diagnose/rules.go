@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vllmtop/vllmtop/scrape"
@@ -219,14 +220,17 @@ func restarted(s *Signals) Verdict {
 	return Verdict{Rule: RuleRestarted, Severity: Warning, Subject: s.Subject, Limit: "server", Text: text}
 }
 
-// kvBound: requests wait for KV blocks, or the engine preempts (it preempts only when a block
-// allocation fails). A preemption rate of a storm makes it critical.
+// kvBound: requests wait for KV blocks (the cache is nearly full, or its free blocks cannot
+// hold the next prompt), or the engine preempts with the cache nearly full (it preempts only
+// when a block allocation fails). A preemption storm is kv-bound at any usage the gauge shows,
+// and critical.
 func kvBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	kv, p := s.KVCacheUsage, s.PreemptionsPerSec
 	waiting := s.Waiting.OK && s.Waiting.V >= th.MinWaiting
 	preempting := p.OK && p.V > 0
 	full := kv.OK && kv.V >= th.KVBound
-	if !(full && waiting) && !preempting && !(waiting && noRoomFor(s)) {
+	storm := preempting && p.V >= th.PreemptionStorm
+	if !(full && (waiting || preempting)) && !storm && !(waiting && noRoomFor(s)) {
 		return Verdict{}, false
 	}
 	var ev []Evidence
@@ -242,7 +246,7 @@ func kvBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	if preempting {
 		ev = append(ev, Evidence{Name: "preemptions", Value: p.V, Unit: "/s", Threshold: "> 0"})
 		why += fmt.Sprintf(" and %s preemptions/s", short(p.V))
-		if p.V >= th.PreemptionStorm {
+		if storm {
 			sev = Critical
 			why += " (recomputing evicted work)"
 		}
@@ -256,8 +260,8 @@ func kvBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 		usage = formatValue(kv.V, "%") + " full"
 	}
 	return Verdict{Rule: RuleKVBound, Severity: sev, Subject: s.Subject, Limit: LimitKV, Advice: advice,
-		Text: fmt.Sprintf("%s's KV cache is %s%s: requests wait for KV blocks; %s (other levers: raise --gpu-memory-utilization, --kv-cache-dtype fp8, a shorter --max-model-len)",
-			s.Subject, usage, why, advice),
+		Text: fmt.Sprintf("%s's KV cache is %s%s: requests wait for KV blocks; %s (or %s)",
+			s.Subject, usage, why, advice, otherKVLevers(flag)),
 		Flags: []string{flag}, Evidence: ev}, true
 }
 
@@ -283,6 +287,21 @@ func kvAdvice(s *Signals) (flag, advice string) {
 		return "--kv-cache-dtype fp8", "use --kv-cache-dtype fp8 (half the bytes per token)"
 	}
 	return "--max-model-len", "lower --max-model-len, or spread the model over more GPUs (--tensor-parallel-size)"
+}
+
+// otherKVLevers names the other ways to more KV memory than flag.
+func otherKVLevers(flag string) string {
+	var out []string
+	for _, l := range []struct{ flag, text string }{
+		{"--gpu-memory-utilization", "raise --gpu-memory-utilization"},
+		{"--kv-cache-dtype fp8", "--kv-cache-dtype fp8"},
+		{"--max-model-len", "a shorter --max-model-len"},
+	} {
+		if l.flag != flag {
+			out = append(out, l.text)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // stalled: requests wait, nothing runs and nothing is generated: the engine is asleep or hung.
