@@ -364,9 +364,9 @@ func seqBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 		Flags: []string{"--max-num-seqs"}, Evidence: ev}, true
 }
 
-// defaultBudgets are vLLM's --max-num-batched-tokens defaults for its API server (2048, and
-// 8192 on 70 GiB devices other than the A100): with the budget unknown, only a demand above
-// the largest is known to fill it.
+// largestDefaultBudget is the larger of vLLM's --max-num-batched-tokens defaults for its API
+// server (2048, and 8192 on 70 GiB devices other than the A100): with the budget unknown, only
+// a demand of it is known to fill it.
 const largestDefaultBudget = 8192
 
 // pendingTokens estimates the tokens the next step is asked for: each waiting request's
