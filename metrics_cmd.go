@@ -41,6 +41,13 @@ type metricsOptions struct {
 	apiKey, caFile  string
 	insecure        bool
 	bundle          string
+	// The server's engine limits, which /metrics does not say, for the verdicts.
+	maxNumSeqs, maxNumBatchedTokens int
+}
+
+// facts are what the verdicts know of the server's limits.
+func (o *metricsOptions) facts() diagnose.Facts {
+	return diagnose.Facts{MaxNumSeqs: o.maxNumSeqs, MaxNumBatchedTokens: o.maxNumBatchedTokens}
 }
 
 // defineMetrics is `vllmtop metrics URL`: one scrape (or two, for rates), parsed and printed.
@@ -53,6 +60,8 @@ func defineMetrics(fs *pflag.FlagSet, e *env) runFunc {
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer key (default: $OPENAI_API_KEY, else $VLLM_API_KEY)")
 	fs.BoolVar(&o.insecure, "insecure", false, "https: do not verify the server's certificate")
 	fs.StringVar(&o.caFile, "ca-file", "", "https: trust the PEM certificates in this file")
+	fs.IntVar(&o.maxNumSeqs, "max-num-seqs", 0, "the server's --max-num-seqs, for the verdicts (/metrics does not say it)")
+	fs.IntVar(&o.maxNumBatchedTokens, "max-num-batched-tokens", 0, "the server's --max-num-batched-tokens, for the verdicts")
 	fs.StringVar(&o.bundle, "bundle", "", "replay this flight-recorder bundle (.tar.gz) instead of scraping a URL")
 	return func(ctx context.Context, args []string) error {
 		switch {
@@ -64,6 +73,8 @@ func defineMetrics(fs *pflag.FlagSet, e *env) runFunc {
 			return usagef("no URL given (e.g. vllmtop metrics http://127.0.0.1:8000)")
 		case len(args) > 1:
 			return usagef("one URL only, got %d arguments: %s", len(args), strings.Join(args, " "))
+		case o.maxNumSeqs < 0 || o.maxNumBatchedTokens < 0:
+			return usagef("--max-num-seqs and --max-num-batched-tokens must be positive")
 		case o.window < 0:
 			return usagef("--window must be positive, got %v", o.window)
 		case o.timeout <= 0:
@@ -120,12 +131,12 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 			Snapshot scrape.Snapshot    `json:"snapshot"`
 			Window   *scrape.Window     `json:"window"`
 			Verdicts []diagnose.Verdict `json:"verdicts"`
-		}{cur, win, diagnose.Server(client.URL(), &cur, win, diagnose.Facts{}, diagnose.DefaultThresholds())})
+		}{cur, win, diagnose.Server(client.URL(), &cur, win, o.facts(), diagnose.DefaultThresholds())})
 	}
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
 	if win != nil {
 		fmt.Fprintln(e.stdout)
-		diagnose.WriteText(e.stdout, diagnose.Server(client.URL(), &cur, win, diagnose.Facts{}, diagnose.DefaultThresholds()))
+		diagnose.WriteText(e.stdout, diagnose.Server(client.URL(), &cur, win, o.facts(), diagnose.DefaultThresholds()))
 	}
 	return nil
 }
@@ -160,7 +171,7 @@ func (o *metricsOptions) replay(ctx context.Context, e *env) error {
 		}
 		scrape.WriteText(e.stdout, w.Endpoint, &w.Cur, &w.Window, w.Cur.Time)
 		fmt.Fprintln(e.stdout)
-		diagnose.WriteText(e.stdout, diagnose.Server(w.Endpoint, &w.Cur, &w.Window, diagnose.Facts{}, diagnose.DefaultThresholds()))
+		diagnose.WriteText(e.stdout, diagnose.Server(w.Endpoint, &w.Cur, &w.Window, o.facts(), diagnose.DefaultThresholds()))
 	}
 	if len(b.Verdicts) > 0 {
 		fmt.Fprintf(e.stdout, "\nVerdicts the dashboard recorded\n")

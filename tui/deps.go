@@ -196,6 +196,8 @@ type FleetDeps struct {
 	Thresholds *diagnose.Thresholds
 	// MaxNumSeqs is the server's --max-num-seqs when known from its command line.
 	MaxNumSeqs int
-	Recorder   Recorder
-	Canary     Canary
+	// MaxNumBatchedTokens is its --max-num-batched-tokens, likewise (0: unknown).
+	MaxNumBatchedTokens int
+	Recorder            Recorder
+	Canary              Canary
 }

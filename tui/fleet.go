@@ -715,7 +715,7 @@ func (k *KeyMap) fleetOnly() {
 // facts are what the client knows of itself, for the verdicts.
 func (m *Model) facts() diagnose.Facts {
 	c, s := m.c, &m.c.s
-	f := diagnose.Facts{Lag: s.loader.Lag, MaxNumSeqs: c.deps.MaxNumSeqs}
+	f := diagnose.Facts{Lag: s.loader.Lag, MaxNumSeqs: c.deps.MaxNumSeqs, MaxNumBatchedTokens: c.deps.MaxNumBatchedTokens}
 	if s.rateMode && !s.paused && c.deps.Load != nil {
 		f.TargetRate = s.rate
 		if i := s.runIndex(s.epoch); i >= 0 {
@@ -753,7 +753,10 @@ func (m *Model) judge() {
 	if s.fleet.drill != nil {
 		subject = s.fleet.drill.Name
 	}
-	s.verdicts = diagnose.Server(subject, s.snap, w, m.facts(), m.thresholds())
+	if s.held == nil {
+		s.held = diagnose.NewTracker(diagnose.DefaultHold)
+	}
+	s.verdicts = s.held.Update(m.c.now(), diagnose.Server(subject, s.snap, w, m.facts(), m.thresholds()))
 }
 
 // shortField names a field as the header says it.

@@ -66,6 +66,7 @@ type state struct {
 
 	fleet    fleetState         // fleet mode: the rows and the row drilled into
 	verdicts []diagnose.Verdict // the verdicts on the one server watched, after each scrape
+	held     *diagnose.Tracker  // holds them for diagnose.DefaultHold, so the header does not flap
 }
 
 // epochNote is what the dashboard saw during one epoch: the server's capacity and

@@ -55,13 +55,13 @@ func TestRulesOnCaptures(t *testing.T) {
 				s = exposition.Add(s, "vllm:generation_tokens_total", 4000, model)
 				return exposition.Add(s, "vllm:num_preemptions_total", 5, model)
 			}},
-		{name: "preemption storm", rules: []string{diagnose.RulePreemptionStorm, diagnose.RuleKVBound}, text: "has 4 preemptions/s",
+		{name: "preemption storm", rules: []string{diagnose.RuleKVBound}, text: "and 4 preemptions/s (recomputing evicted work)",
 			edit: func(s string) string {
 				s = exposition.Set(s, "vllm:kv_cache_usage_perc", 0.99, model)
 				s = exposition.Set(s, "vllm:num_requests_running", 30, model)
 				return exposition.Add(s, "vllm:num_preemptions_total", 40, model)
 			}},
-		{name: "admission-bound", rules: []string{diagnose.RuleAdmissionBound, diagnose.RuleQueueBound}, facts: diagnose.Facts{MaxNumSeqs: 4},
+		{name: "seq-bound, the queue its evidence", rules: []string{diagnose.RuleSeqBound}, facts: diagnose.Facts{MaxNumSeqs: 4},
 			text: "12 requests waiting while its KV cache is only 20% full: the batch is capped (running 4 = --max-num-seqs 4)",
 			edit: func(s string) string {
 				s = exposition.Set(s, "vllm:kv_cache_usage_perc", 0.2, model)

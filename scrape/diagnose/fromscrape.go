@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/vllmtop/vllmtop/scrape"
 )
@@ -94,10 +95,28 @@ func FromWindow(subject string, cur *scrape.Snapshot, w *scrape.Window) []Signal
 			if w.Restarted {
 				s.StateDetail = "counters reset between the scrapes"
 			}
+			cacheFacts(&s, cur, e.Engine, len(m.Engines))
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// cacheFacts fills what vllm:cache_config_info says of engine's KV cache.
+func cacheFacts(s *Signals, cur *scrape.Snapshot, engine string, engines int) {
+	for _, c := range cur.Cache {
+		if c.Engine != engine {
+			continue
+		}
+		s.GPUMemoryUtilization, s.KVCacheDType = c.GPUMemoryUtilization, c.CacheDType
+		s.KVCacheTokens = c.KVCacheSizeTokens
+		if n, err := strconv.Atoi(c.Labels["num_gpu_blocks_override"]); err == nil && n > 0 {
+			s.NumGPUBlocksOverride = n
+		}
+	}
+	if !s.KVCacheTokens.OK && engines == 1 {
+		s.KVCacheTokens = cur.Capacity.KVCacheTokens
+	}
 }
 
 // Server is every verdict on one server between two scrapes: each engine's rules and the
@@ -117,6 +136,7 @@ func Server(subject string, cur *scrape.Snapshot, w *scrape.Window, f Facts, th 
 			out = append(out, Imbalance(GroupName(len(group), "engines", model), group, th)...)
 		}
 	}
+	out = append(out, Client(f, th)...)
 	Sort(out)
 	return out
 }

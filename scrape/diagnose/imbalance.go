@@ -50,7 +50,8 @@ func waitingSkew(group string, live []*Signals, th Thresholds) (Verdict, bool) {
 	if share < need {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RuleImbalance, Severity: Warning, Subject: top.Subject,
+	return Verdict{Rule: RuleImbalance, Severity: Warning, Subject: top.Subject, Limit: "load balance",
+		Advice: "check the load balancer (sticky routing?) or the data-parallel engines",
 		Text: fmt.Sprintf("%s holds %s of the %s requests waiting across %s: check the load balancer (sticky routing?) or the data-parallel engines",
 			top.Subject, short(top.Waiting.V), short(total), group),
 		Evidence: []Evidence{
@@ -81,7 +82,7 @@ func kvSkew(group string, live []*Signals, th Thresholds) (Verdict, bool) {
 	if spread < th.KVSkew {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RuleKVSkew, Severity: Info, Subject: hi.Subject,
+	return Verdict{Rule: RuleKVSkew, Severity: Info, Subject: hi.Subject, Limit: "load balance",
 		Text: fmt.Sprintf("KV use differs by %.0f points across %s: %s is at %s, %s at %s",
 			spread*100, group, hi.Subject, formatValue(hi.KVCacheUsage.V, "%"), lo.Subject, formatValue(lo.KVCacheUsage.V, "%")),
 		Evidence: []Evidence{

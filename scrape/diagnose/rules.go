@@ -2,6 +2,9 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vllmtop/vllmtop/scrape"
@@ -12,8 +15,9 @@ const (
 	RuleDown            = "down"
 	RuleStale           = "stale"
 	RuleRestarted       = "restarted"
-	RulePreemptionStorm = "preemption-storm"
 	RuleKVBound         = "kv-bound"
+	RuleSeqBound        = "seq-bound"
+	RuleBatchTokenBound = "batch-token-bound"
 	RuleStalled         = "stalled"
 	RuleAdmissionBound  = "admission-bound"
 	RulePrefillBound    = "prefill-bound"
@@ -27,9 +31,26 @@ const (
 )
 
 // ruleOrder ranks rules of equal severity: causes before symptoms.
-var ruleOrder = []string{RuleDown, RuleStale, RuleRestarted, RulePreemptionStorm, RuleKVBound, RuleStalled,
-	RuleAdmissionBound, RulePrefillBound, RuleQueueBound, RuleImbalance, RuleErrors, RuleSLOTTFT, RuleSLOITL,
-	RuleKVSkew, RuleClientBound}
+var ruleOrder = []string{RuleDown, RuleStale, RuleRestarted, RuleStalled, RuleKVBound, RuleSeqBound,
+	RuleBatchTokenBound, RuleAdmissionBound, RulePrefillBound, RuleQueueBound, RuleImbalance, RuleErrors,
+	RuleSLOTTFT, RuleSLOITL, RuleKVSkew, RuleClientBound}
+
+// capacityRules are the rules that name what limits a server's throughput, root causes first
+// (docs/monitoring.md#one-limit-one-advice): one server has one binding limit, so only the
+// first that fires is a verdict, and the others' evidence joins it.
+var capacityRules = []string{RuleKVBound, RuleSeqBound, RuleBatchTokenBound, RuleAdmissionBound,
+	RulePrefillBound, RuleQueueBound}
+
+// The limits verdicts name, as a user changes them.
+const (
+	LimitKV      = "KV blocks"
+	LimitSeqs    = "--max-num-seqs"
+	LimitBatched = "--max-num-batched-tokens"
+	LimitPrefill = "prefill compute"
+	LimitCompute = "GPU throughput"
+	LimitDecode  = "decode speed"
+	LimitClient  = "load generator"
+)
 
 func ruleRank(name string) int {
 	for i, r := range ruleOrder {
@@ -122,20 +143,59 @@ func Evaluate(s *Signals, f Facts, th Thresholds) []Verdict {
 			out = append(out, v)
 		}
 	}
+	out = Resolve(out)
 	Sort(out)
+	return out
+}
+
+// Resolve keeps, per subject, only the first capacity verdict in the order of capacityRules
+// (the root cause) and adds to it the evidence of the others it replaces, so a server gets
+// one limit and one piece of advice. The other verdicts stay as they are.
+func Resolve(vs []Verdict) []Verdict {
+	winner := map[string]int{} // subject -> index in out
+	var out []Verdict
+	for _, v := range sortedByCapacity(vs) {
+		if !slices.Contains(capacityRules, v.Rule) {
+			out = append(out, v)
+			continue
+		}
+		i, ok := winner[v.Subject]
+		if !ok {
+			winner[v.Subject] = len(out)
+			out = append(out, v)
+			continue
+		}
+		w := &out[i]
+		w.Severity = max(w.Severity, v.Severity)
+		for _, e := range v.Evidence {
+			if !slices.ContainsFunc(w.Evidence, func(x Evidence) bool { return x.Name == e.Name }) {
+				w.Evidence = append(w.Evidence, e)
+			}
+		}
+	}
+	return out
+}
+
+// sortedByCapacity is a copy of vs with capacity verdicts in capacityRules order.
+func sortedByCapacity(vs []Verdict) []Verdict {
+	out := slices.Clone(vs)
+	slices.SortStableFunc(out, func(a, b Verdict) int {
+		return slices.Index(capacityRules, a.Rule) - slices.Index(capacityRules, b.Rule)
+	})
 	return out
 }
 
 type serverRule func(s *Signals, f Facts, th Thresholds) (Verdict, bool)
 
-var serverRules = []serverRule{preemptionStorm, kvBound, stalled, admissionBound, prefillBound, queueBound, errorsRule, sloTTFT, sloITL}
+var serverRules = []serverRule{kvBound, stalled, seqBound, batchTokenBound, admissionBound, prefillBound, queueBound,
+	errorsRule, sloTTFT, sloITL}
 
 func down(s *Signals) Verdict {
 	text := s.Subject + " is DOWN"
 	if s.StateDetail != "" {
 		text += ": " + s.StateDetail
 	}
-	v := Verdict{Rule: RuleDown, Severity: Critical, Subject: s.Subject, Text: text}
+	v := Verdict{Rule: RuleDown, Severity: Critical, Subject: s.Subject, Limit: "server", Advice: "check that it runs and its port answers", Text: text}
 	if s.Age > 0 {
 		v.Evidence = []Evidence{{Name: "last_good_age", Value: s.Age.Seconds(), Unit: "s"}}
 	}
@@ -157,48 +217,91 @@ func restarted(s *Signals) Verdict {
 		text += " (" + s.StateDetail + ")"
 	}
 	text += "; its rates start again from the next scrapes"
-	return Verdict{Rule: RuleRestarted, Severity: Warning, Subject: s.Subject, Text: text}
+	return Verdict{Rule: RuleRestarted, Severity: Warning, Subject: s.Subject, Limit: "server", Text: text}
 }
 
-func preemptionStorm(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
-	p := s.PreemptionsPerSec
-	if !p.OK || p.V < th.PreemptionStorm {
-		return Verdict{}, false
-	}
-	ev := []Evidence{{Name: "preemptions", Value: p.V, Unit: "/s", Threshold: "≥ " + formatValue(th.PreemptionStorm, "/s")}}
-	if s.KVCacheUsage.OK {
-		ev = append(ev, Evidence{Name: "kv_cache_usage", Value: s.KVCacheUsage.V, Unit: "%"})
-	}
-	return Verdict{Rule: RulePreemptionStorm, Severity: Critical, Subject: s.Subject,
-		Text: fmt.Sprintf("%s has %s preemptions/s: the KV cache is thrashing and work is recomputed; lower --max-num-seqs or raise --gpu-memory-utilization",
-			s.Subject, short(p.V)),
-		Flags: []string{"--max-num-seqs", "--gpu-memory-utilization"}, Evidence: ev}, true
-}
-
+// kvBound: requests wait for KV blocks (the cache is nearly full, or its free blocks cannot
+// hold the next prompt), or the engine preempts with the cache nearly full (it preempts only
+// when a block allocation fails). A preemption storm is kv-bound at any usage the gauge shows,
+// and critical.
 func kvBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
-	kv := s.KVCacheUsage
-	if !kv.OK || kv.V < th.KVBound {
-		return Verdict{}, false
-	}
+	kv, p := s.KVCacheUsage, s.PreemptionsPerSec
 	waiting := s.Waiting.OK && s.Waiting.V >= th.MinWaiting
-	preempting := s.PreemptionsPerSec.OK && s.PreemptionsPerSec.V > 0
-	if !waiting && !preempting {
+	preempting := p.OK && p.V > 0
+	full := kv.OK && kv.V >= th.KVBound
+	storm := preempting && p.V >= th.PreemptionStorm
+	if !(full && (waiting || preempting)) && !storm && !(waiting && noRoomFor(s)) {
 		return Verdict{}, false
 	}
-	ev := []Evidence{{Name: "kv_cache_usage", Value: kv.V, Unit: "%", Threshold: "≥ " + formatValue(th.KVBound, "%")}}
+	var ev []Evidence
+	if kv.OK {
+		ev = append(ev, Evidence{Name: "kv_cache_usage", Value: kv.V, Unit: "%", Threshold: "≥ " + formatValue(th.KVBound, "%")})
+	}
 	why := ""
 	if waiting {
 		ev = append(ev, Evidence{Name: "waiting", Value: s.Waiting.V, Threshold: "≥ " + short(th.MinWaiting)})
 		why = fmt.Sprintf(" with %s waiting", short(s.Waiting.V))
 	}
+	sev := Warning
 	if preempting {
-		ev = append(ev, Evidence{Name: "preemptions", Value: s.PreemptionsPerSec.V, Unit: "/s", Threshold: "> 0"})
-		why += fmt.Sprintf(" and %s preemptions/s", short(s.PreemptionsPerSec.V))
+		ev = append(ev, Evidence{Name: "preemptions", Value: p.V, Unit: "/s", Threshold: "> 0"})
+		why += fmt.Sprintf(" and %s preemptions/s", short(p.V))
+		if storm {
+			sev = Critical
+			why += " (recomputing evicted work)"
+		}
 	}
-	return Verdict{Rule: RuleKVBound, Severity: Warning, Subject: s.Subject,
-		Text: fmt.Sprintf("%s's KV cache is %s full%s: requests wait for KV memory; raise --gpu-memory-utilization, lower --max-num-seqs, or try --kv-cache-dtype fp8",
-			s.Subject, formatValue(kv.V, "%"), why),
-		Flags: []string{"--gpu-memory-utilization", "--max-num-seqs", "--kv-cache-dtype fp8"}, Evidence: ev}, true
+	if s.KVCacheTokens.OK {
+		ev = append(ev, Evidence{Name: "kv_cache_tokens", Value: s.KVCacheTokens.V, Unit: "tokens"})
+	}
+	flag, advice := kvAdvice(s)
+	usage := "full"
+	if kv.OK {
+		usage = formatValue(kv.V, "%") + " full"
+	}
+	return Verdict{Rule: RuleKVBound, Severity: sev, Subject: s.Subject, Limit: LimitKV, Advice: advice,
+		Text: fmt.Sprintf("%s's KV cache is %s%s: requests wait for KV blocks; %s (or %s)",
+			s.Subject, usage, why, advice, otherKVLevers(flag)),
+		Flags: []string{flag}, Evidence: ev}, true
+}
+
+// noRoomFor: the free KV tokens cannot hold one more prompt of the mean length.
+func noRoomFor(s *Signals) bool {
+	if !s.KVCacheTokens.OK || !s.KVCacheUsage.OK || !s.PromptTokensMean.OK {
+		return false
+	}
+	return (1-s.KVCacheUsage.V)*s.KVCacheTokens.V < s.PromptTokensMean.V
+}
+
+// kvAdvice is the one change that gives the KV cache the most room, from what the server's
+// cache_config_info says it runs with.
+func kvAdvice(s *Signals) (flag, advice string) {
+	switch u := s.GPUMemoryUtilization; {
+	case s.NumGPUBlocksOverride > 0:
+		return "--num-gpu-blocks-override", fmt.Sprintf("drop --num-gpu-blocks-override %d, which caps the cache", s.NumGPUBlocksOverride)
+	case u.OK && u.V < 0.95:
+		return "--gpu-memory-utilization", fmt.Sprintf("raise --gpu-memory-utilization (now %s)", strconv.FormatFloat(u.V, 'f', -1, 64))
+	case !u.OK:
+		return "--gpu-memory-utilization", "raise --gpu-memory-utilization"
+	case s.KVCacheDType == "" || s.KVCacheDType == "auto":
+		return "--kv-cache-dtype fp8", "use --kv-cache-dtype fp8 (half the bytes per token)"
+	}
+	return "--max-model-len", "lower --max-model-len, or spread the model over more GPUs (--tensor-parallel-size)"
+}
+
+// otherKVLevers names the other ways to more KV memory than flag.
+func otherKVLevers(flag string) string {
+	var out []string
+	for _, l := range []struct{ flag, text string }{
+		{"--gpu-memory-utilization", "raise --gpu-memory-utilization"},
+		{"--kv-cache-dtype fp8", "--kv-cache-dtype fp8"},
+		{"--max-model-len", "a shorter --max-model-len"},
+	} {
+		if l.flag != flag {
+			out = append(out, l.text)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // stalled: requests wait, nothing runs and nothing is generated: the engine is asleep or hung.
@@ -209,7 +312,7 @@ func stalled(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	if g := s.GenerationTokensPerSec; !g.OK || g.V > 0 {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RuleStalled, Severity: Critical, Subject: s.Subject,
+	return Verdict{Rule: RuleStalled, Severity: Critical, Subject: s.Subject, Limit: "engine", Advice: "check its log",
 		Text: fmt.Sprintf("%s has %s requests waiting and none running or generating: the engine is asleep or hung; check its log", s.Subject, short(s.Waiting.V)),
 		Evidence: []Evidence{
 			{Name: "waiting", Value: s.Waiting.V, Threshold: "≥ " + short(th.MinWaiting)},
@@ -218,39 +321,102 @@ func stalled(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 		}}, true
 }
 
-func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
+// queued: requests wait long enough to matter while the KV cache has room: something other
+// than memory holds them back.
+func queued(s *Signals, th Thresholds) bool {
 	kv := s.KVCacheUsage
 	if !s.Waiting.OK || s.Waiting.V < th.MinWaiting || !kv.OK || kv.V >= th.KVBound {
-		return Verdict{}, false
+		return false
 	}
 	if !s.Running.OK || s.Running.V == 0 {
-		return Verdict{}, false // stalled, not admission
+		return false // stalled, not admission
 	}
 	switch q := s.QueueMean; {
 	case q.OK && q.V < th.MinQueueSeconds:
-		return Verdict{}, false // arrivals between two steps, admitted at the next
+		return false // arrivals between two steps, admitted at the next
 	case !q.OK && s.Waiting.V < th.MinWaitingUnknownQueue:
-		return Verdict{}, false
+		return false
 	}
+	return true
+}
+
+func queueEvidence(s *Signals, th Thresholds) []Evidence {
 	ev := []Evidence{
 		{Name: "waiting", Value: s.Waiting.V, Threshold: "≥ " + short(th.MinWaiting)},
-		{Name: "kv_cache_usage", Value: kv.V, Unit: "%", Threshold: "< " + formatValue(th.KVBound, "%")},
+		{Name: "kv_cache_usage", Value: s.KVCacheUsage.V, Unit: "%", Threshold: "< " + formatValue(th.KVBound, "%")},
 		{Name: "running", Value: s.Running.V},
-	}
-	limit := fmt.Sprintf("running %s", short(s.Running.V))
-	if f.MaxNumSeqs > 0 {
-		ev = append(ev, Evidence{Name: "max_num_seqs", Value: float64(f.MaxNumSeqs)})
-		if s.Running.V >= float64(f.MaxNumSeqs) {
-			limit = fmt.Sprintf("running %s = --max-num-seqs %d", short(s.Running.V), f.MaxNumSeqs)
-		}
 	}
 	if s.QueueMean.OK {
 		ev = append(ev, Evidence{Name: "queue_time_mean", Value: s.QueueMean.V, Unit: "s", Threshold: "≥ " + formatSeconds(th.MinQueueSeconds)})
 	}
-	return Verdict{Rule: RuleAdmissionBound, Severity: Warning, Subject: s.Subject,
-		Text: fmt.Sprintf("%s has %s requests waiting while its KV cache is only %s full: the batch is capped (%s); raise --max-num-seqs",
-			s.Subject, short(s.Waiting.V), formatValue(kv.V, "%"), limit),
+	return ev
+}
+
+// seqBound: the batch is at --max-num-seqs and requests wait with KV to spare.
+func seqBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
+	if f.MaxNumSeqs <= 0 || !queued(s, th) || s.Running.V < float64(f.MaxNumSeqs) {
+		return Verdict{}, false
+	}
+	ev := append(queueEvidence(s, th), Evidence{Name: "max_num_seqs", Value: float64(f.MaxNumSeqs), Threshold: "= running"})
+	return Verdict{Rule: RuleSeqBound, Severity: Warning, Subject: s.Subject, Limit: LimitSeqs, Advice: "raise --max-num-seqs",
+		Text: fmt.Sprintf("%s has %s requests waiting while its KV cache is only %s full: the batch is capped (running %s = --max-num-seqs %d); raise --max-num-seqs",
+			s.Subject, short(s.Waiting.V), formatValue(s.KVCacheUsage.V, "%"), short(s.Running.V), f.MaxNumSeqs),
 		Flags: []string{"--max-num-seqs"}, Evidence: ev}, true
+}
+
+// largestDefaultBudget is the larger of vLLM's --max-num-batched-tokens defaults for its API
+// server (2048, and 8192 on 70 GiB devices other than the A100): with the budget unknown, only
+// a demand of it is known to fill it.
+const largestDefaultBudget = 8192
+
+// pendingTokens estimates the tokens the next step is asked for: each waiting request's
+// prompt (mean length) and one decode token per running request.
+func pendingTokens(s *Signals) (float64, bool) {
+	if !s.PromptTokensMean.OK || !s.Waiting.OK || !s.Running.OK {
+		return 0, false
+	}
+	return s.Waiting.V*s.PromptTokensMean.V + s.Running.V, true
+}
+
+// batchTokenBound: requests wait because the step's token budget is full: the prompts waiting
+// (and the running decodes) need more tokens than --max-num-batched-tokens gives a step.
+func batchTokenBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
+	if !queued(s, th) || (f.MaxNumSeqs > 0 && s.Running.V >= float64(f.MaxNumSeqs)) {
+		return Verdict{}, false
+	}
+	pending, ok := pendingTokens(s)
+	budget, known := f.MaxNumBatchedTokens, f.MaxNumBatchedTokens > 0
+	if !known {
+		budget = largestDefaultBudget
+	}
+	if !ok || pending < float64(budget) {
+		return Verdict{}, false
+	}
+	now := fmt.Sprintf(" (now %d)", budget)
+	if !known {
+		now = " (not known; vLLM's default is 2048, or 8192 on an 80 GB GPU)"
+	}
+	ev := append(queueEvidence(s, th),
+		Evidence{Name: "pending_tokens", Value: pending, Unit: "tokens", Threshold: "≥ " + short(float64(budget))},
+		Evidence{Name: "prompt_tokens_mean", Value: s.PromptTokensMean.V, Unit: "tokens"})
+	return Verdict{Rule: RuleBatchTokenBound, Severity: Warning, Subject: s.Subject, Limit: LimitBatched,
+		Advice: "raise --max-num-batched-tokens" + now,
+		Text: fmt.Sprintf("%s has %s requests waiting for a step's token budget: their prompts (mean %s) and the %s running need %s tokens, more than --max-num-batched-tokens gives a step; raise --max-num-batched-tokens%s (decode steps get slower)",
+			s.Subject, short(s.Waiting.V), formatValue(s.PromptTokensMean.V, "tokens"), short(s.Running.V), short(pending), now),
+		Flags: []string{"--max-num-batched-tokens"}, Evidence: ev}, true
+}
+
+// admissionBound: requests wait with KV to spare, the token budget is not what holds them and
+// --max-num-seqs is not known: the batch is capped, most likely by --max-num-seqs.
+func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
+	if f.MaxNumSeqs > 0 || !queued(s, th) {
+		return Verdict{}, false
+	}
+	return Verdict{Rule: RuleAdmissionBound, Severity: Warning, Subject: s.Subject, Limit: LimitSeqs + " (not known)",
+		Advice: "raise --max-num-seqs if it is " + short(s.Running.V),
+		Text: fmt.Sprintf("%s has %s requests waiting while its KV cache is only %s full: the batch is capped (running %s); raise --max-num-seqs if it is %s",
+			s.Subject, short(s.Waiting.V), formatValue(s.KVCacheUsage.V, "%"), short(s.Running.V), short(s.Running.V)),
+		Flags: []string{"--max-num-seqs"}, Evidence: queueEvidence(s, th)}, true
 }
 
 // ttftShare is part's share of the mean TTFT t, ok when both are known, t is long enough to
@@ -263,6 +429,9 @@ func ttftShare(t, part scrape.Value, th Thresholds, atLeast float64) (share floa
 	return share, share >= atLeast
 }
 
+// prefillBound: TTFT is mostly the prefill of long prompts. That alone is what long prompts
+// cost (the prefill demo at one request at a time is healthy): it is a warning only when the
+// TTFT breaks its SLO or requests queue behind the prefills (it grows with load).
 func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	t, n := s.TTFTMean, s.PromptTokensMean
 	if !n.OK || n.V < th.LongPrompt {
@@ -272,27 +441,43 @@ func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	if !ok {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RulePrefillBound, Severity: Warning, Subject: s.Subject,
-		Text: fmt.Sprintf("%s spends %s of its TTFT (mean %s) in prefill of long prompts (mean %s): tune --max-num-batched-tokens and keep chunked prefill on",
-			s.Subject, formatValue(min(share, 1), "%"), formatSeconds(t.V), formatValue(n.V, "tokens")),
-		Flags: []string{"--max-num-batched-tokens", "--enable-chunked-prefill"},
-		Evidence: []Evidence{
-			{Name: "prefill_share_of_ttft", Value: share, Unit: "%", Threshold: "≥ " + formatValue(th.PrefillShare, "%")},
-			{Name: "prompt_tokens_mean", Value: n.V, Unit: "tokens", Threshold: "≥ " + short(th.LongPrompt)},
-			{Name: "ttft_mean", Value: t.V, Unit: "s", Threshold: "≥ " + formatSeconds(th.MinTTFTSeconds)},
-		}}, true
+	ev := []Evidence{
+		{Name: "prefill_share_of_ttft", Value: share, Unit: "%", Threshold: "≥ " + formatValue(th.PrefillShare, "%")},
+		{Name: "prompt_tokens_mean", Value: n.V, Unit: "tokens", Threshold: "≥ " + short(th.LongPrompt)},
+		{Name: "ttft_mean", Value: t.V, Unit: "s", Threshold: "≥ " + formatSeconds(th.MinTTFTSeconds)},
+	}
+	head := fmt.Sprintf("%s spends %s of its TTFT (mean %s) in prefill of long prompts (mean %s)",
+		s.Subject, formatValue(min(share, 1), "%"), formatSeconds(t.V), formatValue(n.V, "tokens"))
+	q := s.TTFTP99
+	overSLO := th.TTFTP99 > 0 && q.V.OK && q.Bound != AtMost && q.V.V > th.TTFTP99.Seconds()
+	growing := s.Waiting.OK && s.Waiting.V >= th.MinWaiting && s.QueueMean.OK && s.QueueMean.V >= th.MinQueueSeconds
+	if !overSLO && !growing {
+		return Verdict{Rule: RulePrefillBound, Severity: Info, Subject: s.Subject, Limit: LimitPrefill,
+			Text: head + ": what long prompts cost; nothing to change while TTFT meets its SLO", Evidence: ev}, true
+	}
+	if overSLO {
+		ev = append(ev, Evidence{Name: "ttft_p99", Value: q.V.V, Unit: "s", Threshold: "≤ " + formatSeconds(th.TTFTP99.Seconds())})
+	} else {
+		ev = append(ev, Evidence{Name: "queue_time_mean", Value: s.QueueMean.V, Unit: "s", Threshold: "≥ " + formatSeconds(th.MinQueueSeconds)})
+	}
+	return Verdict{Rule: RulePrefillBound, Severity: Warning, Subject: s.Subject, Limit: LimitPrefill,
+		Advice: "raise --max-num-batched-tokens, or shorten the prompts (prefix caching)",
+		Text:   head + ", and TTFT grows with it: raise --max-num-batched-tokens and keep chunked prefill on",
+		Flags:  []string{"--max-num-batched-tokens"}, Evidence: ev}, true
 }
 
+// queueBound: requests spend most of their TTFT queued, and no engine limit named above
+// holds them: the GPU is doing all it can.
 func queueBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	t, q := s.TTFTMean, s.QueueMean
 	share, ok := ttftShare(t, q, th, th.QueueShare)
 	if !ok {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RuleQueueBound, Severity: Warning, Subject: s.Subject,
-		Text: fmt.Sprintf("%s's requests spend %s of their TTFT queued (mean %s of %s): the server is at capacity; raise --max-num-seqs if KV allows, or add a replica",
+	return Verdict{Rule: RuleQueueBound, Severity: Warning, Subject: s.Subject, Limit: LimitCompute,
+		Advice: "add a replica or lower the load",
+		Text: fmt.Sprintf("%s's requests spend %s of their TTFT queued (mean %s of %s): the server is at capacity; add a replica or lower the load",
 			s.Subject, formatValue(min(share, 1), "%"), formatSeconds(q.V), formatSeconds(t.V)),
-		Flags: []string{"--max-num-seqs"},
 		Evidence: []Evidence{
 			{Name: "queue_share_of_ttft", Value: share, Unit: "%", Threshold: "≥ " + formatValue(th.QueueShare, "%")},
 			{Name: "queue_time_mean", Value: q.V, Unit: "s"},
@@ -305,17 +490,30 @@ func errorsRule(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	if !e.OK || e.V < th.ErrorsPerSec || e.V == 0 {
 		return Verdict{}, false
 	}
-	return Verdict{Rule: RuleErrors, Severity: Warning, Subject: s.Subject,
+	return Verdict{Rule: RuleErrors, Severity: Warning, Subject: s.Subject, Limit: "errors", Advice: "check its log",
 		Text:     fmt.Sprintf("%s ends %s requests/s in error or abort; check its log", s.Subject, short(e.V)),
 		Evidence: []Evidence{{Name: "errors", Value: e.V, Unit: "/s", Threshold: "≥ " + formatValue(th.ErrorsPerSec, "/s")}}}, true
 }
 
 func sloTTFT(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
-	return slo(s, RuleSLOTTFT, "TTFT", s.TTFTP99, th.TTFTP99)
+	v, ok := slo(s, RuleSLOTTFT, "TTFT", s.TTFTP99, th.TTFTP99)
+	v.Limit = "TTFT"
+	return v, ok
 }
 
+// sloITL: decode is slower than its SLO: a slow GPU, or a batch too large for it.
 func sloITL(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
-	return slo(s, RuleSLOITL, "inter-token latency", s.ITLP99, th.ITLP99)
+	v, ok := slo(s, RuleSLOITL, "inter-token latency", s.ITLP99, th.ITLP99)
+	if ok {
+		v.Limit = LimitDecode
+		v.Advice = "lower --max-num-seqs (smaller batches decode faster) or use a faster GPU"
+		v.Text += fmt.Sprintf(": decode is slow on this GPU at %s running; lower --max-num-seqs or use a faster GPU", short(s.Running.Or(0)))
+		v.Flags = []string{"--max-num-seqs"}
+		if s.Running.OK {
+			v.Evidence = append(v.Evidence, Evidence{Name: "running", Value: s.Running.V})
+		}
+	}
+	return v, ok
 }
 
 func slo(s *Signals, rule, what string, q Quantile, limit time.Duration) (Verdict, bool) {
@@ -333,13 +531,15 @@ func slo(s *Signals, rule, what string, q Quantile, limit time.Duration) (Verdic
 func Client(f Facts, th Thresholds) []Verdict {
 	var out []Verdict
 	if f.Lag > th.ClientLag && th.ClientLag > 0 {
-		out = append(out, Verdict{Rule: RuleClientBound, Severity: Warning, Subject: "client",
+		out = append(out, Verdict{Rule: RuleClientBound, Severity: Warning, Subject: "client", Limit: LimitClient,
+			Advice:   "lower --request-rate or give vllmtop more CPU",
 			Text:     fmt.Sprintf("the load generator is %s behind its schedule: latencies include its own delay; lower --request-rate or give vllmtop more CPU", formatSeconds(f.Lag.Seconds())),
 			Flags:    []string{"--request-rate"},
 			Evidence: []Evidence{{Name: "client_lag", Value: f.Lag.Seconds(), Unit: "s", Threshold: "≤ " + formatSeconds(th.ClientLag.Seconds())}}})
 	}
 	if f.TargetRate > 0 && f.AchievedRate < th.RateShortfall*f.TargetRate {
-		out = append(out, Verdict{Rule: RuleClientBound, Severity: Warning, Subject: "client",
+		out = append(out, Verdict{Rule: RuleClientBound, Severity: Warning, Subject: "client", Limit: LimitClient,
+			Advice: "raise --max-concurrency or lower --request-rate",
 			Text: fmt.Sprintf("the load generator sent %s req/s of the %s asked: the server sees less load than intended; raise --max-concurrency or lower --request-rate",
 				short(f.AchievedRate), short(f.TargetRate)),
 			Flags: []string{"--max-concurrency", "--request-rate"},

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,17 +52,31 @@ func TestRules(t *testing.T) {
 		{name: "kv at exactly the threshold is bound", edit: func(s *Signals) { s.KVCacheUsage, s.Waiting = v(0.90), v(1) },
 			rules: []string{RuleKVBound}},
 		{name: "preemption storm", edit: func(s *Signals) { s.KVCacheUsage, s.PreemptionsPerSec, s.Waiting = v(0.99), v(4.2), v(9) },
-			rules: []string{RulePreemptionStorm, RuleKVBound}, text: "4.20 preemptions/s"},
+			rules: []string{RuleKVBound}, text: "4.20 preemptions/s (recomputing evicted work)"},
 		{name: "admission-bound", edit: func(s *Signals) { s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean = v(4), v(12), v(0.23), v(1.5) },
-			facts: Facts{MaxNumSeqs: 4}, rules: []string{RuleAdmissionBound}, text: "running 4 = --max-num-seqs 4"},
+			facts: Facts{MaxNumSeqs: 4}, rules: []string{RuleSeqBound}, text: "running 4 = --max-num-seqs 4"},
+		{name: "batch-token-bound: 14 prompts of 1,365 tokens do not fit a step of 8192", edit: func(s *Signals) {
+			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean, s.TTFTMean = v(8), v(14), v(0.02), v(0.22), v(1365), v(0.29)
+		}, facts: Facts{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}, rules: []string{RuleBatchTokenBound},
+			text: "need 19118 tokens, more than --max-num-batched-tokens gives a step; raise --max-num-batched-tokens (now 8192)"},
+		{name: "running below --max-num-seqs with the budget to spare: no admission verdict", edit: func(s *Signals) {
+			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean = v(8), v(2), v(0.02), v(0.22), v(300)
+		}, facts: Facts{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}, rules: nil},
+		{name: "kv-bound when the free blocks cannot hold a prompt", edit: func(s *Signals) {
+			s.Running, s.Waiting, s.KVCacheUsage, s.KVCacheTokens, s.PromptTokensMean, s.NumGPUBlocksOverride = v(2), v(14), v(0.75), v(1024), v(384), 64
+		}, rules: []string{RuleKVBound}, text: "drop --num-gpu-blocks-override 64"},
+		{name: "prefill of long prompts at one request at a time is informational", edit: func(s *Signals) {
+			s.Running, s.TTFTMean, s.PrefillMean, s.PromptTokensMean = v(1), v(1.2), v(1.19), v(4096)
+		}, rules: []string{RulePrefillBound}, text: "nothing to change while TTFT meets its SLO"},
 		{name: "a request between two steps is not admission", edit: func(s *Signals) { s.Waiting = v(1) }, rules: nil},
 		{name: "admission-bound without queue histogram", edit: func(s *Signals) { s.Waiting, s.QueueMean = v(3), scrape.Value{} },
 			rules: []string{RuleAdmissionBound}, text: "3 requests waiting while its KV cache is only 41% full"},
 		{name: "stalled", edit: func(s *Signals) { s.Running, s.Waiting, s.GenerationTokensPerSec = v(0), v(5), v(0) },
 			rules: []string{RuleStalled}, text: "asleep or hung"},
 		{name: "waiting with no window: not stalled", edit: func(s *Signals) { s.Running, s.Waiting, s.GenerationTokensPerSec = v(0), v(5), scrape.Value{} }, rules: nil},
-		{name: "prefill-bound", edit: func(s *Signals) { s.TTFTMean, s.PrefillMean, s.PromptTokensMean = v(1.2), v(0.9), v(6000) },
-			rules: []string{RulePrefillBound}, text: "75% of its TTFT (mean 1.2s) in prefill"},
+		{name: "prefill-bound over the SLO", edit: func(s *Signals) {
+			s.TTFTMean, s.PrefillMean, s.PromptTokensMean, s.TTFTP99 = v(1.2), v(0.9), v(6000), Quantile{V: v(1.9)}
+		}, rules: []string{RulePrefillBound, RuleSLOTTFT}, text: "75% of its TTFT (mean 1.2s) in prefill"},
 		{name: "short prompts are not prefill-bound", edit: func(s *Signals) { s.TTFTMean, s.PrefillMean, s.PromptTokensMean = v(1.2), v(0.9), v(300) }, rules: nil},
 		{name: "queue-bound", edit: func(s *Signals) { s.TTFTMean, s.QueueMean = v(2.5), v(2.1) },
 			rules: []string{RuleQueueBound}, text: "84% of their TTFT queued (mean 2.1s of 2.5s)"},
@@ -95,6 +110,30 @@ func TestRules(t *testing.T) {
 	}
 }
 
+func TestOneLimitOneAdvice(t *testing.T) {
+	s := busy()
+	s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.TTFTMean, s.PromptTokensMean = v(4), v(12), v(0.2), v(1.5), v(1.6), v(300)
+	vs := Evaluate(&s, Facts{MaxNumSeqs: 4}, DefaultThresholds())
+	require.Len(t, vs, 1, "%v", vs)
+	assert.Equal(t, RuleSeqBound, vs[0].Rule, "the cap, not its symptom the queue")
+	assert.Equal(t, LimitSeqs, vs[0].Limit)
+	assert.Equal(t, "raise --max-num-seqs", vs[0].Advice)
+	names := make([]string, len(vs[0].Evidence))
+	for i, e := range vs[0].Evidence {
+		names[i] = e.Name
+	}
+	assert.Contains(t, names, "queue_share_of_ttft", "the queue-bound's evidence joins it")
+	assert.Equal(t, "--max-num-seqs · waiting 12 (≥ 1), kv_cache_usage 20% (< 90%) · raise --max-num-seqs", vs[0].Line())
+	o, _ := Summary(vs)
+	assert.Equal(t, Degraded, o)
+
+	s = busy()
+	s.Running, s.TTFTMean, s.PrefillMean, s.PromptTokensMean = v(1), v(1.2), v(1.19), v(4096)
+	o, line := Summary(Evaluate(&s, Facts{}, DefaultThresholds()))
+	assert.Equal(t, Healthy, o, "the prefill demo")
+	assert.Equal(t, "HEALTHY", line)
+}
+
 func TestEvidenceNamesThresholds(t *testing.T) {
 	s := busy()
 	s.KVCacheUsage, s.Waiting = v(0.94), v(12)
@@ -104,7 +143,8 @@ func TestEvidenceNamesThresholds(t *testing.T) {
 		{Name: "kv_cache_usage", Value: 0.94, Unit: "%", Threshold: "≥ 90%"},
 		{Name: "waiting", Value: 12, Threshold: "≥ 1"},
 	}, vs[0].Evidence)
-	assert.Equal(t, []string{"--gpu-memory-utilization", "--max-num-seqs", "--kv-cache-dtype fp8"}, vs[0].Flags)
+	assert.Equal(t, []string{"--gpu-memory-utilization"}, vs[0].Flags, "one lever")
+	assert.NotContains(t, vs[0].Text, "--max-num-seqs", "fewer sequences is not more KV memory")
 	assert.Contains(t, vs[0].String(), "[kv_cache_usage 94% (≥ 90%); waiting 12 (≥ 1)]")
 }
 
@@ -191,6 +231,7 @@ func TestWriteTextNamesRuleEvidenceAndFlags(t *testing.T) {
 	long := Verdict{Rule: RuleErrors, Severity: Critical, Text: strings.Repeat("word ", 60) + "http://" + strings.Repeat("x", 200)}
 	var many []Verdict
 	for i := 0; i < 30; i++ {
+		long.Subject = strconv.Itoa(i)
 		many = append(many, long)
 	}
 	WriteText(&b, many)

@@ -107,6 +107,12 @@ type Signals struct {
 	QueueMean        scrape.Value
 	PrefillMean      scrape.Value
 	PromptTokensMean scrape.Value // prompt length per request
+
+	// The KV cache as vllm:cache_config_info describes it (absent: not exported).
+	KVCacheTokens        scrape.Value // this engine's capacity in tokens
+	GPUMemoryUtilization scrape.Value // the configured fraction, 0..1
+	KVCacheDType         string       // "auto", "fp8", ...
+	NumGPUBlocksOverride int          // --num-gpu-blocks-override (0: not set)
 }
 
 // Facts are what the client side knows about itself: the load generator's health and the
@@ -120,4 +126,7 @@ type Facts struct {
 	AchievedRate float64
 	// MaxNumSeqs is the server's --max-num-seqs when known (supervised, or configured).
 	MaxNumSeqs int
+	// MaxNumBatchedTokens is its --max-num-batched-tokens, the tokens one engine step
+	// computes, when known; unknown, only a demand above every default of vLLM's counts.
+	MaxNumBatchedTokens int
 }

@@ -58,12 +58,12 @@ func TestKVBoundOnL4(t *testing.T) {
 	assert.GreaterOrEqual(t, v.Evidence[0].Value, 0.9)
 }
 
-// TestAdmissionBoundMaxNumSeqs: with --max-num-seqs 4 and 16 clients, 12 wait while the KV
+// TestSeqBoundMaxNumSeqs: with --max-num-seqs 4 and 16 clients, 12 wait while the KV
 // cache is nearly empty.
-func TestAdmissionBoundMaxNumSeqs(t *testing.T) {
+func TestSeqBoundMaxNumSeqs(t *testing.T) {
 	url := simtest.StartVirtual(t, "Qwen/Qwen3-0.6B", "--max-num-seqs", "4", "--max-model-len", "4096")
 	simtest.Load(t, url, 16, 128, 64)
-	v := verdictOn(t, url, diagnose.RuleAdmissionBound, diagnose.Facts{MaxNumSeqs: 4}, func(v diagnose.Verdict) bool {
+	v := verdictOn(t, url, diagnose.RuleSeqBound, diagnose.Facts{MaxNumSeqs: 4}, func(v diagnose.Verdict) bool {
 		return strings.Contains(v.Text, "running 4 = --max-num-seqs 4") // every slot taken, once the load has ramped up
 	})
 	assert.Contains(t, v.Text, "KV cache is only")

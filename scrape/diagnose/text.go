@@ -22,7 +22,7 @@ func WriteText(w io.Writer, vs []Verdict) {
 		fmt.Fprintln(w, "  HEALTHY: no rule fired")
 		return
 	}
-	vs = append([]Verdict(nil), vs...)
+	vs = dedupe(vs)
 	Sort(vs)
 	for i, v := range vs {
 		if i == maxTextVerdicts {
@@ -37,10 +37,27 @@ func WriteText(w io.Writer, vs []Verdict) {
 			}
 			writeWrapped(w, "    saw: ", "    ", strings.Join(ev, "; "))
 		}
+		if v.Limit != "" {
+			writeWrapped(w, "    limit: ", "    ", v.Limit)
+		}
 		if len(v.Flags) > 0 {
 			writeWrapped(w, "    change: ", "    ", strings.Join(v.Flags, " "))
 		}
 	}
+}
+
+// dedupe is a copy of vs without repeats: the same rule, subject and text said once.
+func dedupe(vs []Verdict) []Verdict {
+	out := make([]Verdict, 0, len(vs))
+	seen := map[[3]string]bool{}
+	for _, v := range vs {
+		k := [3]string{v.Rule, v.Subject, v.Text}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // writeWrapped writes text after first, continued on lines that start with indent, no line

@@ -81,6 +81,50 @@ type Verdict struct {
 	// Flags are the engine (or vllmtop) flags the text suggests.
 	Flags    []string   `json:"flags,omitempty"`
 	Evidence []Evidence `json:"evidence"`
+	// Limit names what binds ("--max-num-batched-tokens", "KV blocks", "prefill compute");
+	// Advice is the one change to make ("raise --max-num-seqs"), empty when there is none.
+	Limit  string `json:"limit,omitempty"`
+	Advice string `json:"advice,omitempty"`
+}
+
+// lineEvidence is how many pieces of evidence Line shows.
+const lineEvidence = 2
+
+// Line is the verdict in one line for a header: "LIMIT · EVIDENCE · ADVICE", e.g.
+// "--max-num-batched-tokens · waiting 14 (≥ 1), pending_tokens 19k tokens (≥ 8192) · raise
+// --max-num-batched-tokens (now 8192)". A part that is empty is left out.
+func (v Verdict) Line() string {
+	limit := v.Limit
+	if limit == "" {
+		limit = v.Rule
+	}
+	parts := []string{limit}
+	var ev []string
+	for _, e := range v.keyEvidence() {
+		ev = append(ev, e.String())
+	}
+	if len(ev) > 0 {
+		parts = append(parts, strings.Join(ev, ", "))
+	}
+	if v.Advice != "" {
+		parts = append(parts, v.Advice)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// keyEvidence is the evidence Line shows: the first lineEvidence items that name a
+// threshold (what the rule held against), else the first ones.
+func (v Verdict) keyEvidence() []Evidence {
+	var out []Evidence
+	for _, e := range v.Evidence {
+		if e.Threshold != "" && len(out) < lineEvidence {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 && len(v.Evidence) > 0 {
+		out = v.Evidence[:min(lineEvidence, len(v.Evidence))]
+	}
+	return out
 }
 
 // String is "warning kv-bound: TEXT [evidence; evidence]".

@@ -346,6 +346,9 @@ func (d *Dashboard) singleOnCall(scr *scrape.Client) error {
 		if v, ok := server.ArgValue(args, "--max-num-seqs"); ok {
 			fmt.Sscan(v, &d.deps.MaxNumSeqs)
 		}
+		if v, ok := server.ArgValue(args, "--max-num-batched-tokens"); ok {
+			fmt.Sscan(v, &d.deps.MaxNumBatchedTokens)
+		}
 	}
 	if f.cfg != nil {
 		for _, ep := range f.cfg.Endpoints {
