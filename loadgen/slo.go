@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -390,4 +391,31 @@ func KneeLine(variable string, knee int) string {
 		return fmt.Sprintf("Maximum %s for SLA: %d req/s.", variable, knee)
 	}
 	return fmt.Sprintf("Maximum %s for SLA: %d", variable, knee)
+}
+
+// ResultKeys are the numeric keys of the result document a run with info writes, as
+// ResultJSON writes them, and extra (a search's variable, a sweep's settings): the names a
+// criterion may read. They follow from the run's settings alone, so a search checks its
+// criteria before it sends anything.
+func ResultKeys(info RunInfo, extra ...string) []string {
+	out := append([]string(nil), extra...)
+	for _, f := range ResultJSON(Summary{}, info, nil) {
+		switch f.Value.(type) {
+		case PyFloat, float64, int:
+			if !slices.Contains(out, f.Key) {
+				out = append(out, f.Key)
+			}
+		}
+	}
+	return out
+}
+
+// CheckKeys refuses a criterion on a metric the results will not have, naming those they will.
+func (s SLO) CheckKeys(keys []string) error {
+	for _, c := range s {
+		if !slices.Contains(keys, c.Metric) {
+			return fmt.Errorf("SLA metric %q is not a result key; valid names: %s", c.Metric, strings.Join(keys, ", "))
+		}
+	}
+	return nil
 }

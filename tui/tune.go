@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,6 +210,9 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case tea.KeyEnter:
 		slo, err := loadgen.ParseSLO(*t.prompt)
+		if err == nil {
+			err = slo.CheckKeys(SLOKeys())
+		}
 		if err != nil {
 			c.setStatus(clean(err.Error())+" (esc cancels)", true)
 			return nil
@@ -724,4 +728,21 @@ func (m *Model) curvesHint() string {
 		return " · " + k + " shows the curves"
 	}
 	return ""
+}
+
+// SLOKeys are the keys a tuning probe's document has, what an SLO of S or W may read: the
+// CLI's names for what a probe measures (it measures fewer quantiles than bench reports).
+func SLOKeys() []string {
+	var out []string
+	for _, v := range []string{loadgen.SLOConcurrency, loadgen.SLORate} {
+		for _, f := range probeDoc(loadgen.EpochStats{}, v, 0, 0, "") {
+			switch f.Value.(type) {
+			case loadgen.PyFloat, int:
+				if !slices.Contains(out, f.Key) {
+					out = append(out, f.Key)
+				}
+			}
+		}
+	}
+	return out
 }
