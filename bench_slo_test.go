@@ -150,6 +150,9 @@ func TestBenchSLOFlags(t *testing.T) {
 		{[]string{"--sla", "p99_ttft_ms<=500", "--plot", "x.pdf"}, ".png or .svg"},
 		{[]string{"--plot", "x.svg"}, "--plot draws an SLO search"},
 		{[]string{"--sla-variable", "max_concurrency"}, "go with an SLO search"},
+		{[]string{"--sla", "p99_ttft<=500"}, `SLA metric "p99_ttft" is not a result key; valid names: `},
+		{[]string{"--sla", "p99_ttft_ms<=500,goodput>=1"}, "request_throughput"},
+		{[]string{"--sla-params", `{"p99_ttft_ms": "<=500", "ttft": "<=5"}`}, `"ttft" is not a result key`},
 		{[]string{"--sim-clock", "virtual"}, "need --sim"},
 		{[]string{"--sim", "--sim-clock", "fast"}, "want wall or virtual"},
 	} {
@@ -180,4 +183,16 @@ func TestBenchSLOSearchRefusesSaveDetailed(t *testing.T) {
 	code, _, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--sla", "p99_ttft_ms<=500", "--save-detailed")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--save-detailed saves a run's per-request arrays; an SLO search saves its probes' results without them")
+}
+
+// An SLA on a name the results do not have is refused before the simulator starts or any
+// request goes out.
+func TestBenchSLOUnknownMetricSendsNothing(t *testing.T) {
+	benchNoKeys(t)
+	code, out, errOut := benchRun(t, "--sim", "--sla", "p99_ttft<=500")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out, "no probe line, no SLA START")
+	assert.Contains(t, errOut, `SLA metric "p99_ttft" is not a result key`)
+	assert.Contains(t, errOut, "p99_ttft_ms")
+	assert.NotContains(t, errOut, "Testing")
 }

@@ -54,7 +54,7 @@ func defineSweep(fs *pflag.FlagSet, e *env) runFunc {
 	fs.IntVar(&cfg.NumRuns, "num-runs", 3, "Runs of each combination (and of each SLA probe), averaged by the search")
 	fs.BoolVar(&cfg.Resume, "resume", false, "Finish an experiment: skip the combinations it has results for (default: the newest in --output-dir)")
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "Print the commands and where results would go; run nothing")
-	fs.BoolVar(&cfg.ContinueOnError, "continue-on-error", false, "Go on with the next combination when a server or benchmark fails")
+	fs.BoolVar(&cfg.ContinueOnError, "continue-on-error", false, "Go on with the next combination when a benchmark fails (a setting the server cannot start with is always skipped, its reason recorded)")
 	fs.IntVar(&readySec, "server-ready-timeout", 300, "Seconds to wait for each server to become ready")
 	fs.StringVar(&cfg.VarX, "var-x", "output_throughput", "The curves' x axis: a result key")
 	fs.StringVar(&cfg.VarY, "var-y", "p99_ttft_ms", "The curves' y axis: a result key (an SLA search plots its first constraint)")

@@ -206,3 +206,35 @@ func TestSweepRunsDoNotShareThePrefixCache(t *testing.T) {
 		assert.InEpsilon(t, first, ttft, 0.05, "a cached 1024-token prompt would start in a fraction of the time")
 	}
 }
+
+// A utilisation the server cannot start with (Llama-3.1-8B's weights do not fit 30% of an L4)
+// is skipped with its reason, on screen and in summary.csv, and the sweep goes on to the next.
+func TestSweepSkipsASettingTheServerCannotStartWith(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	serveParams := filepath.Join(dir, "serve_params.json")
+	require.NoError(t, os.WriteFile(serveParams, []byte(`[{"gpu_memory_utilization": 0.3}, {"gpu_memory_utilization": 0.9}]`), 0o644))
+	out := filepath.Join(dir, "results")
+	code, stdout, errOut := runVllmtop("sweep", "--serve-cmd", "vllmtop sim meta-llama/Llama-3.1-8B-Instruct --sim-gpu L4 --max-model-len 8192", "--sim-clock", "virtual",
+		"--serve-params", serveParams, "--num-runs", "1", "-o", out, "-e", "skip",
+		"--bench-cmd", "vllm bench serve --num-prompts 20 --random-input-len 128 --random-output-len 16")
+	require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
+	assert.Regexp(t, "(?m)^vllmtop sweep: gpu_memory_utilization=0\\.3: skipped, the server did not start: .*No available memory for the cache blocks", errOut)
+	assert.Regexp(t, `(?m)^  gpu_memory_utilization=0\.3 +skipped: the server did not start: `, stdout)
+	assert.Regexp(t, `(?m)^  gpu_memory_utilization=0\.9 +KV cache `, stdout)
+	assert.Contains(t, stdout, "Experiment has been saved at: ")
+	rows := readCSV(t, filepath.Join(out, "skip", "summary.csv"))
+	require.Len(t, rows, 2, "the 0.9 run and the skipped 0.3")
+	assert.Equal(t, "0.9", rows[0]["gpu_memory_utilization"])
+	assert.Empty(t, rows[0]["skipped"])
+	assert.Equal(t, "0.3", rows[1]["gpu_memory_utilization"])
+	assert.Contains(t, rows[1]["skipped"], "the server did not start: ")
+
+	// None starts: nothing measured, exit 1.
+	require.NoError(t, os.WriteFile(serveParams, []byte(`[{"gpu_memory_utilization": 0.2}, {"gpu_memory_utilization": 0.3}]`), 0o644))
+	code, _, errOut = runVllmtop("sweep", "--serve-cmd", "vllmtop sim meta-llama/Llama-3.1-8B-Instruct --sim-gpu L4 --max-model-len 8192", "--sim-clock", "virtual",
+		"--serve-params", serveParams, "--num-runs", "1", "-o", out, "-e", "none")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, 2, strings.Count(errOut, "skipped, the server did not start"))
+	assert.Contains(t, errOut, "the server started with none of the settings: nothing was measured")
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,6 +221,11 @@ type SLOSearch struct {
 	// its lower end (0.05: 5%) rather than one step: a live probe's p99 moves by more than a
 	// step's difference near the knee.
 	Tolerance float64
+	// Retries is how many times a discarded probe (DiscardError) is made again before the
+	// value is given up as not measurable (0: DefaultSLORetries; below 0: none).
+	Retries int
+	// OnDiscard, when set, hears each discarded probe.
+	OnDiscard func(SLODiscard)
 }
 
 // SLOProbe is one value tried: its runs, the criteria's metrics averaged over them, and the
@@ -240,6 +246,8 @@ type SLOResult struct {
 	Probes []SLOProbe // in the order they ran
 	// Knee is the largest value that met the constraints (0: none did).
 	Knee int
+	// Discarded are the probes thrown away, never scored, in the order they ran.
+	Discarded []SLODiscard
 }
 
 // ByValue returns the probes ordered by value: the curve.
@@ -263,34 +271,11 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 	if s.Max <= 0 {
 		s.Max = SLOMaxValue
 	}
-	var res SLOResult
-	seen := map[int]*SLOProbe{}
-	try := func(v int, phase string) (*SLOProbe, error) {
-		if p, ok := seen[v]; ok {
-			return p, nil
-		}
-		docs, err := probe(ctx, v, phase)
-		if len(docs) == 0 {
-			if err == nil {
-				err = fmt.Errorf("%s=%d: no run was made", s.Variable, v)
-			}
-			return nil, err
-		}
-		p, perr := s.judge(v, phase, docs)
-		if perr != nil {
-			return nil, perr
-		}
-		res.Probes = append(res.Probes, p)
-		last := &res.Probes[len(res.Probes)-1]
-		seen[v] = last
-		if onProbe != nil {
-			onProbe(p)
-		}
-		return last, err
-	}
+	sr := &searcher{s: s, probe: probe, onProbe: onProbe, seen: map[int]*SLOProbe{}}
+	res := &sr.res
 	v := min(s.Start, s.Max)
 	if s.Start <= 0 {
-		first, err := try(s.Max, "max")
+		first, err := sr.try(ctx, s.Max, "max")
 		if err != nil {
 			return res.finish(), err
 		}
@@ -304,7 +289,7 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 		v = min(max(1, int(math.Ceil(guess/float64(len(first.Docs))))), s.Max)
 	}
 	for v < s.Max || (s.Start > 0 && v == s.Max) {
-		p, err := try(v, "bracket")
+		p, err := sr.try(ctx, v, "bracket")
 		if err != nil {
 			return res.finish(), err
 		}
@@ -319,7 +304,7 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 	lo, hi := res.bounds(s.Max)
 	for hi-lo > max(1, int(s.Tolerance*float64(lo))) {
 		mid := (lo + hi) / 2
-		p, err := try(mid, "bisect")
+		p, err := sr.try(ctx, mid, "bisect")
 		if err != nil {
 			return res.finish(), err
 		}
@@ -330,6 +315,93 @@ func SearchSLO(ctx context.Context, s SLOSearch, probe ProbeFunc, onProbe func(S
 		}
 	}
 	return res.finish(), nil
+}
+
+// DefaultSLORetries is how many times a discarded probe of one value is made again.
+const DefaultSLORetries = 2
+
+// DiscardError is a probe whose runs cannot be scored: the server was unreachable or
+// restarting, too many requests failed, or the client fell behind its schedule. SearchSLO
+// makes the probe again rather than count it as a pass or a failure.
+type DiscardError struct{ Reason string }
+
+func (e *DiscardError) Error() string { return "probe discarded: " + e.Reason }
+
+// Discard is a DiscardError for the reason given.
+func Discard(format string, a ...any) error {
+	return &DiscardError{Reason: fmt.Sprintf(format, a...)}
+}
+
+// UnmeasuredError ends a search at a value whose every probe was discarded.
+type UnmeasuredError struct {
+	Variable string
+	Value    int
+	Tries    int
+	Reason   string // the last probe's
+}
+
+func (e *UnmeasuredError) Error() string {
+	return fmt.Sprintf("%s=%d could not be measured: %d probes discarded, the last as %s", e.Variable, e.Value, e.Tries, e.Reason)
+}
+
+// SLODiscard is a probe thrown away: its value, phase, try (1 for the first) and why.
+type SLODiscard struct {
+	Value  int
+	Phase  string
+	Try    int
+	Reason string
+}
+
+// searcher is one search under way: the probes made, each value's at most once.
+type searcher struct {
+	s       SLOSearch
+	probe   ProbeFunc
+	onProbe func(SLOProbe)
+	res     SLOResult
+	seen    map[int]*SLOProbe
+}
+
+// try is the probe of v, made again while it is discarded (s.Retries times at most).
+func (sr *searcher) try(ctx context.Context, v int, phase string) (*SLOProbe, error) {
+	if p, ok := sr.seen[v]; ok {
+		return p, nil
+	}
+	s := sr.s
+	retries := s.Retries
+	if retries == 0 {
+		retries = DefaultSLORetries
+	}
+	for k := 1; ; k++ {
+		docs, err := sr.probe(ctx, v, phase)
+		var d *DiscardError
+		if errors.As(err, &d) && ctx.Err() == nil {
+			sr.res.Discarded = append(sr.res.Discarded, SLODiscard{Value: v, Phase: phase, Try: k, Reason: d.Reason})
+			if s.OnDiscard != nil {
+				s.OnDiscard(sr.res.Discarded[len(sr.res.Discarded)-1])
+			}
+			if k > max(retries, 0) {
+				return nil, &UnmeasuredError{Variable: s.Variable, Value: v, Tries: k, Reason: d.Reason}
+			}
+			continue
+		}
+		if len(docs) == 0 {
+			if err == nil {
+				err = fmt.Errorf("%s=%d: no run was made", s.Variable, v)
+			}
+			return nil, err
+		}
+		p, perr := s.judge(v, phase, docs)
+		if perr != nil {
+			return nil, perr
+		}
+		sr.res.Probes = append(sr.res.Probes, p)
+		last := &sr.res.Probes[len(sr.res.Probes)-1]
+		sr.seen[v] = last
+		if sr.onProbe != nil {
+			sr.onProbe(p)
+		}
+		return last, err
+	}
 }
 
 // judge is the probe of value v from its runs' documents: the criteria's metrics averaged
@@ -390,4 +462,31 @@ func KneeLine(variable string, knee int) string {
 		return fmt.Sprintf("Maximum %s for SLA: %d req/s.", variable, knee)
 	}
 	return fmt.Sprintf("Maximum %s for SLA: %d", variable, knee)
+}
+
+// ResultKeys are the numeric keys of the result document a run with info writes, as
+// ResultJSON writes them, and extra (a search's variable, a sweep's settings): the names a
+// criterion may read. They follow from the run's settings alone, so a search checks its
+// criteria before it sends anything.
+func ResultKeys(info RunInfo, extra ...string) []string {
+	out := append([]string(nil), extra...)
+	for _, f := range ResultJSON(Summary{}, info, nil) {
+		switch f.Value.(type) {
+		case PyFloat, float64, int:
+			if !slices.Contains(out, f.Key) {
+				out = append(out, f.Key)
+			}
+		}
+	}
+	return out
+}
+
+// CheckKeys refuses a criterion on a metric the results will not have, naming those they will.
+func (s SLO) CheckKeys(keys []string) error {
+	for _, c := range s {
+		if !slices.Contains(keys, c.Metric) {
+			return fmt.Errorf("SLA metric %q is not a result key; valid names: %s", c.Metric, strings.Join(keys, ", "))
+		}
+	}
+	return nil
 }

@@ -261,3 +261,49 @@ func TestSearchSLOWithATolerance(t *testing.T) {
 	assert.Equal(t, []int{8, 16, 32, 64, 48, 56, 52}, calls)
 	assert.Equal(t, 48, res.Knee, "the largest value that passed, within the tolerance of the true knee (50)")
 }
+
+// A discarded probe is made again and never scored: here the server "restarts" during the
+// second and third calls, whose p99 (a bad one, 10x) would have put the knee far too low.
+func TestSearchSLORetriesDiscardedProbes(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	var heard []loadgen.SLODiscard
+	n := 0
+	flaky := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		n++
+		if n == 2 || n == 3 {
+			docs, _ := latencyAt(100, &calls)(ctx, v, phase)
+			return docs, loadgen.Discard("the server was restarting")
+		}
+		return latencyAt(10, &calls)(ctx, v, phase)
+	}
+	s := loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200, OnDiscard: func(d loadgen.SLODiscard) { heard = append(heard, d) }}
+	res, err := loadgen.SearchSLO(context.Background(), s, flaky, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 50, res.Knee, "the knee of the good probes")
+	assert.Equal(t, []int{200, 100, 100, 100, 50, 75, 62, 56, 53, 51}, calls, "100 made three times")
+	assert.Equal(t, []int{200, 100, 50, 75, 62, 56, 53, 51}, values(res.Probes), "each value scored once")
+	require.Len(t, res.Discarded, 2)
+	assert.Equal(t, loadgen.SLODiscard{Value: 100, Phase: "bisect", Try: 2, Reason: "the server was restarting"}, res.Discarded[1])
+	assert.Equal(t, res.Discarded, heard)
+
+	// Always discarded: the value could not be measured, after 1 + 2 tries.
+	calls, n = nil, 0
+	down := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		calls = append(calls, v)
+		return nil, loadgen.Discard("unreachable: no answer within 5s")
+	}
+	res, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200}, down, nil)
+	var um *loadgen.UnmeasuredError
+	require.ErrorAs(t, err, &um)
+	assert.Equal(t, 3, um.Tries)
+	assert.Equal(t, "max_concurrency=200 could not be measured: 3 probes discarded, the last as unreachable: no answer within 5s", err.Error())
+	assert.Empty(t, res.Probes, "nothing scored")
+	assert.Equal(t, []int{200, 200, 200}, calls)
+
+	// Retries below 0: one try.
+	calls = nil
+	_, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200, Retries: -1}, down, nil)
+	require.ErrorAs(t, err, &um)
+	assert.Len(t, calls, 1)
+}

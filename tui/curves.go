@@ -138,7 +138,7 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 	glyph := string(curve.Markers[i%len(curve.Markers)])
 	line := st.series(i).Style.Render(glyph+" "+cv.Name) + "  "
 	if cv.Err != "" {
-		return []string{truncate(line+st.Bad.Render("did not start: "+clean(cv.Err)), p.w)}
+		return []string{truncate(line+st.Bad.Render(cv.errText()), p.w)}
 	}
 	if cv.Knee > 0 {
 		line += st.Good.Render("knee " + p.valueText(cv.Knee))

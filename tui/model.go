@@ -350,7 +350,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 	if cp, ok := m.panels[m.active].(capturer); ok && cp.Capturing() {
 		return m.toActive(msg), false
 	}
-	if s.tune.prompt != nil {
+	if s.tune.prompt != nil || s.tune.asking != nil {
 		return m.promptKey(msg), false
 	}
 	if cmd, ok := m.modalKey(msg); ok {

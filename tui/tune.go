@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server"
 )
 
 // The tuning runs: an SLO search over the load (S) and a sweep of --gpu-memory-utilization
@@ -45,6 +47,17 @@ type tuneCurve struct {
 	Probes []loadgen.SLOProbe // in the order they ran
 	Knee   int                // the largest value that met the SLO (0: none, or no SLO)
 	Err    string             // why the server did not start with this setting ("" when it did)
+	// Unmeasured is true when Err says why the setting could not be measured (the server
+	// started, but every probe of one value was discarded).
+	Unmeasured bool
+}
+
+// errText is the setting's failure as the Curves panel says it.
+func (cv tuneCurve) errText() string {
+	if cv.Unmeasured {
+		return "not measured: " + clean(cv.Err)
+	}
+	return "did not start: " + clean(cv.Err)
 }
 
 // tuneState is the dashboard's side of the tuning: what runs, the probe under way, the
@@ -60,12 +73,15 @@ type tuneState struct {
 	curves   []tuneCurve
 	touched  []int  // the curves of this run, by index in curves
 	probes   int    // probes begun in this run
+	discards int    // probes of this run discarded, not scored
 	step     string // "util 0.90 (2/3)" during a sweep
 	settings int    // how many server settings the run tries
 	lastOK   string // the last finished probe, for the progress line
 	progress string // the progress line of the run under way
 	prompt   *string
 	promptOf int // the run the prompt's SLO is for
+	// asking holds the sweep's SLO while W asks before its first restart.
+	asking *loadgen.SLO
 	// origConc and origRate are the load before the run, set again when it ends without a knee.
 	origConc int
 	origRate float64
@@ -80,7 +96,8 @@ type probeRun struct {
 	reply        chan tuneReply
 	warmTarget   int
 	measureSince time.Time
-	rate         bool // the value is a request rate
+	rate         bool   // the value is a request rate
+	spoiled      string // why the probe cannot be scored ("" while it can): see probeHealth
 }
 
 // measureTarget is how many completed requests the probe measures: --probe-requests, and at
@@ -109,9 +126,11 @@ type (
 		util  float64
 		reply chan tuneReply
 	}
-	tuneCurveMsg struct{ curve tuneCurve }
-	tuneProbeMsg struct{ probe loadgen.SLOProbe } // of the latest curve
-	tuneDoneMsg  struct{ err error }
+	tuneCurveMsg      struct{ curve tuneCurve }
+	tuneUnmeasuredMsg struct{ why string } // the latest curve's setting could not be measured
+	tuneDiscardMsg    struct{ d loadgen.SLODiscard }
+	tuneProbeMsg      struct{ probe loadgen.SLOProbe } // of the latest curve
+	tuneDoneMsg       struct{ err error }
 )
 
 // tuneKeys are the tuning's global keys.
@@ -191,7 +210,36 @@ func (m *Model) startTune(kind int) tea.Cmd {
 		m.showPrompt()
 		return nil
 	}
+	if kind == tuneSweep {
+		// A sweep restarts the server once a setting: asked first, as a restart is.
+		t.asking = &slo
+		m.showAsk()
+		return nil
+	}
 	return m.runTune(kind, slo)
+}
+
+// showAsk puts the sweep's question in the status line.
+func (m *Model) showAsk() {
+	us := m.sweepUtils()
+	m.c.setStatus(fmt.Sprintf("sweep restarts the server %d times (--gpu-memory-utilization %s)? enter/y start · esc/n cancel", len(us), joinUtils(us)), false)
+}
+
+// askKey answers the sweep's question.
+func (m *Model) askKey(msg tea.KeyMsg) tea.Cmd {
+	t, k := &m.c.s.tune, m.keys
+	switch {
+	case key.Matches(msg, k.Confirm):
+		slo := *t.asking
+		t.asking = nil
+		return m.runTune(tuneSweep, slo)
+	case key.Matches(msg, k.Cancel), key.Matches(msg, k.Tune.Sweep):
+		t.asking = nil
+		m.c.setStatus("sweep cancelled", false)
+		return nil
+	}
+	m.showAsk()
+	return nil
 }
 
 // showPrompt puts the SLO being typed in the status line.
@@ -199,9 +247,12 @@ func (m *Model) showPrompt() {
 	m.c.setStatus("search SLO: "+*m.c.s.tune.prompt+"▏ enter starts · esc cancels", false)
 }
 
-// promptKey edits the SLO being typed.
+// promptKey edits the SLO being typed, or answers the sweep's question.
 func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 	c, t := m.c, &m.c.s.tune
+	if t.asking != nil {
+		return m.askKey(msg)
+	}
 	switch msg.Type {
 	case tea.KeyEsc:
 		t.prompt = nil
@@ -209,6 +260,9 @@ func (m *Model) promptKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	case tea.KeyEnter:
 		slo, err := loadgen.ParseSLO(*t.prompt)
+		if err == nil {
+			err = slo.CheckKeys(SLOKeys())
+		}
 		if err != nil {
 			c.setStatus(clean(err.Error())+" (esc cancels)", true)
 			return nil
@@ -374,6 +428,14 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 			}
 			t.lastOK = m.probeText(msg.probe)
 		}
+	case tuneUnmeasuredMsg:
+		if n := len(t.touched); n > 0 {
+			cv := &t.curves[t.touched[n-1]]
+			cv.Err, cv.Unmeasured = msg.why, true
+		}
+	case tuneDiscardMsg:
+		t.discards++
+		t.lastOK = fmt.Sprintf("%s discarded: %s", m.valueLabel(msg.d.Value), msg.d.Reason)
 	case tuneDoneMsg:
 		m.tuneDone(msg.err)
 		return nil, true
@@ -404,7 +466,16 @@ func (m *Model) tuneSecond(now time.Time) {
 		return
 	}
 	cfg := c.deps.Tune.withDefaults()
-	if p.epoch < 0 {
+	why := m.serverHealth()
+	if p.epoch < 0 && why != "" && now.Sub(p.since) < cfg.ProbeTimeout {
+		// The warm-up waits for the server: a probe only measures a healthy one.
+		m.tuneProgress()
+		return
+	}
+	if why != "" && p.spoiled == "" {
+		p.spoiled = why
+	}
+	if p.epoch < 0 && p.spoiled == "" {
 		done := 0
 		if i := s.runIndex(p.warm); i >= 0 {
 			done = s.runs[i].Requests + s.runs[i].Failures
@@ -422,15 +493,57 @@ func (m *Model) tuneSecond(now time.Time) {
 		st = s.runs[i]
 	}
 	timedOut := now.Sub(p.measureSince) >= cfg.ProbeTimeout
-	if st.Requests >= p.measureTarget(cfg) || timedOut {
+	if st.Requests >= p.measureTarget(cfg) || timedOut || p.spoiled != "" {
 		var err error
-		if st.Requests == 0 {
+		switch why := probeHealth(p.spoiled, st); {
+		case why != "":
+			// Not scored: the tuner makes the probe again, or gives the value up.
+			err = loadgen.Discard("%s", why)
+		case st.Requests == 0:
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
 		}
 		p.reply <- tuneReply{stats: st, err: err}
 		s.tune.cur = nil
 	}
 	m.tuneProgress()
+}
+
+// maxProbeLag is how far the client may fall behind its schedule in rate mode before a
+// probe is discarded: its load was not the rate asked for.
+const maxProbeLag = 50 * time.Millisecond
+
+// maxProbeFailShare is the share of failed requests above which a probe is discarded.
+const maxProbeFailShare = 0.05
+
+// serverHealth says why a probe under way cannot be scored now ("" when it can): the
+// server unreachable, restarting or exited, the load paused for it, or the client lagging.
+func (m *Model) serverHealth() string {
+	s := &m.c.s
+	switch {
+	case s.server.Unreachable != "":
+		return "the server was unreachable (" + clean(s.server.Unreachable) + ")"
+	case s.phase == phaseRestarting:
+		return "the server was restarting"
+	case s.server.State == server.Exited:
+		return "the server exited"
+	case s.autoPause != "":
+		return "the load was paused: " + s.autoPause
+	case s.tune.variable == loadgen.SLORate && s.loader.Lag > maxProbeLag:
+		return "the client lagged its schedule by " + fmtDur(s.loader.Lag)
+	}
+	return ""
+}
+
+// probeHealth is why a finished probe is discarded: what spoiled it while it ran, or more
+// than maxProbeFailShare of its requests failed.
+func probeHealth(spoiled string, st loadgen.EpochStats) string {
+	if spoiled != "" {
+		return spoiled
+	}
+	if n := st.Requests + st.Failures; st.Failures > 0 && float64(st.Failures) > maxProbeFailShare*float64(n) {
+		return fmt.Sprintf("%d of %d requests failed", st.Failures, n)
+	}
+	return ""
 }
 
 // tuneProgress is the status line of a run under way.
@@ -674,7 +787,9 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 		onProbe := func(pr loadgen.SLOProbe) { out <- tuneProbeMsg{probe: pr} }
 		var err error
 		if p.slo != nil {
-			_, err = loadgen.SearchSLO(ctx, loadgen.SLOSearch{Variable: p.variable, SLO: p.slo, Max: p.max, Start: p.start, Tolerance: p.tolerance}, probe, onProbe)
+			search := loadgen.SLOSearch{Variable: p.variable, SLO: p.slo, Max: p.max, Start: p.start, Tolerance: p.tolerance,
+				OnDiscard: func(d loadgen.SLODiscard) { out <- tuneDiscardMsg{d: d} }}
+			_, err = loadgen.SearchSLO(ctx, search, probe, onProbe)
 		} else {
 			for _, v := range p.ladder() {
 				var docs []loadgen.ResultDoc
@@ -683,6 +798,13 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 				}
 				onProbe(loadgen.SLOProbe{Value: v, Phase: "ladder", Docs: docs, Means: map[string]float64{}, Margin: math.NaN()})
 			}
+		}
+		var um *loadgen.UnmeasuredError
+		if errors.As(err, &um) && p.restart && ctx.Err() == nil {
+			// Every probe of one value was spoiled: the setting could not be measured, and
+			// the sweep goes on.
+			out <- tuneUnmeasuredMsg{why: um.Error()}
+			continue
 		}
 		if err != nil {
 			out <- tuneDoneMsg{err: err}
@@ -724,4 +846,21 @@ func (m *Model) curvesHint() string {
 		return " · " + k + " shows the curves"
 	}
 	return ""
+}
+
+// SLOKeys are the keys a tuning probe's document has, what an SLO of S or W may read: the
+// CLI's names for what a probe measures (it measures fewer quantiles than bench reports).
+func SLOKeys() []string {
+	var out []string
+	for _, v := range []string{loadgen.SLOConcurrency, loadgen.SLORate} {
+		for _, f := range probeDoc(loadgen.EpochStats{}, v, 0, 0, "") {
+			switch f.Value.(type) {
+			case loadgen.PyFloat, int:
+				if !slices.Contains(out, f.Key) {
+					out = append(out, f.Key)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -218,6 +218,15 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 		return nil
 	}
 	r.press("W")
+	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind, "W asks before its first restart")
+	assert.Equal(t, "sweep restarts the server 3 times (--gpu-memory-utilization 0.80,0.85,0.90)? enter/y start · esc/n cancel", r.m.c.s.status)
+	r.press("+")
+	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind, "other keys leave the question")
+	r.press("esc")
+	assert.Equal(t, "sweep cancelled", r.m.c.s.status)
+	assert.Empty(t, r.td.sup.restarts)
+	r.press("W")
+	r.press("enter")
 	require.Equal(t, tuneSweep, r.m.c.s.tune.kind)
 	r.runUntilIdle(600)
 
@@ -267,6 +276,7 @@ func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
 		return nil
 	}
 	r.press("W")
+	r.press("y")
 	r.runUntilIdle(300)
 	tn := &r.m.c.s.tune
 	require.Len(t, tn.curves, 2)
@@ -282,6 +292,7 @@ func TestUtilSweepGoesOnPastASettingThatDoesNotStart(t *testing.T) {
 func TestUtilSweepWithoutAnSLORunsALadder(t *testing.T) {
 	r := newTuneRig(t, func(d *Deps) { d.SweepUtils = []float64{0.85, 0.90} })
 	r.press("W")
+	r.press("enter")
 	assert.Contains(t, r.m.c.s.status, "a load ladder at each")
 	r.runUntilIdle(300)
 	tn := &r.m.c.s.tune
@@ -443,4 +454,62 @@ func BenchmarkCurvesView(b *testing.B) {
 	for b.Loop() {
 		p.Update(refreshMsg{second: true})
 	}
+}
+
+// The server stops answering during the first probe: that probe is discarded, never scored,
+// and made again once the server answers; the search then ends as it would have.
+func TestSLOSearchDiscardsAProbeTakenWhileTheServerWasUnreachable(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 505}} })
+	r.press("S")
+	var progress []string
+	r.keyAt = func(sec int) {
+		switch sec {
+		case 2:
+			require.GreaterOrEqual(t, r.m.c.s.tune.cur.epoch, 0, "the first probe is measuring")
+			r.td.sup.setStatus(func(st *server.Status) { st.Unreachable, st.State = "no answer within 5s", server.Unhealthy })
+		case 4:
+			r.td.sup.setStatus(func(st *server.Status) { st.Unreachable, st.State = "", server.Ready })
+		}
+		progress = append(progress, r.m.c.s.status)
+	}
+	r.runUntilIdle(400)
+	tn := &r.m.c.s.tune
+	assert.Equal(t, 1, tn.discards)
+	assert.Contains(t, progress, "search · #2 C=4 warm-up · C=4 discarded: the server was unreachable (no answer within 5s)", "the retry waits for the server")
+	require.Len(t, tn.curves, 1)
+	var values []int
+	for _, p := range tn.curves[0].Probes {
+		values = append(values, p.Value)
+	}
+	assert.Equal(t, []int{4, 8, 16, 32, 64, 48, 56, 52, 50}, values, "C=4 scored once, from the retry")
+	assert.Equal(t, 50, tn.curves[0].Knee)
+}
+
+// A setting whose probes are all spoiled could not be measured: the sweep says so and goes on.
+func TestUtilSweepMarksASettingThatCouldNotBeMeasured(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.SweepUtils = []float64{0.85, 0.90}
+		d.Tune.ProbeTimeout = 6 * time.Second // how long a warm-up waits for the server
+	})
+	r.keyAt = func(int) {
+		// Down for as long as the first setting lasts.
+		down := len(r.m.c.s.tune.touched) == 1
+		r.td.sup.setStatus(func(st *server.Status) {
+			st.Unreachable, st.State = "", server.Ready
+			if down {
+				st.Unreachable, st.State = "no answer within 5s", server.Unhealthy
+			}
+		})
+	}
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(600)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Equal(t, "max_concurrency=4 could not be measured: 3 probes discarded, the last as the server was unreachable (no answer within 5s)", tn.curves[0].Err)
+	assert.Empty(t, tn.curves[0].Probes)
+	assert.Equal(t, 6, tn.curves[1].Knee, "the next setting is measured")
+	r.m.show(curvesTab)
+	assert.Contains(t, r.view(), "util 0.85  not measured: max_concurrency=4 could not be measured")
 }

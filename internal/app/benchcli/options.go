@@ -259,6 +259,12 @@ func (o *Options) finishSearch(fs *pflag.FlagSet) error {
 		return err
 	}
 	o.SetSearch(*s)
+	keys := loadgen.ResultKeys(r.Info, s.Variable)
+	for _, slo := range s.SLOs {
+		if err := slo.CheckKeys(keys); err != nil {
+			return cliflag.Usagef("--sla: %v", err)
+		}
+	}
 	return nil
 }
 

@@ -36,6 +36,9 @@ type Bench struct {
 	clients []*loadgen.Client
 	card    loadgen.ModelCard
 	offset  int // prompts used by earlier probes, so each probe gets fresh ones
+	// onDiscard, when set, hears each discarded probe after its line (a test restarts its
+	// server there).
+	onDiscard func(loadgen.SLODiscard)
 }
 
 // Prepare reads the dataset, reaches the server at o.Client.BaseURL (or, when v is not nil,

@@ -23,6 +23,12 @@ func (b *Bench) Search(ctx context.Context, slo loadgen.SLO, base string, extra 
 	if s.Variable == loadgen.SLOConcurrency {
 		search.Max = max(1, b.o.Runs.NumPrompts) // everything at once: as many slots as prompts
 	}
+	search.OnDiscard = func(d loadgen.SLODiscard) {
+		fmt.Fprintln(b.env.Stdout, DiscardLine(search, d))
+		if b.onDiscard != nil {
+			b.onDiscard(d)
+		}
+	}
 	fmt.Fprintf(b.env.Stdout, "SLA criteria: %s\n", slo.Text(", "))
 	probe := func(ctx context.Context, value int, phase string) ([]loadgen.ResultDoc, error) {
 		return b.probe(ctx, search, value, phase, extra)
@@ -77,6 +83,9 @@ func (b *Bench) probe(ctx context.Context, s loadgen.SLOSearch, value int, phase
 			return docs, ctx.Err()
 		}
 		run.Release() // a probe's document has no per-request arrays (see finishSearch)
+		if why := probeHealth(run.Summary); why != "" {
+			return nil, loadgen.Discard("%s", why) // the server's state, not the load, made these numbers
+		}
 		switch {
 		case run.Stopped != "":
 			// Its statistics cover a run that did not happen as asked: the search ends here.
@@ -91,6 +100,40 @@ func (b *Bench) probe(ctx context.Context, s loadgen.SLOSearch, value int, phase
 		docs = append(docs, doc.Set(s.Variable, value))
 	}
 	return docs, nil
+}
+
+// MaxProbeErrorShare is the share of a probe's requests that may fail because the server was
+// unreachable or answered 5xx before the probe is discarded: its latencies are a restart's.
+const MaxProbeErrorShare = 0.05
+
+// serverFailures are the failure classes of a server that is down, restarting or cut off,
+// as against requests the server refuses (400, 404: the same on every try).
+var serverFailures = []loadgen.ErrorClass{loadgen.ErrConnect, loadgen.ErrReset, loadgen.ErrTimeout, loadgen.ErrHTTP5xx, loadgen.ErrTruncated}
+
+// probeHealth says why a run cannot be scored ("" when it can): more than
+// MaxProbeErrorShare of its requests failed as a server that is not there fails.
+func probeHealth(s loadgen.Summary) string {
+	bad := 0
+	for _, c := range serverFailures {
+		bad += s.FailuresByClass[c]
+	}
+	total := s.Completed + s.Failed
+	if bad == 0 || float64(bad) <= MaxProbeErrorShare*float64(total) {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests failed (%s): the server was unreachable or restarting", bad, total, loadgen.FailureSummary(s.FailuresByClass))
+}
+
+// DiscardLine is a discarded probe on one line.
+func DiscardLine(s loadgen.SLOSearch, d loadgen.SLODiscard) string {
+	return fmt.Sprintf("%-22s  discarded (try %d of %d, not scored): %s", s.Variable+"="+strconv.Itoa(d.Value), d.Try, retries(s)+1, d.Reason)
+}
+
+func retries(s loadgen.SLOSearch) int {
+	if s.Retries == 0 {
+		return loadgen.DefaultSLORetries
+	}
+	return max(s.Retries, 0)
 }
 
 // ProbeLine is one probe on one line: the value, each criterion's metric and bound, the

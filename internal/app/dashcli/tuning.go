@@ -6,6 +6,7 @@ import (
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
+	"github.com/vllmtop/vllmtop/tui"
 )
 
 // finishTuning checks the tuning flags: the SLO as bench reads it, and utilisations the
@@ -13,6 +14,9 @@ import (
 func (o *Dashboard) finishTuning() error {
 	if o.sla != "" {
 		slo, err := loadgen.ParseSLO(o.sla)
+		if err == nil {
+			err = slo.CheckKeys(tui.SLOKeys())
+		}
 		if err != nil {
 			return cliflag.Usagef("%v", err)
 		}

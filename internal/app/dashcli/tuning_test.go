@@ -16,10 +16,14 @@ func TestTuningFlags(t *testing.T) {
 	assert.Equal(t, []float64{0.80, 0.85}, o.deps.SweepUtils)
 	assert.Equal(t, "out", o.deps.ExportDir)
 	assert.Equal(t, 20, o.deps.Tune.ProbeRequests)
-	for _, bad := range [][]string{{"--sla", "p99_ttft_ms=500"}, {"--sla", "ttft"}, {"--sweep-utils", "0.8,1.5"}, {"--sweep-utils", "0"}, {"--probe-requests", "0"}} {
+	for _, bad := range [][]string{{"--sla", "p99_ttft_ms=500"}, {"--sla", "ttft"}, {"--sla", "p99_ttft<=500"}, {"--sla", "p95_ttft_ms<=500"}, {"--sweep-utils", "0.8,1.5"}, {"--sweep-utils", "0"}, {"--probe-requests", "0"}} {
 		_, err := parseDashboard(bad...)
 		assert.Error(t, err, "%v", bad)
 	}
+	_, err = parseDashboard("--sla", "p99_ttft<=500")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"p99_ttft" is not a result key`)
+	assert.Contains(t, err.Error(), "p99_ttft_ms", "the valid names are listed")
 }
 
 // A supervised vllmtop sim gets the simulator's capacity model at any utilisation; vllm serve

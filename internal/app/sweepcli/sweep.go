@@ -67,6 +67,9 @@ type Setting struct {
 	Records  []loadgen.ResultDoc
 	Searches []benchcli.Curve // SLA mode: each bench and SLA combination's search
 	Err      error
+	// Skipped is true when Err is the server's refusal to start with this setting: the sweep
+	// records it and goes on to the next setting, --continue-on-error or not.
+	Skipped bool
 }
 
 // Run runs the sweep and writes its files; see the package doc.
@@ -96,7 +99,7 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 	for _, sc := range cfg.ServeParams {
 		s := cfg.runSetting(ctx, sc, dir, env)
 		settings = append(settings, s)
-		if s.Err != nil && (ctx.Err() != nil || !cfg.ContinueOnError) {
+		if ctx.Err() != nil || s.Err != nil && !s.Skipped && !cfg.ContinueOnError {
 			break
 		}
 	}
@@ -173,8 +176,13 @@ func (cfg *Config) runSetting(ctx context.Context, sc Combo, dir string, env ben
 	}
 	target, stop, err := cfg.startServer(ctx, s.Command, env)
 	if err != nil {
-		s.Err = err
-		env.Say("%s: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
+		s.Err, s.Skipped = err, ctx.Err() == nil
+		if s.Skipped {
+			env.Say("%s: skipped, the server did not start: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
+			fmt.Fprintf(env.Stdout, "Skipped: the server did not start with %s; the sweep goes on\n", orNone(sc.Label()))
+		} else {
+			env.Say("%s: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
+		}
 		return s
 	}
 	defer stop()
@@ -535,13 +543,15 @@ func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
 // finish writes summary.csv, prints the capacity table, the curves and the plot.
 func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxErr error) error {
 	var records []loadgen.ResultDoc
-	failed := ctxErr != nil
+	failed, ran := ctxErr != nil, false
 	for _, s := range settings {
 		records = append(records, s.Records...)
-		failed = failed || s.Err != nil
+		failed = failed || s.Err != nil && !s.Skipped
+		ran = ran || !s.Skipped
 	}
-	if len(records) > 0 {
-		path, err := loadgen.SaveSummaryCSV(dir, records)
+	failed = failed || !ran                                                  // every setting skipped: nothing was measured
+	if rows := append(records, skippedRecords(settings)...); len(rows) > 0 { // a skipped setting's row says why
+		path, err := loadgen.SaveSummaryCSV(dir, rows)
 		if err != nil {
 			return err
 		}
@@ -552,7 +562,9 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 		state := capacityText(s.Capacity)
 		if len(s.Capacity) == 0 {
 			state = "did not run"
-			if s.Err != nil {
+			if s.Skipped {
+				state = "skipped: the server did not start: " + textfmt.OneLine(s.Err.Error(), 120)
+			} else if s.Err != nil {
 				state = "failed: " + textfmt.OneLine(s.Err.Error(), 120)
 			} else if len(s.Records) > 0 {
 				state = "resumed from saved results"
@@ -576,12 +588,32 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 	if ctxErr != nil {
 		env.Say("interrupted; the runs that finished are saved")
 	}
-	if failed {
+	switch {
+	case !ran && ctxErr == nil:
+		env.Say("the server started with none of the settings: nothing was measured")
+		return benchcli.ErrFailed
+	case failed:
 		fmt.Fprintf(env.Stdout, "The sweep ended early; --resume -e %s finishes it.\n", cfg.ExperimentName)
 		return benchcli.ErrFailed
 	}
 	fmt.Fprintf(env.Stdout, "Experiment has been saved at: %s\n", dir)
 	return nil
+}
+
+// FieldSkipped is the summary.csv column that says why a setting has no runs.
+const FieldSkipped = "skipped"
+
+// skippedRecords are summary.csv's rows of the settings the server did not start with: the
+// setting's fields and why.
+func skippedRecords(settings []Setting) []loadgen.ResultDoc {
+	var out []loadgen.ResultDoc
+	for _, s := range settings {
+		if s.Skipped {
+			doc := loadgen.ResultDoc(s.Combo.Fields())
+			out = append(out, doc.Set(FieldSkipped, "the server did not start: "+textfmt.OneLine(s.Err.Error(), 0)))
+		}
+	}
+	return out
 }
 
 // chart is the sweep's curves: in SLA mode each search's probes, else each server setting's
