@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -781,30 +780,5 @@ func backendItem(c *common, w int) (item, bool) {
 		names[i] = shortField[f]
 	}
 	text := truncate(name+" exports no "+strings.Join(names, ", "), max(w/3, 40))
-	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 1}, true
-}
-
-// verdictItem is the header's verdict: HEALTHY, or the overall state and the rules that
-// fired, worst first ("DEGRADED queue-bound, kv-bound"); full is the worst verdict's sentence
-// ("DEGRADED: ... (+1 more)"), which the header shows instead when it fits in the room the
-// load's own figures leave.
-func verdictItem(c *common) (short item, full string, ok bool) {
-	st := &c.styles
-	if c.s.snap == nil {
-		return item{}, "", false
-	}
-	o, sum := diagnose.Summary(c.s.verdicts)
-	if o == diagnose.Healthy {
-		return item{st.Good.Render("HEALTHY"), 3}, "", true
-	}
-	sorted := append([]diagnose.Verdict(nil), c.s.verdicts...)
-	diagnose.Sort(sorted)
-	var rules []string
-	for _, v := range sorted {
-		if v.Severity != diagnose.Info && !slices.Contains(rules, v.Rule) {
-			rules = append(rules, v.Rule)
-		}
-	}
-	style := overallStyle(st, o)
-	return item{style.Render(o.String() + " " + clean(strings.Join(rules, ", "))), 0}, style.Render(clean(sum)), true
+	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 3}, true
 }

@@ -49,6 +49,10 @@ func (f *footer) View(k KeyMap, p panel) string {
 		msg = st.Bad.Render("metrics: " + s.srvErr)
 	case s.status != "":
 		msg = st.Base.Render(s.status)
+	case f.c.deps.Fleet == nil:
+		// The verdict's evidence and the flag to change, on one line at every size: the
+		// header has room for its name only.
+		msg = footerVerdict(f.c, f.w-lipgloss.Width(must)-3)
 	}
 	// Keys fill what the message leaves, the panel's first: the message says what is happening
 	// now, and every key is in the ? help.
