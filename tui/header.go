@@ -220,6 +220,9 @@ func (h *header) loadLine() string {
 		return fitItems(items, sep, h.w)
 	}
 	line := fitItems(append(items, short), sep, h.w)
+	if compact := compactVerdict(c); !strings.Contains(line, short.text) && compact.text != "" {
+		line = fitItems(append(items, compact), sep, h.w) // "DEGRADED kv-bound +2" where the list is too long
+	}
 	// The whole sentence where it fits beside every figure the short form left room for.
 	if room := h.w - lipgloss.Width(line); full != "" && strings.Contains(line, short.text) &&
 		lipgloss.Width(full) <= lipgloss.Width(short.text)+room {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -150,4 +151,25 @@ func footerVerdict(c *common, width int) string {
 		style = c.styles.Bad
 	}
 	return style.Render(verdictLine(v, width))
+}
+
+// compactVerdict is the short verdict for a narrow header: the state, the worst rule and how
+// many more fired ("DEGRADED kv-bound +2"); empty when healthy or failing (already short).
+func compactVerdict(c *common) item {
+	o, _ := diagnose.Summary(c.s.verdicts)
+	v, ok := worstVerdict(c.s.verdicts)
+	if _, failing := loadFailing(&c.s); !ok || o == diagnose.Healthy || (failing && c.deps.Load != nil) {
+		return item{}
+	}
+	var rules []string
+	for _, x := range c.s.verdicts {
+		if x.Severity != diagnose.Info && !slices.Contains(rules, x.Rule) {
+			rules = append(rules, x.Rule)
+		}
+	}
+	text := o.String() + " " + clean(v.Rule)
+	if n := len(rules) - 1; n > 0 {
+		text += fmt.Sprintf(" +%d", n)
+	}
+	return item{overallStyle(&c.styles, o).Render(text), 2}
 }

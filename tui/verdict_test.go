@@ -108,3 +108,25 @@ func TestRateModeStartsAtTheCurrentThroughput(t *testing.T) {
 	assert.Equal(t, 0.4, startRate(&state{live: loadgen.WindowStats{RequestsPerSec: 0.37}, rate: 1}, time.Time{}))
 	assert.Equal(t, 1.0, startRate(&state{rate: 1}, time.Time{}), "nothing finished yet: the last rate")
 }
+
+func TestNarrowHeaderKeepsACompactVerdictAndTheFooterTurnsToIt(t *testing.T) {
+	d := newDriver(t, 80, 24)
+	d.second()
+	q := kvVerdict
+	q.Rule = "queue-bound"
+	a := kvVerdict
+	a.Rule, a.Severity = "admission-bound", diagnose.Warning
+	d.m.c.s.verdicts = []diagnose.Verdict{kvVerdict, q, a}
+	d.m.header.Update(refreshMsg{})
+	head := strings.Split(d.view(), "\n")[1]
+	assert.Contains(t, head, "DEGRADED ")
+	assert.Contains(t, head, " +2", "the rules that did not fit are counted")
+	assert.Contains(t, head, "tok/s")
+
+	d.m.c.setStatus("load: C=5", false)
+	lines := strings.Split(d.view(), "\n")
+	assert.Contains(t, lines[len(lines)-1], "load: C=5", "a fresh message shows first")
+	*d.td.clock = d.td.clock.Add(statusHold)
+	lines = strings.Split(d.view(), "\n")
+	assert.Contains(t, lines[len(lines)-1], "--gpu-memory-utilization", "then the verdict's flag")
+}
