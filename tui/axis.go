@@ -24,6 +24,24 @@ func newTimeWindow(now time.Time, span time.Duration) timeWindow {
 	return timeWindow{End: now.Truncate(time.Second), Span: span}
 }
 
+// minFitted is the narrowest fitted window: the first seconds of data are not stretched
+// across the whole chart.
+const minFitted = 30 * time.Second
+
+// fittedWindow is the chosen window while the data fill it, else one that starts at the
+// first sample (rounded up to 10 s, at least minFitted): the data span the chart from the
+// start instead of huddling at its right edge, and it scrolls once full.
+func fittedWindow(now time.Time, chosen time.Duration, first time.Time) timeWindow {
+	w := newTimeWindow(now, chosen)
+	if first.IsZero() {
+		return w
+	}
+	age := w.End.Sub(first)
+	span := max((age+10*time.Second-1)/(10*time.Second)*(10*time.Second), minFitted)
+	w.Span = min(span, chosen)
+	return w
+}
+
 // Start is the left edge.
 func (w timeWindow) Start() time.Time { return w.End.Add(-w.Span) }
 

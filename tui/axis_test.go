@@ -231,3 +231,13 @@ func TestAFlippedTickLabelKeepsClearOfTheOneBefore(t *testing.T) {
 	assert.NotContains(t, axis(26), "12:04", "one cell after 12:02 it would read as the tick between them")
 	assert.Contains(t, axis(26), "┴12:02──────┴")
 }
+
+func TestChartWindowFitsTheDataUntilItFills(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 40, 0, time.UTC)
+	w := fittedWindow(now, 5*time.Minute, now.Add(-40*time.Second))
+	assert.Equal(t, 40*time.Second, w.Span, "40 s of data span the chart, not its right eighth")
+	assert.Equal(t, minFitted, fittedWindow(now, 5*time.Minute, now.Add(-3*time.Second)).Span)
+	assert.Equal(t, 5*time.Minute, fittedWindow(now, 5*time.Minute, now.Add(-10*time.Minute)).Span, "never more than the chosen window")
+	assert.Equal(t, time.Minute, fittedWindow(now, time.Minute, now.Add(-45*time.Minute)).Span)
+	assert.Equal(t, 5*time.Minute, fittedWindow(now, 5*time.Minute, time.Time{}).Span, "no data: the chosen window")
+}

@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -163,9 +162,13 @@ func fleetColumns() []fleetColumn {
 			}
 			return txt, st.Base
 		}},
+		{"util", 5, 1, "", func(st *Styles, r *fleet.Row) (string, lipgloss.Style) {
+			// Configured, not measured: the first suspect when one replica lags the others.
+			return numCell(r.Util, func(v float64) string { return fmt.Sprintf("%.2f", v) }), st.Base
+		}},
 		{"gen t/s", 7, 2, fleet.FieldGenTokens, plain(func(r *fleet.Row) string { return numCell(r.GenerationTokensPerSec, siNumber) })},
-		{"TTFT99~", 8, 1, fleet.FieldTTFTP99, plain(func(r *fleet.Row) string { return quantileCell(r.TTFTP99) })},
-		{"ITL99~", 7, 2, fleet.FieldITLP99, plain(func(r *fleet.Row) string { return quantileCell(r.ITLP99) })},
+		{"TTFT99~", 10, 1, fleet.FieldTTFTP99, plain(func(r *fleet.Row) string { return quantileCell(r.TTFTP99) })},
+		{"ITL99~", 9, 2, fleet.FieldITLP99, plain(func(r *fleet.Row) string { return quantileCell(r.ITLP99) })},
 		{"pre/s", 6, 2, fleet.FieldPreemptions, plain(func(r *fleet.Row) string { return numCell(r.PreemptionsPerSec, perSecCell) })},
 		{"err/s", 6, 2, fleet.FieldErrors, func(st *Styles, r *fleet.Row) (string, lipgloss.Style) {
 			txt := numCell(r.ErrorsPerSec, perSecCell)
@@ -419,8 +422,15 @@ func (p *fleetPanel) draw() {
 	cols, vw := p.layoutColumns()
 	sortField := sortKeys[p.sortIdx].field
 	var hdr []string
+	win := ""
+	if len(rows) > 0 {
+		win = strings.TrimSuffix(strings.TrimPrefix(rows[0].EstimateLabel(), "~"), " est")
+	}
 	for _, c := range cols {
 		t := c.title
+		if win != "" && (c.field == fleet.FieldTTFTP99 || c.field == fleet.FieldITLP99) {
+			t = strings.TrimSuffix(t, "~") + " " + shortWindow(win) // the window the estimate covers
+		}
 		if sortField != "" && c.field == sortField {
 			t += p.arrow()
 		}
@@ -784,30 +794,13 @@ func backendItem(c *common, w int) (item, bool) {
 		names[i] = shortField[f]
 	}
 	text := truncate(name+" exports no "+strings.Join(names, ", "), max(w/3, 40))
-	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 1}, true
+	return item{st.Warn.Render(name) + st.Muted.Render(strings.TrimPrefix(text, name)), 3}, true
 }
 
-// verdictItem is the header's verdict: HEALTHY, or the overall state and the rules that
-// fired, worst first ("DEGRADED queue-bound, kv-bound"); full is the worst verdict's sentence
-// ("DEGRADED: ... (+1 more)"), which the header shows instead when it fits in the room the
-// load's own figures leave.
-func verdictItem(c *common) (short item, full string, ok bool) {
-	st := &c.styles
-	if c.s.snap == nil {
-		return item{}, "", false
+// shortWindow writes a Duration string the short way: "1m0s" is "1m", "5m30s" stays.
+func shortWindow(d string) string {
+	if strings.HasSuffix(d, "m0s") {
+		return strings.TrimSuffix(d, "0s")
 	}
-	o, sum := diagnose.Summary(c.s.verdicts)
-	if o == diagnose.Healthy {
-		return item{st.Good.Render("HEALTHY"), 3}, "", true
-	}
-	sorted := append([]diagnose.Verdict(nil), c.s.verdicts...)
-	diagnose.Sort(sorted)
-	var rules []string
-	for _, v := range sorted {
-		if v.Severity != diagnose.Info && !slices.Contains(rules, v.Rule) {
-			rules = append(rules, v.Rule)
-		}
-	}
-	style := overallStyle(st, o)
-	return item{style.Render(o.String() + " " + clean(strings.Join(rules, ", "))), 0}, style.Render(clean(sum)), true
+	return d
 }

@@ -63,7 +63,7 @@ func fakeRows(n int) []fleet.Row {
 		name := fmt.Sprintf("gpu-%02d:8000", i+1)
 		r := fleet.Row{Key: fleet.Key{Endpoint: name, Model: "Qwen/Qwen2.5-7B-Instruct"}, Name: name, URL: "http://" + name + "/metrics", Engines: 1}
 		r.Model, r.Backend, r.State = "Qwen/Qwen2.5-7B-Instruct", scrape.BackendVLLM, fleet.StateUp
-		r.WindowSeconds = 60
+		r.WindowSeconds, r.Util = 60, v(0.9)
 		r.Running, r.Waiting, r.KVCacheUsage = v(float64(8+i%5)), v(0), v(0.30+0.01*float64(i%7))
 		r.GenerationTokensPerSec, r.PromptTokensPerSec = v(410+float64(i*7%50)), v(900)
 		r.RequestsPerSec, r.PreemptionsPerSec, r.ErrorsPerSec = v(2.1), v(0), v(0)
@@ -76,6 +76,7 @@ func fakeRows(n int) []fleet.Row {
 			r.PreemptionsPerSec = v(0.8)
 			r.TTFTP99 = diagnose.Quantile{V: v(2.5), Bound: diagnose.AtLeast}
 			r.QueueMean, r.TTFTMean = v(1.6), v(1.7)
+			r.Util = v(0.5)
 		case 2:
 			r.State, r.StateDetail, r.Frozen = fleet.StateDown, "connection refused", true
 		case 3:
@@ -244,4 +245,21 @@ func TestFleetBackfillFillsTheCharts(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, n, 25, "the last half hour is on the chart at once")
+}
+
+func TestFleetTableShowsUtilAndNamesItsWindow(t *testing.T) {
+	d, _ := fleetDriver(t, 120, 40, 3)
+	lines := strings.Split(d.view(), "\n")
+	var hdr, sick string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "name ") {
+			hdr = l
+		}
+		if strings.HasPrefix(l, "gpu-02:8000") {
+			sick = l
+		}
+	}
+	assert.Contains(t, hdr, "util")
+	assert.Contains(t, hdr, "TTFT99 1m", "the p99 column says the window it covers")
+	assert.Contains(t, sick, " 0.50 ", "the replica started with half the memory shows it")
 }

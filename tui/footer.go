@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -24,6 +25,9 @@ func newFooter(c *common) *footer { return &footer{c: c} }
 func (f *footer) SetSize(w, _ int) { f.w = w }
 
 func (f *footer) Update(tea.Msg) tea.Cmd { return nil }
+
+// statusHold is how long a plain status message keeps the footer from the verdict.
+const statusHold = 5 * time.Second
 
 // View draws the footer for the global keys k and the active panel p.
 func (f *footer) View(k KeyMap, p panel) string {
@@ -47,8 +51,14 @@ func (f *footer) View(k KeyMap, p panel) string {
 		msg = st.Bad.Render(s.status)
 	case s.srvErr != "" && s.phase == phaseIdle && s.server.State == server.Ready:
 		msg = st.Bad.Render("metrics: " + s.srvErr)
-	case s.status != "":
+	case s.status != "" && (f.c.now().Sub(s.statusAt) < statusHold || f.c.deps.Fleet != nil):
 		msg = st.Base.Render(s.status)
+	case f.c.deps.Fleet == nil:
+		// The verdict's evidence and the flag to change, on one line at every size: the
+		// header has room for its name only.
+		if msg = footerVerdict(f.c, f.w-lipgloss.Width(must)-3); msg == "" && s.status != "" {
+			msg = st.Base.Render(s.status)
+		}
 	}
 	// Keys fill what the message leaves, the panel's first: the message says what is happening
 	// now, and every key is in the ? help.

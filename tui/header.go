@@ -78,11 +78,11 @@ func (h *header) serverLine() string {
 	}
 	items = append(items, item{style.Render(truncate(state, max(h.w-used, 12))), 0})
 	if up, ok := h.uptime(); ok {
-		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 1})
+		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 2})
 	}
 	if s.util > 0 || s.pendingUtil > 0 {
 		u := st.Label.Render("util ") + st.Value.Render(fmt.Sprintf("%.2f", s.util))
-		prio := 1
+		prio := 2
 		if s.pendingUtil != s.util {
 			u += st.Warn.Render(fmt.Sprintf("→%.2f", s.pendingUtil))
 			prio = 0 // being changed: it goes before the uptime, not off the line
@@ -90,11 +90,11 @@ func (h *header) serverLine() string {
 		items = append(items, item{u, prio})
 	}
 	if tok, conc := s.capacity(); tok > 0 {
-		kv := st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok")
+		// KV before the uptime and the utilisation: it is what the load is measured against.
+		items = append(items, item{st.Label.Render("KV ") + st.Value.Render(commas(tok)) + st.Label.Render(" tok"), 1})
 		if conc > 0 {
-			kv += st.Muted.Render(" · ") + st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", conc))
+			items = append(items, item{st.Label.Render("max conc ") + st.Value.Render(fmt.Sprintf("%.2fx", conc)), 3})
 		}
-		items = append(items, item{kv, 2})
 	}
 	if c.deps.Mode == ModeAttach {
 		target := srv.URL
@@ -189,23 +189,24 @@ func (h *header) loadLine() string {
 	if fails := s.live.FailuresByClass; len(fails) > 0 {
 		items = append(items, item{st.Muted.Render(classes(fails)), 3})
 	}
-	if ls.Lag > 0 {
+	// The lag is the open loop's: the runner keeps its last value after a switch to closed loop.
+	if s.rateMode && ls.Lag > 0 {
 		// How late the open loop sent its last request behind its schedule: the client, not
 		// the server, is then the bottleneck.
 		lag := st.Label.Render("client lag ") + fmtDur(ls.Lag)
 		if ls.Lag > 50*time.Millisecond {
 			lag = st.Warn.Render("client lag " + fmtDur(ls.Lag))
 		}
-		items = append(items, item{lag, 2})
+		items = append(items, item{lag, 3})
 	}
 	if spec := h.specDecode(); spec != "" {
-		items = append(items, item{spec, 2})
+		items = append(items, item{spec, 3})
 	}
 	if s.longPrompts {
-		items = append(items, item{st.Warn.Render("long prompts"), 3})
+		items = append(items, item{st.Warn.Render("long prompts"), 4})
 	}
 	if w := h.metricsWarning(); w != "" {
-		items = append(items, item{w, 1})
+		items = append(items, item{w, 3})
 	}
 	if it, ok := backendItem(c, h.w); ok {
 		items = append(items, it)
@@ -219,6 +220,9 @@ func (h *header) loadLine() string {
 		return fitItems(items, sep, h.w)
 	}
 	line := fitItems(append(items, short), sep, h.w)
+	if compact := compactVerdict(c); !strings.Contains(line, short.text) && compact.text != "" {
+		line = fitItems(append(items, compact), sep, h.w) // "DEGRADED kv-bound +2" where the list is too long
+	}
 	// The whole sentence where it fits beside every figure the short form left room for.
 	if room := h.w - lipgloss.Width(line); full != "" && strings.Contains(line, short.text) &&
 		lipgloss.Width(full) <= lipgloss.Width(short.text)+room {
@@ -250,7 +254,7 @@ func (h *header) loadSetting() []item {
 	case s.paused:
 		items = append(items, item{st.Warn.Render("paused"), 0})
 	}
-	return append(items, item{st.Label.Render("in flight ") + fmt.Sprint(ls.InFlight), 1})
+	return append(items, item{st.Label.Render("in flight ") + fmt.Sprint(ls.InFlight), 4})
 }
 
 // epochItems are the current epoch's number, age, requests, failures and rates.
@@ -264,13 +268,13 @@ func (h *header) epochItems() []item {
 	e := s.runs[i]
 	active := s.active(i, c.now())
 	items := []item{
-		{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 1},
-		{commas(e.Requests) + st.Label.Render(" done"), 1},
+		{st.Label.Render("epoch ") + st.Value.Render(fmt.Sprint(e.Epoch)) + st.Muted.Render(" "+fmtAge(active)), 4},
+		{commas(e.Requests) + st.Label.Render(" done"), 0},
 	}
 	if e.Failures > 0 {
 		items = append(items, item{st.Bad.Render(commas(e.Failures) + " failed"), 0})
 	} else {
-		items = append(items, item{"0" + st.Label.Render(" failed"), 2})
+		items = append(items, item{"0" + st.Label.Render(" failed"), 0})
 	}
 	sec := active.Seconds()
 	if sec < 1 {
@@ -286,7 +290,7 @@ func (h *header) epochItems() []item {
 	if n, ok := s.notes[e.Epoch]; ok && ls.TokensReceived-n.tokens0 > 0 {
 		tok = float64(ls.TokensReceived - n.tokens0)
 	}
-	return append(items, item{rps, 1}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 2})
+	return append(items, item{rps, 3}, item{siNumber(tok/sec) + st.Label.Render(" tok/s"), 1})
 }
 
 // specDecode is speculative decoding's acceptance over the last scrape window, when the

@@ -65,6 +65,8 @@ type history struct {
 	accN     []int
 	accMax   []float64
 	accBound []sample
+	// first is the oldest second pushed (0: none), where a chart's fitted window begins.
+	first int64
 }
 
 const (
@@ -83,6 +85,9 @@ func newHistory(aggs []aggregate) *history {
 // the later samples.
 func (h *history) push(t time.Time, samples []sample) {
 	sec := t.Unix()
+	if h.first == 0 || sec < h.first {
+		h.first = sec
+	}
 	h.fine.put(sec, samples, h.n)
 	slot := sec - sec%coarseRes
 	if h.accAt != 0 && slot != h.accAt {

@@ -498,6 +498,9 @@ func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
 func (m *Model) toggleRateMode() {
 	c, s := m.c, &m.c.s
 	s.rateMode = !s.rateMode
+	if s.rateMode {
+		s.rate = startRate(s, c.now())
+	}
 	if c.deps.Load != nil {
 		n := 0
 		if s.rateMode {
@@ -508,6 +511,25 @@ func (m *Model) toggleRateMode() {
 		c.beginEpoch(n, s.util)
 	}
 	c.setStatus("load: "+m.loadSettings(), false)
+}
+
+// startRate is the open loop's first rate: the closed loop's throughput now (over the live
+// window, else the current epoch), rounded, so the switch keeps the load the server had; the
+// last rate set where nothing has finished yet.
+func startRate(s *state, now time.Time) float64 {
+	rps := s.live.RequestsPerSec
+	if i := s.runIndex(s.epoch); rps <= 0 && i >= 0 {
+		if sec := s.active(i, now).Seconds(); sec >= 1 {
+			rps = float64(s.runs[i].Requests) / sec
+		}
+	}
+	switch {
+	case rps >= 1:
+		return math.Round(rps)
+	case rps > 0:
+		return max(math.Round(rps*10)/10, 0.1)
+	}
+	return s.rate
 }
 
 func (m *Model) togglePause() {

@@ -247,7 +247,11 @@ func (o *overview) draw() {
 	}
 	c, st := o.c, &o.c.styles
 	cells := grid(rect{0, 0, o.w, o.h}, 2, 2)
-	win := newTimeWindow(c.now(), chartWindows[c.s.window])
+	var first time.Time
+	if c.s.hist != nil && c.s.hist.first != 0 {
+		first = time.Unix(c.s.hist.first, 0)
+	}
+	win := fittedWindow(c.now(), chartWindows[c.s.window], first)
 	// Legends first: a grid row is as tall as its taller legend.
 	legends := make([][]string, len(overviewCharts))
 	for i, def := range overviewCharts {

@@ -61,6 +61,7 @@ type state struct {
 
 	status    string // the footer's message
 	statusBad bool
+	statusAt  time.Time // when status was set: a plain message gives way to the verdict after statusHold
 
 	tune tuneState // the SLO search or utilisation sweep, and their curves
 
@@ -85,7 +86,9 @@ type epochNote struct {
 
 const maxMarks = 200
 
-func (c *common) setStatus(msg string, bad bool) { c.s.status, c.s.statusBad = msg, bad }
+func (c *common) setStatus(msg string, bad bool) {
+	c.s.status, c.s.statusBad, c.s.statusAt = msg, bad, c.now()
+}
 
 // note is epoch n's note, made when missing.
 func (s *state) note(n int) *epochNote {

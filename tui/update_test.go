@@ -363,7 +363,13 @@ func TestClientLagIsShownOnlyWhenThereIsSome(t *testing.T) {
 	assert.NotContains(t, d.view(), "lag")
 	d.m.c.s.loader.Lag = 80 * time.Millisecond
 	d.m.header.Update(refreshMsg{})
+	assert.NotContains(t, d.view(), "lag", "a closed loop has no schedule to lag behind")
+	d.press("r")
+	d.m.c.s.loader.Lag = 80 * time.Millisecond
+	d.m.header.Update(refreshMsg{})
 	assert.Contains(t, d.view(), "client lag 80ms")
+	d.press("r")
+	assert.NotContains(t, d.view(), "lag", "the runner keeps its last lag after leaving rate mode; the header does not")
 }
 
 func TestHeaderRatesAreTheCurrentEpochs(t *testing.T) {

@@ -9,6 +9,7 @@ import "github.com/vllmtop/vllmtop/scrape"
 // goes whole to Tap and LastBody.
 var rowFamilies = map[string]bool{
 	"process_start_time_seconds": true,
+	"vllm:cache_config_info":     true, // the util column
 
 	"vllm:num_requests_running": true, "vllm:num_requests_waiting": true,
 	"vllm:kv_cache_usage_perc": true, "vllm:gpu_cache_usage_perc": true,
@@ -30,6 +31,10 @@ var rowFamilies = map[string]bool{
 	"tgi_batch_current_size": true, "tgi_queue_size": true, "tgi_request_success": true, "tgi_request_failure": true,
 	"tgi_request_queue_duration": true, "tgi_request_input_length": true,
 }
+
+// directOnly are the row families read from /metrics only: a Prometheus row leaves them
+// out (cache_config_info is a label set, its util column shows "--").
+var directOnly = map[string]bool{"vllm:cache_config_info": true}
 
 // rowMeansOnly are the histograms of rowFamilies a row reads only the mean of (queue and
 // prefill time, prompt length): their finite buckets, a third of what is kept, are skipped.

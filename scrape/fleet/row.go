@@ -43,6 +43,8 @@ type Row struct {
 	// ProcessStart is the server's process_start_time_seconds (Unix seconds), for its
 	// uptime; absent in vLLM's multiprocess mode (data parallel).
 	ProcessStart scrape.Value `json:"process_start"`
+	// Util is the configured --gpu-memory-utilization (cache_config_info), 0..1.
+	Util scrape.Value `json:"util"`
 	// LastGood is when the numbers were read (zero: never).
 	LastGood time.Time `json:"last_good,omitzero"`
 	// Frozen marks numbers kept from the last good read of a DOWN or STALE endpoint: shown,

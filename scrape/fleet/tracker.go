@@ -193,6 +193,7 @@ func engineRows(endpoint, url string, s *scrape.Snapshot, w *scrape.Window) []Ro
 			row.Model, row.Engine, row.Backend = model, engine, s.Backend
 			row.NotExported = NotExported(s.Backend)
 			row.ProcessStart = within(s.ProcessStartSeconds, 0, maxUnix)
+			row.Util = engineUtil(s, e.Engine)
 			out = append(out, row)
 		}
 	}
@@ -217,4 +218,14 @@ func restartReason(prev, cur *scrape.Snapshot) string {
 		return "counters went back"
 	}
 	return ""
+}
+
+// engineUtil is the engine's configured GPU memory utilisation, else the server's.
+func engineUtil(s *scrape.Snapshot, engine string) scrape.Value {
+	for _, c := range s.Cache {
+		if c.Engine == engine && c.GPUMemoryUtilization.OK {
+			return within(c.GPUMemoryUtilization, 0, 1)
+		}
+	}
+	return within(s.Capacity.GPUMemoryUtilization, 0, 1)
 }
