@@ -312,6 +312,10 @@ func sseReference(in []byte, maxBytes int) (events []string, tooLarge bool) {
 // text found verbatim in its event, unless the event was JSON that the slow path decoded;
 // usage counts in bounds; messages sanitised and short). No panic.
 func FuzzSSE(f *testing.F) {
+	for _, b := range hostileSeeds(f, "sse") {
+		f.Add(b, uint16(4096))
+		f.Add(b, uint16(64))
+	}
 	for _, name := range []string{"vllm-sse-synthetic-completions-include-usage.txt", "vllm-sse-synthetic-midstream-error.txt", "vllm-0.9-xpu-completions-stream-qwen3-4b.sse"} {
 		b, err := os.ReadFile("../testdata/" + name)
 		if err == nil {
@@ -535,6 +539,15 @@ func FuzzChunkParser(f *testing.F) {
 	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`\"x\\`), 1))
 	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`x\`), 1))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{"content":""}}]}`))
+	for _, b := range hostileSeeds(f, "sse") {
+		// Each event's data, after the one before it.
+		var prev []byte
+		for _, ev := range bytes.Split(b, []byte("\n\n")) {
+			d := bytes.TrimPrefix(bytes.TrimSpace(ev), []byte("data: "))
+			f.Add(prev, d)
+			prev = d
+		}
+	}
 	f.Fuzz(func(t *testing.T, prev, next []byte) {
 		var p chunkParser
 		p.parse(Event{Data: prev})

@@ -380,6 +380,9 @@ func TestTracesStreamInConstantMemory(t *testing.T) {
 }
 
 func FuzzMooncakeReader(f *testing.F) {
+	for _, b := range hostileSeeds(f, "traces") {
+		f.Add(b)
+	}
 	for _, name := range []string{"mooncake-sample.jsonl", "mooncake-sessions.jsonl", "mooncake-malformed.jsonl"} {
 		b, err := os.ReadFile("../testdata/" + name)
 		require.NoError(f, err)
@@ -416,6 +419,9 @@ func FuzzMooncakeReader(f *testing.F) {
 }
 
 func FuzzBurstGPTReader(f *testing.F) {
+	for _, b := range hostileSeeds(f, "traces") {
+		f.Add(b)
+	}
 	for _, name := range []string{"burstgpt-sample.csv", "burstgpt-malformed.csv"} {
 		b, err := os.ReadFile("../testdata/" + name)
 		require.NoError(f, err)

@@ -15,6 +15,9 @@ import (
 // never panics and never yields a negative rate or a quantile outside the bucket bounds.
 // The seed corpus is every /metrics fixture in testdata, so `go test` runs them all.
 func FuzzParse(f *testing.F) {
+	for _, b := range hostileSeeds(f, "metrics") {
+		f.Add(b)
+	}
 	for _, pattern := range []string{"*.prom", "vllm-metrics-*.txt"} {
 		files, err := filepath.Glob(filepath.Join(testdataDir, pattern))
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -278,7 +277,7 @@ func prefixCachingOff(s *Snapshot) bool {
 // printWindow writes the rates and quantiles of one model over the window.
 func printWindow(t *table, s *Snapshot, win *Window, m *Model, mw *ModelWindow) {
 	t.line("")
-	title := fmt.Sprintf("over the last %s", strconv.FormatFloat(win.ElapsedSeconds, 'f', 1, 64)+" s")
+	title := fmt.Sprintf("over the last %s", textfmt.Fixed(win.ElapsedSeconds, 1)+" s")
 	switch {
 	case win.Restarted:
 		t.row("window", title+": the server restarted, so no rates")
@@ -368,10 +367,10 @@ func printCapacity(t *table, s *Snapshot) {
 		parts = append(parts, count(c.NumGPUBlocks)+" blocks of "+count(c.BlockSizeTokens))
 	}
 	if c.MaxConcurrency.OK {
-		parts = append(parts, "max concurrency "+strconv.FormatFloat(c.MaxConcurrency.V, 'f', 2, 64)+"x")
+		parts = append(parts, "max concurrency "+textfmt.Fixed(c.MaxConcurrency.V, 2)+"x")
 	}
 	if c.GPUMemoryUtilization.OK {
-		parts = append(parts, "GPU memory "+strconv.FormatFloat(c.GPUMemoryUtilization.V, 'f', -1, 64)+" (configured)")
+		parts = append(parts, "GPU memory "+textfmt.Fixed(c.GPUMemoryUtilization.V, -1)+" (configured)")
 	}
 	if len(parts) == 0 {
 		return
@@ -449,7 +448,7 @@ func count(v Value) string {
 		return v.String()
 	}
 	if f != math.Trunc(f) || math.Abs(f) >= 1e15 {
-		return strconv.FormatFloat(f, 'f', 2, 64)
+		return textfmt.Fixed(f, 2)
 	}
 	return textfmt.Thousands(int64(f))
 }
@@ -458,7 +457,7 @@ func percent(v Value) string {
 	if !v.OK || math.IsNaN(v.V) {
 		return "--"
 	}
-	return strconv.FormatFloat(100*v.V, 'f', 1, 64) + " %"
+	return textfmt.Fixed(100*v.V, 1) + " %"
 }
 
 func perSec(v Value) string {
@@ -468,7 +467,7 @@ func perSec(v Value) string {
 	if v.V >= 100 {
 		return count(Some(math.Round(v.V)))
 	}
-	return strconv.FormatFloat(v.V, 'f', 2, 64)
+	return textfmt.Fixed(v.V, 2)
 }
 
 // seconds prints a duration in seconds with a unit that keeps 3 significant digits.
@@ -478,8 +477,8 @@ func seconds(v Value) string {
 	}
 	s := v.V
 	switch a := math.Abs(s); {
-	case math.IsInf(s, 0):
-		return v.String() + " s"
+	case math.IsInf(s, 0), a >= 1e9: // past what a Duration holds
+		return textfmt.Fixed(s, 0) + " s"
 	case a == 0:
 		return "0 s"
 	case a < 1e-3:
@@ -496,11 +495,11 @@ func seconds(v Value) string {
 func sig(f float64) string {
 	switch a := math.Abs(f); {
 	case a >= 100:
-		return strconv.FormatFloat(f, 'f', 0, 64)
+		return textfmt.Fixed(f, 0)
 	case a >= 10:
-		return strconv.FormatFloat(f, 'f', 1, 64)
+		return textfmt.Fixed(f, 1)
 	}
-	return strconv.FormatFloat(f, 'f', 2, 64)
+	return textfmt.Fixed(f, 2)
 }
 
 func uptime(d time.Duration) string {

@@ -42,7 +42,7 @@ func TestWriteTextWindowAndFit(t *testing.T) {
 }
 
 func TestCountGroupsDigits(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 464720: "464,720", -1234: "-1,234", 2.5: "2.50", 1e15: "1000000000000000.00"} {
+	for v, want := range map[float64]string{0: "0", 464720: "464,720", -1234: "-1,234", 2.5: "2.50", 1e15: "1e+15"} {
 		assert.Equal(t, want, count(Some(v)), "%g", v)
 	}
 	assert.Equal(t, "--", count(Value{}))

@@ -86,6 +86,9 @@ func TestSplitterNeverHoldsMoreThanTheCap(t *testing.T) {
 }
 
 func FuzzLineSplitter(f *testing.F) {
+	for _, b := range hostileSeeds(f, "logs") {
+		f.Add(b, uint8(5), uint8(40))
+	}
 	f.Add([]byte("a\nb\r\nc\rd"), uint8(3), uint8(8))
 	f.Add([]byte("\rLoading 1%\rLoading 2%\n\n"), uint8(1), uint8(5))
 	f.Add([]byte("ab€€€\n"), uint8(2), uint8(4))

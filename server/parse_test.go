@@ -481,6 +481,11 @@ func assertNumbersFromLine(t *testing.T, line string, ev Event) {
 }
 
 func FuzzParseLogLine(f *testing.F) {
+	for _, b := range hostileSeeds(f, "logs") {
+		for _, l := range strings.Split(string(b), "\n") {
+			f.Add(l)
+		}
+	}
 	for _, name := range []string{
 		"vllm-log-synthetic-startup.txt",
 		"vllm-0.10.1.1-periodic-stats-lines-qwen2-7b.log",

@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +103,8 @@ func fmtMs(ms float64) string {
 	switch {
 	case math.IsNaN(ms):
 		return "–"
+	case !textfmt.Finite(ms):
+		return textfmt.Fixed(ms/1000, 0) + "s"
 	case ms < 0.1:
 		return fmt.Sprintf("%.0fµs", ms*1000)
 	case ms < 10:
@@ -121,6 +122,8 @@ func siNumber(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "–"
+	case !textfmt.Finite(v):
+		return textfmt.Fixed(v, 0)
 	case v >= 1e7:
 		return fmt.Sprintf("%.0fM", v/1e6)
 	case v >= 1e6:
@@ -138,7 +141,7 @@ func siNumber(v float64) string {
 }
 
 // trimFloat prints f with the fewest digits that say it exactly ("0.5", "2").
-func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+func trimFloat(f float64) string { return textfmt.Fixed(f, -1) }
 
 func commas(n int) string { return textfmt.Thousands(int64(n)) }
 

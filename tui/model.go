@@ -33,6 +33,7 @@ type Model struct {
 	tickGen, scrapeGen int
 	ticks              int
 	snaps              []*scrape.Snapshot // the last scrapes, oldest first: a live window's worth
+	scrapeBackoff      scrape.Backoff     // spaces the scrapes of a server that keeps failing
 	eventsClosed       bool
 	tabs               []tab // the views: tabs, after the Fleet view in fleet mode
 }
@@ -135,7 +136,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, scrapeCmd(m.c.deps.Scraper, m.c.deps.ScrapeInterval+2*time.Second, prev, old)
 	case scrapeResultMsg:
 		m.scraped(msg)
-		return m, scheduleScrape(m.scrapeGen, m.c.deps.ScrapeInterval)
+		return m, scheduleScrape(m.scrapeGen, m.nextScrape(msg.err))
 	case serverEventsMsg:
 		return m, m.serverEvents(msg)
 	case restartDoneMsg:
@@ -272,6 +273,22 @@ func (m *Model) watchServer() {
 			c.setStatus("server answers again: load resumed", false)
 		}
 	}
+}
+
+// nextScrape is the wait before the next scrape: longer while the server keeps failing (a
+// large body that never parses is costly to re-read), except during a restart or a stop,
+// whose end must be seen at once.
+func (m *Model) nextScrape(err error) time.Duration {
+	b := &m.scrapeBackoff
+	b.Interval, b.Max = m.c.deps.ScrapeInterval, 8*m.c.deps.ScrapeInterval
+	if p := m.c.s.phase; p == phaseRestarting || p == phaseStopping || p == phaseForced {
+		err = nil
+	}
+	wait := b.Next(err)
+	if wait > b.Interval && m.c.s.srvErr != "" {
+		m.c.s.srvErr += fmt.Sprintf(" (next try in %v)", wait.Round(time.Second))
+	}
+	return wait
 }
 
 // scraped takes a finished scrape. Errors during a restart are expected (the server is down)

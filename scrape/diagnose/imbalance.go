@@ -3,6 +3,8 @@ package diagnose
 import (
 	"fmt"
 	"math"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Imbalance compares the members of one group (replicas serving one model, or the
@@ -83,8 +85,8 @@ func kvSkew(group string, live []*Signals, th Thresholds) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	return Verdict{Rule: RuleKVSkew, Severity: Info, Subject: hi.Subject, Limit: "load balance",
-		Text: fmt.Sprintf("KV use differs by %.0f points across %s: %s is at %s, %s at %s",
-			spread*100, group, hi.Subject, formatValue(hi.KVCacheUsage.V, "%"), lo.Subject, formatValue(lo.KVCacheUsage.V, "%")),
+		Text: fmt.Sprintf("KV use differs by %s points across %s: %s is at %s, %s at %s",
+			textfmt.Fixed(spread*100, 0), group, hi.Subject, formatValue(hi.KVCacheUsage.V, "%"), lo.Subject, formatValue(lo.KVCacheUsage.V, "%")),
 		Evidence: []Evidence{
 			{Name: "kv_spread", Value: spread, Unit: "%", Threshold: "≥ " + formatValue(th.KVSkew, "%")},
 			{Name: "kv_cache_usage_max", Value: hi.KVCacheUsage.V, Unit: "%"},

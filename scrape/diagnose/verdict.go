@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Severity orders verdicts: what to look at first.
@@ -212,7 +213,7 @@ func Summary(vs []Verdict) (Overall, string) {
 func formatValue(v float64, unit string) string {
 	switch unit {
 	case "%":
-		return strconv.FormatFloat(math.Round(v*1000)/10, 'f', -1, 64) + "%"
+		return textfmt.Fixed(math.Round(v*1000)/10, -1) + "%"
 	case "s":
 		return formatSeconds(v)
 	case "/s":
@@ -226,16 +227,19 @@ func formatValue(v float64, unit string) string {
 func short(v float64) string {
 	switch a := math.Abs(v); {
 	case v == math.Trunc(v) && a < 1e9:
-		return strconv.FormatFloat(v, 'f', 0, 64)
+		return textfmt.Fixed(v, 0)
 	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
+		return textfmt.Fixed(v, 0)
 	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		return textfmt.Fixed(v, 1)
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	return textfmt.Fixed(v, 2)
 }
 
 func formatSeconds(v float64) string {
+	if !textfmt.Finite(v) {
+		return textfmt.Fixed(v, 0) + "s" // beyond what a Duration holds
+	}
 	d := time.Duration(v * float64(time.Second))
 	switch {
 	case d >= 10*time.Second:

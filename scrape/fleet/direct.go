@@ -178,12 +178,21 @@ func (d *Direct) poll(ctx context.Context, t *tracker, phase time.Duration) {
 	}
 	tick := time.NewTicker(t.ep.Interval)
 	defer tick.Stop()
+	d.pollTicks(ctx, t, tick.C)
+}
+
+// pollTicks scrapes once now and then on ticks, skipping ticks while the endpoint keeps
+// failing (scrape.Backoff): a refused request and a body that does not parse alike.
+func (d *Direct) pollTicks(ctx context.Context, t *tracker, ticks <-chan time.Time) {
+	b := scrape.Backoff{Interval: t.ep.Interval}
 	for {
-		d.scrape(ctx, t)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		b.Next(d.scrape(ctx, t))
+		for skip := b.Ticks(); skip > 0; skip-- {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticks:
+			}
 		}
 	}
 }
@@ -204,11 +213,12 @@ func (d *Direct) Refresh(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (d *Direct) scrape(ctx context.Context, t *tracker) {
+// scrape reads one endpoint once and returns its failure, if any.
+func (d *Direct) scrape(ctx context.Context, t *tracker) error {
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():
-		return
+		return ctx.Err()
 	}
 	body, _, err := t.client.Fetch(ctx)
 	<-d.sem
@@ -229,7 +239,7 @@ func (d *Direct) scrape(ctx context.Context, t *tracker) {
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return // stopped, not failed
+			return err // stopped, not failed
 		}
 		t.fail(now, err)
 	}
@@ -237,6 +247,7 @@ func (d *Direct) scrape(ctx context.Context, t *tracker) {
 	case d.updated <- struct{}{}:
 	default:
 	}
+	return err
 }
 
 // LastBody is the last exposition an endpoint sent, whole, for a drill-down view that wants

@@ -38,6 +38,9 @@ func checkPool(t *testing.T, e *Engine, live map[*Sequence]bool) {
 // exceed the total, every request ends (finished or aborted) exactly once, and a request that
 // finishes emitted exactly its output length.
 func FuzzEngineInvariants(f *testing.F) {
+	for _, b := range hostileSeeds(f, "traces") {
+		f.Add(b[:min(len(b), 200)]) // arbitrary bytes as operations
+	}
 	f.Add([]byte{0, 10, 20, 0, 30, 5, 2, 2, 2, 1, 0, 2, 2, 2})
 	f.Add([]byte{0, 255, 255, 0, 255, 255, 0, 255, 255, 2, 2, 2, 2, 1, 1, 2, 2})
 	f.Add([]byte{0, 1, 1, 3, 0, 1, 1, 2, 1, 2})

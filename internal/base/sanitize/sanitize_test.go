@@ -219,6 +219,9 @@ func singleRunes(s string) string {
 // acts on; FileName's is a safe single component; URL's hides every password and query value
 // that net/url finds in it; each is idempotent.
 func FuzzSanitize(f *testing.F) {
+	for _, b := range hostileSeeds(f, "logs", "sse", "metrics") {
+		f.Add(string(b))
+	}
 	for _, s := range []string{
 		"\x1b]0;pwned\x07", "\x1b[2J", "\u009b2J", "\u202e", "a\bb", "\x1bP\x1b\\", "\xe2\x1b[",
 		"http://user:pw@host:8000/metrics?token=abc#f", "../..//x", "Qwen/Qwen3-0.6B", "\u009d0;x\u009c",

@@ -38,6 +38,9 @@ func TestOneLine(t *testing.T) {
 }
 
 func FuzzOneLine(f *testing.F) {
+	for _, b := range hostileSeeds(f, "logs", "sse") {
+		f.Add(string(b), 80)
+	}
 	for _, s := range []string{"a\nb", "naïve café", "\xff\xfe", strings.Repeat("x ", 200)} {
 		f.Add(s, 10)
 	}

@@ -31,6 +31,9 @@ func TestFileNameAndURL(t *testing.T) {
 }
 
 func FuzzText(f *testing.F) {
+	for _, b := range hostileSeeds(f, "logs", "sse", "metrics") {
+		f.Add(string(b))
+	}
 	f.Add("Qwen\x1b[2J\u202e")
 	f.Fuzz(func(t *testing.T, s string) {
 		out := Text(s)
