@@ -74,15 +74,27 @@ func ParseSelected(body []byte, sel *Selection) (Snapshot, error) {
 		fams, err := p.TextToMetricFamilies(io.MultiReader(bytes.NewReader(kept), strings.NewReader("\n")))
 		parsers.Put(p)
 		if err == nil {
-			return FromFamilies(fams), nil
+			snap := FromFamilies(fams)
+			// A family left out still names the backend, as it does for Parse.
+			snap.Backend = earlierBackend(snap.Backend, bp.backend)
+			return snap, nil
 		}
 	}
 	return Parse(bytes.NewReader(body)) // whole, on a copy: parseBytes works in place
 }
 
 type selectBuf struct {
-	out  []byte
-	keys [][]byte
+	out     []byte
+	keys    [][]byte
+	backend Backend // the backend the left-out families name
+}
+
+// earlierBackend is the backend Parse would pick of two: the known one, or the lower.
+func earlierBackend(a, b Backend) Backend {
+	if a == BackendUnknown || (b != BackendUnknown && b < a) {
+		return b
+	}
+	return a
 }
 
 var (
@@ -96,6 +108,7 @@ var (
 func (s *Selection) filter(bp *selectBuf, body []byte) (kept []byte, ok bool) {
 	out := bp.out[:0]
 	keys := bp.keys[:0]
+	bp.backend = BackendUnknown
 	defer func() { clear(keys); bp.out, bp.keys = out[:0], keys[:0] }()
 	var block dropBlock
 	var prevBefore, prevAfter []byte // the last line, a sums-only bucket, around its le label
@@ -154,6 +167,7 @@ func (s *Selection) filter(bp *selectBuf, body []byte) (kept []byte, ok bool) {
 			}
 			if newKey != nil {
 				keys = append(keys, newKey)
+				bp.backend = earlierBackend(bp.backend, backendOf(string(newKey)))
 				if base, _ := splitSuffix(newKey); base != nil {
 					keys = append(keys, base) // x_count may be the parser's x
 				}
