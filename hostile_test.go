@@ -233,7 +233,11 @@ func TestHostileBench(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHostile(t, "org/"+evil, tc.serve)
 			dir := t.TempDir()
-			o := hostileRun(t, benchArgs(h.URL, "--request-timeout", "1s", "--save-result", "--result-dir", dir)...)
+			timeout := "1s"
+			if tc.class == loadgen.ErrOversized {
+				timeout = "45s" // the cap, not the clock, must end it, however loaded the machine
+			}
+			o := hostileRun(t, benchArgs(h.URL, "--request-timeout", timeout, "--save-result", "--result-dir", dir)...)
 			assert.Equal(t, 1, o.code, "no request succeeded: %s", o.stderr)
 			assert.Equal(t, "4", tableCount(o.stdout, "Failed requests:"), o.stdout)
 			assert.Equal(t, "4", tableCount(o.stdout, "  "+string(tc.class)+":"), o.stdout)
@@ -460,7 +464,7 @@ func TestHostileMetrics(t *testing.T) {
 			endless(cw, r, "# HELP padding padding\n")
 		}))
 		defer srv.Close()
-		o := hostileRun(t, "metrics", srv.URL)
+		o := hostileRun(t, "metrics", srv.URL, "--timeout", "45s") // the cap must end it, not the clock
 		assert.Contains(t, oneLineError(t, o, "vllmtop metrics: "), "body too large: more than 16 MiB; refused")
 		assert.Less(t, written.Load(), int64(64<<20))
 	})
