@@ -105,7 +105,7 @@ func defineSweepStartup(fs *pflag.FlagSet, e *env) runFunc {
 	fs.BoolVar(&c.ShowStdout, "show-stdout", false, "Print each run's mean cold and warm start-up")
 	fs.BoolVar(&c.DryRun, "dry-run", false, "Print the commands and where results would go; run nothing")
 	fs.BoolVar(&c.Resume, "resume", false, "Finish an experiment: skip the runs it has results for")
-	fs.StringVar(&clock, "sim-clock", benchcli.ClockWall, "wall: start and time each server; virtual: the start-up the simulator imitates")
+	fs.StringVar(&clock, "sim-clock", benchcli.ClockVirtual, "virtual: the start-up the simulator imitates (--sim-startup-seconds); wall: start each server and time it")
 	fs.IntVar(&readySec, "server-ready-timeout", 300, "Seconds to wait for each server to become ready")
 	return func(ctx context.Context, args []string) error {
 		var err error

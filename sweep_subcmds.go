@@ -33,8 +33,9 @@ vllmtop's own SLO search instead (the search vLLM removed), a knee per combinati
 
 const sweepStartupAbout = `Benchmark start-up time over parameter combinations, as vllm bench sweep startup does with vllm
 bench startup. vllmtop has no engine to load: --startup-cmd "vllm bench startup FLAGS" starts
-vllmtop sim FLAGS --num-iters-cold + --num-iters-warmup + --num-iters-warm times and times it
-until /health answers (with --sim-clock virtual: the start-up it imitates, --sim-startup-seconds).
+vllmtop sim FLAGS --num-iters-cold + --num-iters-warmup + --num-iters-warm times: on the virtual
+clock (the default) its time is the start-up the simulator imitates (--sim-startup-seconds);
+with --sim-clock wall each server is started and timed until /health answers.
 Layout: NAME/SERVE--...-STARTUP--.../run=N.json (vllm bench startup's --output-json keys),
 summary.json, and NAME/summary.csv.
 `

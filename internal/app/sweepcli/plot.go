@@ -96,6 +96,7 @@ func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, error) {
 	p.X.Label.Text, p.Y.Label.Text = a.VarX, a.VarY
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(8) // curve names of several keys run long
 	var cell []Record
 	for _, r := range recs {
 		if slicesEqual(group(r, a.RowBy), rn) && slicesEqual(group(r, a.ColBy), cn) {

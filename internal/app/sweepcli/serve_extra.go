@@ -1,6 +1,7 @@
 package sweepcli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/loadgen"
 )
 
 // Serve holds the flags current vllm bench sweep serve has beside the older ones.
@@ -109,4 +111,15 @@ func (cfg *Config) afterBench(ctx context.Context, env benchcli.Env) error {
 		return fmt.Errorf("--after-bench-cmd: %v", err)
 	}
 	return nil
+}
+
+// runFields are the fields a run's document gets, as vLLM's run data is updated with the
+// server's, then the benchmark's overrides: their _benchmark_name (the benchmark's wins),
+// their parameters, and the server's capacity.
+func runFields(sc, bc Combo, capacity []loadgen.Field) []loadgen.Field {
+	var out []loadgen.Field
+	if name := cmp.Or(bc.Name, sc.Name); name != "" {
+		out = append(out, loadgen.Field{Key: nameKey, Value: name})
+	}
+	return append(append(append(out, sc.Fields()...), bc.Fields()...), capacity...)
 }

@@ -424,7 +424,7 @@ func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir st
 			return nil, nil, err
 		}
 		defer done()
-		extra := append(append(sc.Fields(), bc.Fields()...), capacity...)
+		extra := runFields(sc, bc, capacity)
 		fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
 		defer fmt.Fprintln(env.Stdout, "[END BENCHMARK]")
 		return cfg.searchAll(ctx, b, sc, bc, cfg.combDir(dir, sc, bc), extra, env)
@@ -483,10 +483,10 @@ func (cfg *Config) runComb(ctx context.Context, sc, bc Combo, t started, base st
 	}
 	fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
 	defer fmt.Fprintln(env.Stdout, "[END BENCHMARK]")
-	extra := append(append(sc.Fields(), bc.Fields()...), capacity...)
+	extra := runFields(sc, bc, capacity)
 	if warmup > 0 {
 		wc := bc.With("num_prompts", warmup)
-		if _, err := cfg.runMeasured(ctx, wc, t, -1, filepath.Join(base, "warmup.json"), append(append(sc.Fields(), wc.Fields()...), capacity...), env); err != nil {
+		if _, err := cfg.runMeasured(ctx, wc, t, -1, filepath.Join(base, "warmup.json"), runFields(sc, wc, capacity), env); err != nil {
 			return nil, true, fmt.Errorf("warmup: %w", err)
 		}
 	}
