@@ -11,7 +11,8 @@ import (
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
-const sweepAbout = `Sweep server settings as vllm bench sweep serve (and serve_sla) does, with its flags and files:
+const sweepAbout = `Sweep server settings as vllm bench sweep serve does, with its flags and files (the subcommands
+below are vllm bench sweep's; without one, vllmtop sweep is vllmtop sweep serve):
 for each combination of --serve-params, start --serve-cmd under vllmtop's supervisor (vLLM
 itself, or vllmtop sim), wait until it is ready, run each combination of --bench-params (the
 benchmark is vllmtop bench, its flags from --bench-cmd or this command line), stop it. With
@@ -27,7 +28,10 @@ const sweepFooter = `Examples:
       --serve-params serve_params.json --bench-params bench_params.json --num-runs 1 --plot curves.svg
   vllmtop sweep --serve-cmd "vllm serve meta-llama/Llama-3.1-8B-Instruct" --bench-cmd "vllm bench serve \
       --random-input-len 512 --random-output-len 128" --serve-params serve_params.json \
-      --sla-params '{"p99_ttft_ms": "<=500"}' --sla-variable max_concurrency
+      --sla "p99_ttft_ms<=500" --sla-variable max_concurrency        # vllmtop's SLO search
+  vllmtop sweep serve_workload --serve-cmd "vllmtop sim Qwen/Qwen3-0.6B" --sim-clock virtual \
+      --bench-cmd "vllm bench serve --num-prompts 100" --workload-var max_concurrency
+  vllmtop sweep plot results/NAME --var-x max_concurrency --var-y median_ttft_ms --curve-by max_num_seqs
 
 serve_params.json: [{"gpu_memory_utilization": 0.5}, {"gpu_memory_utilization": 0.9}], as for vLLM.
 Exit status: 0 when every combination ran, 1 when one failed or the sweep was interrupted

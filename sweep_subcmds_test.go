@@ -221,3 +221,26 @@ func TestSweepServeWithVLLMServeOnPath(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "real", "SERVE--max_num_seqs=8", "run=0.json"))
 	assert.NoError(t, err)
 }
+
+// --continue-on-error records each failed run as vLLM does (run=N.failure.json) and goes on;
+// a combination without a measured run gets no summary.json, so --resume makes it again.
+func TestSweepContinueOnErrorRecordsFailures(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	code, stdout, errOut := runVllmtop("sweep", "serve", "--serve-cmd", simCmd+" --max-model-len 128", "--sim-clock", "virtual",
+		"--bench-cmd", "vllm bench serve --num-prompts 20 --random-input-len 256 --random-output-len 8", "--bench-params",
+		writeFile(t, dir, "bp.json", `[{"max_concurrency": 2}]`), "--num-runs", "2", "--continue-on-error", "-o", dir, "-e", "fail")
+	assert.Equal(t, 1, code, "%s\n%s", stdout, errOut)
+	base := filepath.Join(dir, "fail", "BENCH--max_concurrency=2")
+	for _, k := range []string{"0", "1"} {
+		var f map[string]any
+		readJSON(t, filepath.Join(base, "run="+k+".failure.json"), &f)
+		assert.EqualValues(t, k, fmt.Sprint(f["run_number"]))
+		assert.Contains(t, f["error"], "stopped early")
+		assert.Equal(t, map[string]any{"max_concurrency": float64(2)}, f["bench_overrides"])
+	}
+	assert.Equal(t, 2, strings.Count(stdout, "[FAILED BENCHMARK] run="))
+	assert.Contains(t, stdout, "[NO SUCCESSFUL MEASURED RUNS] leaving combination retryable")
+	_, err := os.Stat(filepath.Join(base, "summary.json"))
+	assert.True(t, os.IsNotExist(err))
+}

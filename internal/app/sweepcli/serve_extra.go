@@ -123,3 +123,15 @@ func runFields(sc, bc Combo, capacity []loadgen.Field) []loadgen.Field {
 	}
 	return append(append(append(out, sc.Fields()...), bc.Fields()...), capacity...)
 }
+
+// recordFailure writes run=N.failure.json beside a run that failed under --continue-on-error,
+// as vLLM does, and says so.
+func (cfg *Config) recordFailure(runPath string, k int, sc, bc Combo, err error, env benchcli.Env) {
+	path := strings.TrimSuffix(runPath, ".json") + ".failure.json"
+	doc := loadgen.ResultDoc{{Key: "run_number", Value: k}, {Key: "error_type", Value: "BenchmarkError"}, {Key: "error", Value: err.Error()},
+		{Key: "serve_overrides", Value: loadgen.ResultDoc(sc.Fields())}, {Key: "bench_overrides", Value: loadgen.ResultDoc(bc.Fields())}}
+	fmt.Fprintf(env.Stdout, "[FAILED BENCHMARK] run=%d: %s\n", k, err)
+	if werr := loadgen.SaveJSON(path, doc); werr == nil {
+		fmt.Fprintf(env.Stdout, "Failure details: %s\n", path)
+	}
+}

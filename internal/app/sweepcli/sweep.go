@@ -6,6 +6,7 @@
 package sweepcli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -490,14 +491,24 @@ func (cfg *Config) runComb(ctx context.Context, sc, bc Combo, t started, base st
 			return nil, true, fmt.Errorf("warmup: %w", err)
 		}
 	}
+	var failed error
 	for k := 0; k < cfg.NumRuns; k++ {
 		doc, err := cfg.runMeasured(ctx, bc, t, k, loadgen.RunPath(base, k), extra, env)
-		if err != nil {
+		if err != nil && (!cfg.ContinueOnError || ctx.Err() != nil) {
 			return docs, true, err
+		}
+		if err != nil {
+			failed = cmp.Or(failed, err)
+			cfg.recordFailure(loadgen.RunPath(base, k), k, sc, bc, err, env)
+			continue
 		}
 		docs = append(docs, doc)
 	}
-	return docs, true, loadgen.SaveJSON(filepath.Join(base, "summary.json"), docs)
+	if len(docs) == 0 {
+		fmt.Fprintln(env.Stdout, "[NO SUCCESSFUL MEASURED RUNS] leaving combination retryable")
+		return nil, true, failed
+	}
+	return docs, true, cmp.Or(loadgen.SaveJSON(filepath.Join(base, "summary.json"), docs), failed)
 }
 
 // runMeasured makes run k of a combination (k -1 is the warm-up) and saves it at path, or
