@@ -40,8 +40,9 @@ type command struct {
 	summary       string // its line in vllmtop's list of commands
 	about, footer string // the help's text above and below the flags
 	define        func(fs *pflag.FlagSet, e *env) runFunc
-	raw           bool     // it parses its own arguments (vllmtop sim, as vllm serve does)
-	gather        []string // flags that take several values, as vLLM's argparse (nargs="+")
+	raw           bool      // it parses its own arguments (vllmtop sim, as vllm serve does)
+	gather        []string  // flags that take several values, as vLLM's argparse (nargs="+")
+	subs          []command // its subcommands (vllmtop sweep serve, ...); the command runs without one
 }
 
 type runFunc func(ctx context.Context, args []string) error
@@ -56,7 +57,7 @@ var commands = []command{
 		about: metricsAbout, define: defineMetrics},
 	{name: "sweep", usage: "--serve-cmd CMD [--serve-params FILE] [--bench-params FILE] [--sla-params JSON] [flags]",
 		summary: "serve sweeps and SLO searches as vllm bench sweep serve, a server per setting",
-		about:   sweepAbout, footer: sweepFooter, define: defineSweep, gather: []string{"--goodput", "--metadata"}},
+		about:   sweepAbout, footer: sweepFooter, define: defineSweep, gather: []string{"--goodput", "--metadata"}, subs: sweepSubs},
 	{name: "sim", usage: "[MODEL] [vllm serve flags]", summary: "the simulated vLLM server on its own, a drop-in for vllm serve",
 		define: defineSim, raw: true},
 	{name: "version", summary: "print the version", define: defineVersion},
@@ -147,25 +148,35 @@ func newRoot(e *env) *cobra.Command {
 			c = &cobra.Command{Use: entry.name, Short: entry.summary}
 			root.AddCommand(c)
 		}
-		c.Args = cobra.ArbitraryArgs
-		c.DisableFlagParsing = entry.raw
-		c.Flags().SortFlags = false
-		runCmd := entry.define(c.Flags(), e)
-		c.RunE = func(c *cobra.Command, args []string) error {
-			e.prog = c.CommandPath()
-			return runCmd(c.Context(), args)
+		attach(c, root, entry, e, cobraHelp)
+		for _, sub := range entry.subs {
+			sc := &cobra.Command{Use: sub.name, Short: sub.summary}
+			c.AddCommand(sc)
+			attach(sc, root, sub, e, cobraHelp)
 		}
-		c.SetHelpFunc(func(c *cobra.Command, args []string) {
-			if c.Name() != entry.name && c != root {
-				cobraHelp(c, args)
-				return
-			}
-			fmt.Fprint(e.stdout, help(c, entry))
-		})
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Msg: cliflag.Message(err)} })
 	}
 	strictHelp(root)
 	return root
+}
+
+// attach gives c the entry's flags, run and help.
+func attach(c, root *cobra.Command, entry command, e *env, cobraHelp func(*cobra.Command, []string)) {
+	c.Args = cobra.ArbitraryArgs
+	c.DisableFlagParsing = entry.raw
+	c.Flags().SortFlags = false
+	runCmd := entry.define(c.Flags(), e)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		e.prog = c.CommandPath()
+		return runCmd(c.Context(), args)
+	}
+	c.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if c.Name() != entry.name && c != root {
+			cobraHelp(c, args)
+			return
+		}
+		fmt.Fprint(e.stdout, help(c, entry))
+	})
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{Msg: cliflag.Message(err)} })
 }
 
 // unknownCommand refuses a first word that names no command before any flag is parsed, so a
@@ -225,6 +236,12 @@ func help(c *cobra.Command, entry command) string {
 			fmt.Fprintf(&b, "  vllmtop %-9s %s\n", cmd.name, cmd.summary)
 		}
 		b.WriteString("  vllmtop help CMD  a command's flags; vllmtop completion bash|zsh|fish: shell completions\n")
+	}
+	if len(entry.subs) > 0 {
+		b.WriteString("\nSubcommands:\n")
+		for _, sub := range entry.subs {
+			fmt.Fprintf(&b, "  %s %-14s %s\n", c.CommandPath(), sub.name, sub.summary)
+		}
 	}
 	b.WriteString(cliflag.Usage(c.Flags()))
 	if entry.footer != "" {

@@ -6,6 +6,7 @@
 package sweepcli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ type Config struct {
 	Overwrite                bool            // --overwrite: replace a --plot file that exists
 	VarX, VarY               string          // the curves' axes: result keys
 	Getenv                   func(string) string
+	Serve                    // vllm bench sweep serve's newer flags
 }
 
 // Record fields the sweep adds from the server's own report of its capacity.
@@ -164,8 +166,9 @@ func (cfg *Config) runSetting(ctx context.Context, sc Combo, dir string, env ben
 	defer fmt.Fprintln(env.Stdout, "[END SERVER]")
 	if cfg.DryRun {
 		for _, bc := range cfg.BenchParams {
-			fmt.Fprintf(env.Stdout, "Benchmark overrides: %s\nBenchmark command: vllmtop bench %s\nOutput: %s\n",
-				orNone(bc.Text(", ")), strings.Join(bc.ApplyTo(cfg.BenchArgs), " "), cfg.combDir(dir, sc, bc))
+			if _, _, err := cfg.runBench(ctx, sc, bc, started{}, dir, nil, env); err != nil {
+				s.Err = err
+			}
 		}
 		return s
 	}
@@ -212,7 +215,7 @@ func orNone(s string) string {
 }
 
 // combDir is where a combination's runs go: SERVE--...-BENCH--... as vLLM names it.
-func (cfg *Config) combDir(dir string, sc, bc Combo) string {
+func (cfg *Config) combDir(dir string, sc, bc Combo, extra ...string) string {
 	name := func(c Combo) string {
 		if cfg.Search.On() {
 			return c.Text("-") // serve_sla names its directories by the parameters
@@ -226,6 +229,7 @@ func (cfg *Config) combDir(dir string, sc, bc Combo) string {
 	if len(bc.Params) > 0 || bc.Name != "" {
 		parts = append(parts, "BENCH-", name(bc))
 	}
+	parts = append(parts, extra...)
 	if len(parts) == 0 {
 		return dir
 	}
@@ -404,8 +408,35 @@ func fixed(v any) string {
 	return fmt.Sprint(v)
 }
 
-// runBench runs one benchmark combination (each run, or each SLA search) on the server.
+// runBench runs one benchmark combination on the server: its runs, its workload scan
+// (serve_workload) or its SLA searches.
 func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir string, capacity []loadgen.Field, env benchcli.Env) ([]loadgen.ResultDoc, []benchcli.Curve, error) {
+	switch {
+	case cfg.Scan != nil:
+		docs, err := cfg.scanBench(ctx, sc, bc, t, dir, capacity, env)
+		return docs, nil, err
+	case cfg.Search.On() && cfg.DryRun:
+		fmt.Fprintf(env.Stdout, "Benchmark overrides: %s\nBenchmark command: vllmtop bench %s (an SLO search)\nOutput: %s\n",
+			orNone(bc.Text(", ")), strings.Join(bc.ApplyTo(cfg.BenchArgs), " "), cfg.combDir(dir, sc, bc))
+		return nil, nil, nil
+	case cfg.Search.On():
+		b, done, err := cfg.prepareBench(ctx, bc, t, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer done()
+		extra := runFields(sc, bc, capacity)
+		fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
+		defer fmt.Fprintln(env.Stdout, "[END BENCHMARK]")
+		return cfg.searchAll(ctx, b, sc, bc, cfg.combDir(dir, sc, bc), extra, env)
+	}
+	docs, _, err := cfg.runComb(ctx, sc, bc, t, cfg.combDir(dir, sc, bc), capacity, cfg.WarmupNumPrompts, env)
+	return docs, nil, err
+}
+
+// prepareBench readies the benchmark of one combination against the server; done closes it
+// and keeps the server's count of prompts sent.
+func (cfg *Config) prepareBench(ctx context.Context, bc Combo, t started, env benchcli.Env) (*benchcli.Bench, func(), error) {
 	o, err := ParseBench(bc.ApplyTo(cfg.BenchArgs), cfg.Getenv)
 	if err != nil {
 		return nil, nil, err
@@ -429,59 +460,93 @@ func (cfg *Config) runBench(ctx context.Context, sc, bc Combo, t started, dir st
 		o.SetSearch(cfg.Search)
 	} else {
 		o.Runs.Info.Metrics = append([]string(nil), loadgen.PercentileMetrics...) // as vllm bench sweep asks
+		o.Quiet = !cfg.ShowStdout
 	}
 	b, err := benchcli.Prepare(ctx, o, virtual, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer b.Close()
 	b.SetPromptOffset(t.prompts.n)
-	defer func() { t.prompts.n = b.PromptOffset() }()
-	extra := append(append(sc.Fields(), bc.Fields()...), capacity...)
-	base := cfg.combDir(dir, sc, bc)
+	return b, func() { t.prompts.n = b.PromptOffset(); b.Close() }, nil
+}
+
+// runComb runs one combination as vLLM's run_comb does: nothing when --link-vars rule it
+// out, the warm-up run (warmup.json, not summarised) when asked, then each run, and
+// summary.json. ran is false for a combination ruled out or a dry run.
+func (cfg *Config) runComb(ctx context.Context, sc, bc Combo, t started, base string, capacity []loadgen.Field, warmup int, env benchcli.Env) (docs []loadgen.ResultDoc, ran bool, err error) {
+	if !cfg.linked(sc, bc) {
+		return nil, false, nil
+	}
+	if cfg.DryRun {
+		fmt.Fprintf(env.Stdout, "Benchmark overrides: %s\nBenchmark command: vllmtop bench %s\nOutput: %s\n",
+			orNone(bc.Text(", ")), strings.Join(bc.ApplyTo(cfg.BenchArgs), " "), base)
+		return nil, false, nil
+	}
 	fmt.Fprintf(env.Stdout, "[BEGIN BENCHMARK] %s\n", orNone(bc.Text(", ")))
 	defer fmt.Fprintln(env.Stdout, "[END BENCHMARK]")
-	if cfg.Search.On() {
-		return cfg.searchAll(ctx, b, sc, bc, base, extra, env)
+	extra := runFields(sc, bc, capacity)
+	if warmup > 0 {
+		wc := bc.With("num_prompts", warmup)
+		if _, err := cfg.runMeasured(ctx, wc, t, -1, filepath.Join(base, "warmup.json"), runFields(sc, wc, capacity), env); err != nil {
+			return nil, true, fmt.Errorf("warmup: %w", err)
+		}
 	}
-	var docs []loadgen.ResultDoc
+	var failed error
 	for k := 0; k < cfg.NumRuns; k++ {
-		path := loadgen.RunPath(base, k)
-		if saved, err := readDoc(path); err == nil {
-			fmt.Fprintf(env.Stdout, "run=%d: found existing results in %s\n", k, path)
-			docs = append(docs, saved)
+		doc, err := cfg.runMeasured(ctx, bc, t, k, loadgen.RunPath(base, k), extra, env)
+		if err != nil && (!cfg.ContinueOnError || ctx.Err() != nil) {
+			return docs, true, err
+		}
+		if err != nil {
+			failed = cmp.Or(failed, err)
+			cfg.recordFailure(loadgen.RunPath(base, k), k, sc, bc, err, env)
 			continue
 		}
-		var runs []loadgen.SweepRun
-		if err := b.Runs(ctx, false, func(r loadgen.SweepRun) { runs = append(runs, r) }); err != nil {
-			return docs, nil, err
-		}
-		release := func() {
-			for _, r := range runs {
-				r.Release() // after the document is written: it may read from the run's files
-			}
-		}
-		switch {
-		case len(runs) != 1 || runs[0].Interrupted:
-			release()
-			return docs, nil, ctx.Err()
-		case runs[0].Stopped != "":
-			release() // not saved: --resume makes the run again once the server answers
-			return docs, nil, fmt.Errorf("run=%d: %s", k, runs[0].Stopped)
-		}
-		doc := runs[0].Doc.Set("run_number", k)
-		for _, f := range extra {
-			doc = doc.Set(f.Key, f.Value)
-		}
-		err := loadgen.SaveJSON(path, doc)
-		release()
-		if err != nil {
-			return docs, nil, err
-		}
-		fmt.Fprintf(env.Stdout, "run=%d: %s -> %s\n", k, RunLine(runs[0].Summary), path)
 		docs = append(docs, doc)
 	}
-	return docs, nil, loadgen.SaveJSON(filepath.Join(base, "summary.json"), docs)
+	if len(docs) == 0 {
+		fmt.Fprintln(env.Stdout, "[NO SUCCESSFUL MEASURED RUNS] leaving combination retryable")
+		return nil, true, failed
+	}
+	return docs, true, cmp.Or(loadgen.SaveJSON(filepath.Join(base, "summary.json"), docs), failed)
+}
+
+// runMeasured makes run k of a combination (k -1 is the warm-up) and saves it at path, or
+// reads it back from there when an earlier sweep saved it; then --after-bench-cmd runs.
+func (cfg *Config) runMeasured(ctx context.Context, bc Combo, t started, k int, path string, extra []loadgen.Field, env benchcli.Env) (loadgen.ResultDoc, error) {
+	if saved, err := readDoc(path); err == nil {
+		fmt.Fprintf(env.Stdout, "run=%d: found existing results in %s\n", k, path)
+		return saved, nil
+	}
+	b, done, err := cfg.prepareBench(ctx, bc, t, env)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var runs []loadgen.SweepRun
+	if err := b.Runs(ctx, false, func(r loadgen.SweepRun) { runs = append(runs, r) }); err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, r := range runs {
+			r.Release() // after the document is written: it may read from the run's files
+		}
+	}()
+	switch {
+	case len(runs) != 1 || runs[0].Interrupted:
+		return nil, ctx.Err()
+	case runs[0].Stopped != "": // not saved: --resume makes the run again once the server answers
+		return nil, fmt.Errorf("run=%d: %s", k, runs[0].Stopped)
+	}
+	doc := runs[0].Doc.Set("run_number", k)
+	for _, f := range extra {
+		doc = doc.Set(f.Key, f.Value)
+	}
+	if err := loadgen.SaveJSON(path, doc); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(env.Stdout, "run=%d: %s -> %s\n", k, RunLine(runs[0].Summary), path)
+	return doc, cfg.afterBench(ctx, env)
 }
 
 // searchAll runs each SLA search of one combination.
