@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed profiles/*.json
@@ -206,8 +208,19 @@ type Profiles struct {
 	Hosts  []Host  `json:"hosts,omitempty"`
 }
 
-// BuiltinProfiles returns the profiles embedded in the binary.
+// BuiltinProfiles returns the profiles embedded in the binary: a copy of them, decoded once,
+// that the caller may extend.
 func BuiltinProfiles() *Profiles {
+	builtinOnce.Do(func() { builtin = decodeBuiltin() })
+	return &Profiles{GPUs: slices.Clone(builtin.GPUs), Models: slices.Clone(builtin.Models), Hosts: slices.Clone(builtin.Hosts)}
+}
+
+var (
+	builtinOnce sync.Once
+	builtin     *Profiles
+)
+
+func decodeBuiltin() *Profiles {
 	p := &Profiles{}
 	entries, err := builtinProfiles.ReadDir("profiles")
 	if err != nil {
