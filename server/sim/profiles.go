@@ -399,7 +399,7 @@ func (p *Profiles) Model(name string) (Model, error) {
 			}
 		}
 	}
-	return Model{}, fmt.Errorf("unknown model %q; known models: %s (add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
+	return Model{}, fmt.Errorf("unknown model %q; known models: %s (size one from its Hugging Face config.json with --sim-model-config FILE, or add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
 }
 
 // ModelNames lists the known model names, sorted.
