@@ -56,6 +56,10 @@ func TestHFConfigDeepSeekV2LiteMLA(t *testing.T) {
 	tp2 := layoutFor(t, m, Config{GPU: "H100", MaxModelLen: 32768, VLLMVersion: "0.10.0", TensorParallelSize: 2})
 	assert.Equal(t, l.AttentionBytesPerToken, tp2.Capacity.Layout.AttentionBytesPerToken, "MLA is whole on every rank")
 
+	t.Logf("DeepSeek-V2-Lite from its config: %.4g parameters (%.4g active), %.3f GiB of weights, %s GiB for a 32768-token request",
+		m.Params, m.ActiveParams, weightBytes(s)/gib, FormatGiB(l.neededBytes(32768)))
+	sameKV(t, m, "deepseek-ai/DeepSeek-V2-Lite")
+
 	old := &Setup{Config: Config{TensorParallelSize: 2}, ModelProfile: m, KVDType: "bfloat16", Version: MustVersion("0.5.0")}
 	assert.Equal(t, int64(2*8*256*2), attentionBytesPerToken(old), "before MLA: 8 heads a rank, padded to 256")
 }
@@ -77,6 +81,24 @@ func TestHFConfigQwen3MoE(t *testing.T) {
 	assert.Equal(t, int64(2*1*128*2), l.AttentionBytesPerToken, "one KV head a rank")
 	_, _, tokens := KVCapacity(l, gibBytes(8.11), 40960, s.Version)
 	assert.InDelta(t, 178880, tokens, 0.02*178880)
+	t.Logf("Qwen3-235B-A22B-FP8 from its config: %.4g parameters (%.4g active); %d KV tokens from 8.11 GiB at TP 4 (logged 178880)",
+		m.Params, m.ActiveParams, tokens)
+	sameKV(t, m, "Qwen/Qwen3-235B-A22B-FP8")
+}
+
+// sameKV: the catalogue entry of a model and the one sized from its config agree on what
+// sizes the KV cache and the weights.
+func sameKV(t *testing.T, fromConfig Model, name string) {
+	t.Helper()
+	c, err := BuiltinProfiles().Model(name)
+	require.NoError(t, err)
+	shape := func(m Model) []int {
+		return []int{m.NumLayers, m.NumKeyValueHeads, m.HeadDim, m.KVLoraRank, m.QKRopeHeadDim, m.NumExperts,
+			m.ExpertsPerToken, m.IntermediateSize, m.VocabSize, m.MaxPositionEmbeddings, m.NumSlidingWindowLayers}
+	}
+	assert.Equal(t, shape(c), shape(fromConfig), name)
+	assert.Equal(t, c.Quantization, fromConfig.Quantization, name)
+	assert.InDelta(t, c.Params, fromConfig.Params, 0.01*c.Params, name)
 }
 
 func TestHFConfigShapes(t *testing.T) {
