@@ -46,7 +46,7 @@ const DefaultSyntheticConversations = 32
 
 // isTrace reports whether the dataset is a trace file.
 func (cfg DatasetConfig) isTrace() bool {
-	return cfg.Name == DatasetBurstGPT || cfg.Name == DatasetMooncake
+	return cfg.Name == DatasetBurstGPT || cfg.Name == DatasetMooncake || cfg.Name == DatasetTimedTrace
 }
 
 // checkReplay checks a trace or multi-turn dataset and reads its file once (line by line, so in
@@ -124,7 +124,7 @@ func (d *Dataset) traceReader() (TraceReader, *os.File, error) {
 		return nil, nil, fmt.Errorf("--dataset-path: %w", err)
 	}
 	r, err := OpenTrace(cfg.Name, f, cfg.Path, TraceOptions{BurstGPT: BurstGPTOptions{Model: cfg.Trace.BurstGPTModel},
-		Mooncake: MooncakeOptions{BlockSize: cfg.Trace.BlockSize}})
+		Mooncake: MooncakeOptions{BlockSize: cfg.Trace.BlockSize}, TimedTrace: cfg.Extra.TimedTrace})
 	if err != nil {
 		f.Close()
 		return nil, nil, err

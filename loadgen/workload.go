@@ -221,12 +221,12 @@ func (r *Random) Name() string {
 }
 
 // Prompt returns the i-th prompt: the shared prefix, then random words, input length and output
-// length drawn as vLLM's benchmark draws them.
+// length drawn as vLLM's benchmark draws them; the prompt counts the prefix plus the input length.
 func (r *Random) Prompt(i int) Prompt {
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
 	in := uniformLen(rng, r.cfg.InputLen, r.cfg.RangeRatio)
 	out := max(1, uniformLen(rng, r.cfg.OutputLen, r.cfg.RangeRatio))
-	words := max(1, in-r.vocab.Overhead-len(r.prefix))
+	words := max(1, in-r.vocab.Overhead) // vLLM: the prefix comes on top of the input length
 	var b strings.Builder
 	b.Grow((len(r.prefix) + words) * 7)
 	for j, w := range r.prefix {

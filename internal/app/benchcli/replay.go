@@ -13,6 +13,9 @@ import (
 func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 	r, d := &o.Runs, &o.Dataset
 	mt := &d.MultiTurn
+	if err := o.finishDatasets(fs); err != nil {
+		return err
+	}
 	if err := cliflag.FinishReplay(fs, *d); err != nil {
 		return err
 	}
@@ -30,7 +33,7 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 	case mt.On && len(r.Rates) > 1:
 		return cliflag.Usagef("--multi-turn runs conversations at --max-concurrency, not at a --request-rate")
 	}
-	if !fs.Changed("num-prompts") {
+	if !fs.Changed("num-prompts") && d.Name != loadgen.DatasetTimedTrace { // vLLM sends a timed_trace's first --num-prompts lines
 		r.NumPrompts = 0 // the whole trace, every conversation
 	}
 	r.Info.NumPrompts = r.NumPrompts
