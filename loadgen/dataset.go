@@ -126,6 +126,9 @@ func (d *Dataset) Workload(ctx context.Context, t Tokenizer) (Workload, string, 
 		if err != nil {
 			return nil, "", err
 		}
+		if d.cfg.Name == DatasetTimedTrace {
+			return w, w.Name() + ", the first lines in file order, at the request rate (" + how + ")", nil
+		}
 		return w, w.Name() + " sampled at the request rate (" + how + ")", nil
 	}
 	w, err := NewRandom(d.cfg.Random, vocab)

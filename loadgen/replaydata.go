@@ -231,8 +231,11 @@ func (d *Dataset) sampleTrace(v *Vocab) (Workload, error) {
 		return nil, err
 	}
 	defer f.Close()
-	skipped := 0
-	w, err := SampleTrace(r, d.cfg.Name+" trace "+d.cfg.Path, d.cfg.Trace.NumPrompts, d.cfg.Seed, d.tracePrompts(v).Prompt,
+	skipped, n := 0, d.cfg.Trace.NumPrompts
+	if d.cfg.Name == DatasetTimedTrace {
+		r, n = &firstLines{r: r, n: n}, 0
+	}
+	w, err := SampleTrace(r, d.cfg.Name+" trace "+d.cfg.Path, n, d.cfg.Seed, d.tracePrompts(v).Prompt,
 		d.cfg.Trace.SkipMalformed, func(error) { skipped++ })
 	d.skipped = skipped
 	return w, err

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 )
@@ -100,10 +101,31 @@ func (d *Dataset) openExtra() error {
 // Available is the number of prompts a file dataset sends with --no-oversample, when the file
 // has fewer than --num-prompts; 0 otherwise (no bound).
 func (d *Dataset) Available() int {
-	if d.extra == nil || !d.cfg.Extra.NoOversample {
+	switch {
+	case d.cfg.Name == DatasetTimedTrace && d.cfg.Trace.Sample:
+		return d.traceLen // vLLM sends a timed_trace's lines once
+	case d.extra == nil || !d.cfg.Extra.NoOversample && d.cfg.Extra.NumPrompts > 0:
 		return 0
 	}
 	return d.extra.Len()
+}
+
+// firstLines is a trace's first n entries (all for n <= 0): vLLM's timed_trace sends the
+// first --num-prompts lines, in order.
+type firstLines struct {
+	r    TraceReader
+	n, i int
+}
+
+func (f *firstLines) Next() (TraceEntry, error) {
+	if f.n > 0 && f.i >= f.n {
+		return TraceEntry{}, io.EOF
+	}
+	e, err := f.r.Next()
+	if err == nil {
+		f.i++
+	}
+	return e, err
 }
 
 // extraWorkload builds an extra dataset's prompts for the server behind t.

@@ -32,6 +32,8 @@ func defineDatasets(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
 	fs.IntVar(&x.Sonnet.OutputLen, "sonnet-output-len", 150, "Output tokens of each sonnet request")
 	fs.IntVar(&x.Sonnet.PrefixLen, "sonnet-prefix-len", 200, "Tokens of the sonnet prefix every prompt shares")
 	defineTimedTrace(fs, &x.TimedTrace)
+	fs.Bool("self-timed", false, "Send a timed_trace at its timestamps (default: at --request-rate, in file order)")
+	fs.Bool("no-self-timed", false, "Send a timed_trace at --request-rate (the default)")
 	fs.Float64("blazedit-min-distance", 0, "Accepted for compatibility: concerns the blazedit hf dataset, which this build refuses")
 	fs.Float64("blazedit-max-distance", 1, "Accepted for compatibility: concerns the blazedit hf dataset, which this build refuses")
 	fs.Float64("asr-max-audio-len-sec", math.Inf(1), "Accepted for compatibility: concerns the ASR hf datasets, which this build refuses")
@@ -74,7 +76,15 @@ func (o *Options) finishDatasets(fs *pflag.FlagSet) error {
 	if n, _ := fs.GetInt("random-batch-size"); n != 1 {
 		return cliflag.Usagef("--random-batch-size %d: requests of several prompts (vLLM's embeddings benchmark) are not sent by this build; give 1", n)
 	}
+	if d.Name == loadgen.DatasetCustom || d.Name == loadgen.DatasetSpecBench {
+		if fs.Changed("num-prompts") && o.Runs.NumPrompts <= 0 { // vLLM: every prompt of the file
+			o.Runs.NumPrompts, x.NumPrompts = math.MaxInt32, 0
+		}
+	}
 	if d.Name != loadgen.DatasetTimedTrace {
+		if fs.Changed("self-timed") {
+			return cliflag.Usagef("--self-timed sends a timed_trace at its timestamps; --dataset-name %s has none", d.Name)
+		}
 		return nil
 	}
 	if fs.Changed("trace-block-size") {
@@ -84,6 +94,13 @@ func (o *Options) finishDatasets(fs *pflag.FlagSet) error {
 		return cliflag.Usagef("%v", err)
 	}
 	return nil
+}
+
+// selfTimed is --self-timed, unless --no-self-timed follows it.
+func selfTimed(fs *pflag.FlagSet) bool {
+	on, _ := fs.GetBool("self-timed")
+	off, _ := fs.GetBool("no-self-timed")
+	return on && !off
 }
 
 // mmLimits is --random-mm-limit-mm-per-prompt.

@@ -23,6 +23,9 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 		mt.InputLen, mt.OutputLen, mt.RangeRatio, mt.SystemLen = d.Random.InputLen, d.Random.OutputLen, d.Random.RangeRatio, d.Random.PrefixLen
 	}
 	d.Trace.Sample, d.Trace.NumPrompts = cliflag.IsTrace(d.Name) && fs.Changed("request-rate"), r.NumPrompts
+	if d.Name == loadgen.DatasetTimedTrace {
+		d.Trace.Sample = !selfTimed(fs) // vLLM sends it at --request-rate unless --self-timed
+	}
 	switch {
 	case !Replays(*d):
 		return nil
