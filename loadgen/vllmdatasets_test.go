@@ -92,7 +92,7 @@ func TestSpecBenchDataset(t *testing.T) {
 		assert.Equal(t, 9, p.OutputTokens)
 	}
 	_, w, _ = openWorkload(t, DatasetConfig{Name: DatasetSpecBench, Path: fixture("vllm-spec-bench-questions.jsonl"), Extra: ExtraConfig{SpecBenchOutputLen: 256}})
-	assert.Equal(t, 4, w.(*promptList).Len(), "every category, --num-prompts 0: the whole file")
+	assert.Equal(t, 5, w.(*promptList).Len(), "every category, --num-prompts 0: the whole file")
 }
 
 func TestSonnetDataset(t *testing.T) {
