@@ -145,5 +145,5 @@ func (d *Dataset) MaxTokens() int {
 		return 0
 	}
 	r := d.cfg.Random
-	return r.PrefixLen + int(math.Ceil(float64(r.InputLen)*(1+r.RangeRatio))) + int(math.Ceil(float64(r.OutputLen)*(1+r.RangeRatio)))
+	return r.PrefixLen + int(math.Ceil(float64(r.InputLen)*(1+r.RangeRatio))) + int(math.Ceil(float64(r.OutputLen)*(1+r.outputRatio())))
 }

@@ -312,3 +312,20 @@ func TestRefusedDatasetsSayWhy(t *testing.T) {
 		assert.True(t, strings.HasPrefix(err.Error(), "--dataset-name "+name+": "), err.Error())
 	}
 }
+
+func TestRandomSeparateRangeRatios(t *testing.T) {
+	out := 0.5
+	r, err := NewRandom(RandomConfig{InputLen: 50, OutputLen: 10, RangeRatio: 0, OutputRangeRatio: &out}, EstimatedVocab())
+	require.NoError(t, err)
+	outs := map[int]bool{}
+	for i := range 200 {
+		p := r.Prompt(i)
+		assert.Equal(t, 50, p.InputTokens, "the input's ratio is 0")
+		assert.True(t, p.OutputTokens >= 5 && p.OutputTokens <= 15, p.OutputTokens)
+		outs[p.OutputTokens] = true
+	}
+	assert.Greater(t, len(outs), 5, "the output's ratio is 0.5")
+	bad := 1.0
+	_, err = NewRandom(RandomConfig{InputLen: 50, OutputLen: 10, OutputRangeRatio: &bad}, EstimatedVocab())
+	assert.ErrorContains(t, err, "got input 0 and output 1")
+}

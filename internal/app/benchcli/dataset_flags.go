@@ -1,8 +1,10 @@
 package benchcli
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -101,6 +103,41 @@ func selfTimed(fs *pflag.FlagSet) bool {
 	on, _ := fs.GetBool("self-timed")
 	off, _ := fs.GetBool("no-self-timed")
 	return on && !off
+}
+
+// rangeRatio is --random-range-ratio: one ratio for both lengths, or a JSON object with an
+// "input" and an "output" one, as vLLM 0.33 takes it.
+type rangeRatio struct{ r *loadgen.RandomConfig }
+
+func (v *rangeRatio) Type() string { return "float|json" }
+
+func (v *rangeRatio) String() string {
+	if v.r == nil {
+		return "0"
+	}
+	if v.r.OutputRangeRatio == nil {
+		return strconv.FormatFloat(v.r.RangeRatio, 'g', -1, 64)
+	}
+	return fmt.Sprintf(`{"input": %g, "output": %g}`, v.r.RangeRatio, *v.r.OutputRangeRatio)
+}
+
+func (v *rangeRatio) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		v.r.RangeRatio, v.r.OutputRangeRatio = f, nil
+		return nil
+	}
+	var m map[string]float64
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return fmt.Errorf(`want a number or {"input": r, "output": r}`)
+	}
+	for k := range m {
+		if k != "input" && k != "output" {
+			return fmt.Errorf(`unknown key %q: want "input" and "output"`, k)
+		}
+	}
+	out := m["output"]
+	v.r.RangeRatio, v.r.OutputRangeRatio = m["input"], &out
+	return nil
 }
 
 // mmLimits is --random-mm-limit-mm-per-prompt.

@@ -103,7 +103,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.IntVar(&r.NumPrompts, "num-prompts", 1000, "Number of prompts to send")
 	fs.IntVar(&d.Random.InputLen, "random-input-len", 1024, "Prompt tokens of the random dataset")
 	fs.IntVar(&d.Random.OutputLen, "random-output-len", 128, "Output tokens of the random dataset (and of a fixed prompt)")
-	fs.Float64Var(&d.Random.RangeRatio, "random-range-ratio", 0, "Lengths drawn uniformly from [L(1-r), L(1+r)], 0 <= r < 1")
+	fs.Var(&rangeRatio{&d.Random}, "random-range-ratio", `Lengths drawn uniformly from [L(1-r), L(1+r)], 0 <= r < 1; '{"input": 0.3, "output": 0.5}' sets each (default 0)`)
 	fs.IntVar(&d.Random.PrefixLen, "random-prefix-len", 0, "Tokens of a random prefix shared by every prompt")
 	fs.IntVar(&d.Random.InputLen, "input-len", 1024, "The same as --random-input-len")
 	fs.IntVar(&o.outLen, "output-len", 0, "Sets --random-output-len and --sharegpt-output-len")
