@@ -329,3 +329,23 @@ func TestRandomSeparateRangeRatios(t *testing.T) {
 	_, err = NewRandom(RandomConfig{InputLen: 50, OutputLen: 10, OutputRangeRatio: &bad}, EstimatedVocab())
 	assert.ErrorContains(t, err, "got input 0 and output 1")
 }
+
+// The other text datasets of --dataset-name hf, each from a one-row export written here.
+func TestHFLocalDatasetColumns(t *testing.T) {
+	for _, c := range []struct {
+		name, row string
+		want      Prompt
+	}{
+		{"likaixin/InstructCoder", `{"input": "def f(): pass", "instruction": "Add a docstring."}`,
+			Prompt{Text: "def f(): pass\n\nAdd a docstring. Just output the code, do not include any explanation.", OutputTokens: 200}},
+		{"openai/openai_humaneval", `{"task_id": "HumanEval/0", "prompt": "def add(a, b):\n"}`, Prompt{Text: "def add(a, b):\n", OutputTokens: 256}},
+		{"AI-MO/NuminaMath-CoT", `{"problem": "What is two plus two, written out?", "solution": "Two plus two is four, so the answer is four."}`,
+			Prompt{Text: "What is two plus two, written out?", OutputTokens: 11}},
+	} {
+		path := filepath.Join(t.TempDir(), "export.jsonl")
+		require.NoError(t, os.WriteFile(path, []byte(c.row+"\n"), 0o644))
+		_, w, _ := openWorkload(t, DatasetConfig{Name: DatasetHF, Path: path, Extra: ExtraConfig{NumPrompts: 1, HF: HFConfig{Name: c.name}}})
+		c.want.InputTokens = estimateTokens(c.want.Text)
+		assert.Equal(t, c.want, w.Prompt(0), c.name)
+	}
+}
