@@ -93,6 +93,9 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 			return nil, err
 		}
 		d.sharegpt = g
+		if cfg.Extra.DisableShuffle {
+			g.order = identity(len(g.order)) // --disable-shuffle: the file's order
+		}
 	}
 	return d, nil
 }

@@ -104,6 +104,8 @@ func (d *Dataset) Available() int {
 	switch {
 	case d.cfg.Name == DatasetTimedTrace && d.cfg.Trace.Sample:
 		return d.traceLen // vLLM sends a timed_trace's lines once
+	case d.sharegpt != nil && d.cfg.Extra.NoOversample:
+		return d.sharegpt.Len()
 	case d.extra == nil || !d.cfg.Extra.NoOversample && d.cfg.Extra.NumPrompts > 0:
 		return 0
 	}
@@ -189,6 +191,14 @@ func sampleList(items []Prompt, n int, seed int64, cfg ExtraConfig) []Prompt {
 		}
 	}
 	return items
+}
+
+func identity(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // estimateTokens is the 4-characters-a-token estimate used for a file's text.

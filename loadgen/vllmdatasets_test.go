@@ -349,3 +349,18 @@ func TestHFLocalDatasetColumns(t *testing.T) {
 		assert.Equal(t, c.want, w.Prompt(0), c.name)
 	}
 }
+
+func TestShareGPTDatasetFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sharegpt.json")
+	conv := func(q string) string {
+		return `{"conversations": [{"from": "human", "value": "` + q + `"}, {"from": "gpt", "value": "` + strings.Repeat("answer ", 8) + `"}]}`
+	}
+	require.NoError(t, os.WriteFile(path, []byte("["+conv("first question of the file")+","+conv("second question of the file")+","+
+		conv("third question of the file")+"]"), 0o644))
+	d, w, _ := openWorkload(t, DatasetConfig{Name: DatasetShareGPT, Path: path, ShareGPTOutputLen: 2,
+		Extra: ExtraConfig{DisableShuffle: true, NoOversample: true, NumPrompts: 10}})
+	assert.Equal(t, []string{"first question of the file", "second question of the file", "third question of the file"},
+		[]string{w.Prompt(0).Text, w.Prompt(1).Text, w.Prompt(2).Text}, "--disable-shuffle: the file's order")
+	assert.Equal(t, 2, w.Prompt(0).OutputTokens, "vLLM keeps a given output length under 4 tokens")
+	assert.Equal(t, 3, d.Available(), "--no-oversample: the file's 3")
+}

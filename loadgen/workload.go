@@ -321,7 +321,7 @@ func LoadShareGPT(path string, seed int64, outputLen int, ignoreEOS bool, count 
 		if outputLen > 0 {
 			out = outputLen
 		}
-		if in < 4 || out < 4 || in > 1024 || in+out > 2048 {
+		if in < 4 || out < 4 && outputLen <= 0 || in > 1024 || in+out > 2048 { // vLLM: no minimum for a given output length
 			continue
 		}
 		g.prompts = append(g.prompts, Prompt{Text: prompt, InputTokens: in, OutputTokens: out, IgnoreEOS: ignoreEOS})
