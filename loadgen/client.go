@@ -148,6 +148,8 @@ type Prompt struct {
 	// Messages, when set, are the chat form of the prompt (a conversation's history and its
 	// next user message): a chat endpoint sends them instead of Text as one user message.
 	Messages []ChatMessage
+	// Parts are content parts (image_url) a chat endpoint sends after Text in its user message.
+	Parts []map[string]any
 }
 
 // zero reports whether p is the zero Prompt.
@@ -248,6 +250,9 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	b := requestBody{Model: c.cfg.Model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
 	if c.chat {
 		b.Messages = []map[string]any{{"role": "user", "content": p.Text}}
+		if len(p.Parts) > 0 {
+			b.Messages[0]["content"] = append([]map[string]any{{"type": "text", "text": p.Text}}, p.Parts...)
+		}
 		if len(p.Messages) > 0 {
 			b.Messages = make([]map[string]any, len(p.Messages))
 			for i, m := range p.Messages {

@@ -27,6 +27,7 @@ type DatasetConfig struct {
 	// synthetic conversations turn by turn.
 	Trace     TraceDatasetConfig
 	MultiTurn MultiTurnConfig
+	Extra     ExtraConfig // vLLM's further datasets (vllmdatasets.go)
 }
 
 // Dataset is a checked dataset with its file read: it builds the workload once the server is
@@ -38,6 +39,7 @@ type Dataset struct {
 	conversations *ShareGPTConversations
 	traceLen      int
 	skipped       int
+	extra         *promptList // a custom, spec_bench, sonnet or hf file's prompts
 }
 
 // OpenDataset checks cfg and reads its file, so that a bad dataset fails before any server is
@@ -61,18 +63,28 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 		if cfg.Random.OutputLen < 1 {
 			return nil, fmt.Errorf("--random-output-len must be at least 1")
 		}
+	case DatasetTimedTrace:
+		if err := cfg.Extra.TimedTrace.Check(); err != nil {
+			return nil, err
+		}
+		cfg.Trace.BlockSize = cfg.Extra.TimedTrace.ChunkSize
 	case DatasetBurstGPT, DatasetMooncake:
 	default:
-		return nil, fmt.Errorf("--dataset-name %q: this build has random, sharegpt, fixed, burstgpt and mooncake", cfg.Name)
+		if !isExtra(cfg.Name) {
+			return nil, checkExtraName(cfg.Name)
+		}
 	}
 	if cfg.Prompt != "" && cfg.Name != DatasetFixed {
 		return nil, fmt.Errorf("--prompt goes with --dataset-name fixed, not %s", cfg.Name)
 	}
-	if cfg.Path != "" && cfg.Name != DatasetShareGPT && !cfg.isTrace() {
-		return nil, fmt.Errorf("--dataset-path goes with --dataset-name sharegpt, burstgpt or mooncake, not %s", cfg.Name)
+	if cfg.Path != "" && cfg.Name != DatasetShareGPT && !cfg.isTrace() && !extraTakesPath(cfg.Name) {
+		return nil, fmt.Errorf("--dataset-path goes with a dataset read from a file (sharegpt, custom, spec_bench, sonnet, hf, burstgpt, timed_trace, mooncake), not %s", cfg.Name)
 	}
 	d := &Dataset{cfg: cfg}
 	if err := d.checkReplay(); err != nil {
+		return nil, err
+	}
+	if err := d.openExtra(); err != nil {
 		return nil, err
 	}
 	if cfg.Name == DatasetShareGPT && !cfg.MultiTurn.On {
@@ -81,6 +93,9 @@ func OpenDataset(cfg DatasetConfig) (*Dataset, error) {
 			return nil, err
 		}
 		d.sharegpt = g
+		if cfg.Extra.DisableShuffle {
+			g.order = identity(len(g.order)) // --disable-shuffle: the file's order
+		}
 	}
 	return d, nil
 }
@@ -96,6 +111,8 @@ func (d *Dataset) Workload(ctx context.Context, t Tokenizer) (Workload, string, 
 			return nil, "", nil // conversations: see Replay
 		}
 		return d.sharegpt, d.sharegpt.Name() + " from " + d.cfg.Path + " (lengths estimated at 4 characters a token)", nil
+	case DatasetPrefixRepetition, DatasetCustom, DatasetSpecBench, DatasetRandomMM, DatasetSonnet, DatasetHF:
+		return d.extraWorkload(ctx, t)
 	case DatasetFixed:
 		p := Prompt{Text: d.cfg.Prompt, OutputTokens: d.cfg.Random.OutputLen, IgnoreEOS: d.cfg.IgnoreEOS}
 		return &Fixed{P: p}, fmt.Sprintf("one fixed prompt, %d output tokens", p.OutputTokens), nil
@@ -111,6 +128,9 @@ func (d *Dataset) Workload(ctx context.Context, t Tokenizer) (Workload, string, 
 		w, err := d.sampleTrace(vocab)
 		if err != nil {
 			return nil, "", err
+		}
+		if d.cfg.Name == DatasetTimedTrace {
+			return w, w.Name() + ", the first lines in file order, at the request rate (" + how + ")", nil
 		}
 		return w, w.Name() + " sampled at the request rate (" + how + ")", nil
 	}
@@ -128,5 +148,5 @@ func (d *Dataset) MaxTokens() int {
 		return 0
 	}
 	r := d.cfg.Random
-	return int(math.Ceil(float64(r.InputLen)*(1+r.RangeRatio))) + int(math.Ceil(float64(r.OutputLen)*(1+r.RangeRatio)))
+	return r.PrefixLen + int(math.Ceil(float64(r.InputLen)*(1+r.RangeRatio))) + int(math.Ceil(float64(r.OutputLen)*(1+r.outputRatio())))
 }

@@ -46,7 +46,7 @@ const DefaultSyntheticConversations = 32
 
 // isTrace reports whether the dataset is a trace file.
 func (cfg DatasetConfig) isTrace() bool {
-	return cfg.Name == DatasetBurstGPT || cfg.Name == DatasetMooncake
+	return cfg.Name == DatasetBurstGPT || cfg.Name == DatasetMooncake || cfg.Name == DatasetTimedTrace
 }
 
 // checkReplay checks a trace or multi-turn dataset and reads its file once (line by line, so in
@@ -124,7 +124,7 @@ func (d *Dataset) traceReader() (TraceReader, *os.File, error) {
 		return nil, nil, fmt.Errorf("--dataset-path: %w", err)
 	}
 	r, err := OpenTrace(cfg.Name, f, cfg.Path, TraceOptions{BurstGPT: BurstGPTOptions{Model: cfg.Trace.BurstGPTModel},
-		Mooncake: MooncakeOptions{BlockSize: cfg.Trace.BlockSize}})
+		Mooncake: MooncakeOptions{BlockSize: cfg.Trace.BlockSize}, TimedTrace: cfg.Extra.TimedTrace})
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -231,8 +231,11 @@ func (d *Dataset) sampleTrace(v *Vocab) (Workload, error) {
 		return nil, err
 	}
 	defer f.Close()
-	skipped := 0
-	w, err := SampleTrace(r, d.cfg.Name+" trace "+d.cfg.Path, d.cfg.Trace.NumPrompts, d.cfg.Seed, d.tracePrompts(v).Prompt,
+	skipped, n := 0, d.cfg.Trace.NumPrompts
+	if d.cfg.Name == DatasetTimedTrace {
+		r, n = &firstLines{r: r, n: n}, 0
+	}
+	w, err := SampleTrace(r, d.cfg.Name+" trace "+d.cfg.Path, n, d.cfg.Seed, d.tracePrompts(v).Prompt,
 		d.cfg.Trace.SkipMalformed, func(error) { skipped++ })
 	d.skipped = skipped
 	return w, err

@@ -176,7 +176,8 @@ func TestDatasets(t *testing.T) {
 		cfg  DatasetConfig
 		want string
 	}{
-		{DatasetConfig{Name: "sonnet"}, `--dataset-name "sonnet"`},
+		{DatasetConfig{Name: "nosuch"}, `--dataset-name "nosuch"`},
+		{DatasetConfig{Name: "speed_bench"}, "--dataset-name speed_bench: downloads"},
 		{DatasetConfig{Name: DatasetShareGPT}, "needs --dataset-path"},
 		{DatasetConfig{Name: DatasetShareGPT, Path: "/no/such.json"}, "ShareGPT dataset"},
 		{DatasetConfig{Name: DatasetFixed}, "needs --prompt"},

@@ -83,14 +83,17 @@ func OpenTrace(dataset string, r io.Reader, name string, opts TraceOptions) (Tra
 		return NewBurstGPTReader(r, name, opts.BurstGPT), nil
 	case "mooncake":
 		return NewMooncakeReader(r, name, opts.Mooncake), nil
+	case DatasetTimedTrace:
+		return NewTimedTraceReader(r, name, opts.TimedTrace), nil
 	}
 	return nil, fmt.Errorf("unknown trace format %q (want burstgpt or mooncake)", dataset)
 }
 
 // TraceOptions holds each format's options.
 type TraceOptions struct {
-	BurstGPT BurstGPTOptions
-	Mooncake MooncakeOptions
+	BurstGPT   BurstGPTOptions
+	Mooncake   MooncakeOptions
+	TimedTrace TimedTraceConfig
 }
 
 // lineScanner reads a file line by line with a bounded buffer: an overlong line is skipped to

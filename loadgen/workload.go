@@ -186,6 +186,9 @@ type RandomConfig struct {
 	PrefixLen  int     // --random-prefix-len / --prefix-len: tokens shared by every prompt
 	IgnoreEOS  bool
 	Seed       int64
+	// OutputRangeRatio, when set, is the output's ratio, RangeRatio then the input's only
+	// (--random-range-ratio '{"input": 0.3, "output": 0.5}').
+	OutputRangeRatio *float64
 }
 
 // Random builds prompts of exact token lengths from a calibrated vocabulary. Prompt(i) is a
@@ -201,8 +204,11 @@ func NewRandom(cfg RandomConfig, v *Vocab) (*Random, error) {
 	if cfg.InputLen < 1 || cfg.OutputLen < 1 {
 		return nil, fmt.Errorf("random input and output lengths must be at least 1 (got %d and %d)", cfg.InputLen, cfg.OutputLen)
 	}
-	if cfg.RangeRatio < 0 || cfg.RangeRatio >= 1 {
-		return nil, fmt.Errorf("--random-range-ratio must be in [0, 1), got %g", cfg.RangeRatio)
+	if o := cfg.outputRatio(); cfg.RangeRatio < 0 || cfg.RangeRatio >= 1 || o < 0 || o >= 1 {
+		if o == cfg.RangeRatio {
+			return nil, fmt.Errorf("--random-range-ratio must be in [0, 1), got %g", cfg.RangeRatio)
+		}
+		return nil, fmt.Errorf("--random-range-ratio must be in [0, 1), got input %g and output %g", cfg.RangeRatio, o)
 	}
 	if cfg.PrefixLen < 0 {
 		return nil, fmt.Errorf("--prefix-len must not be negative, got %d", cfg.PrefixLen)
@@ -221,12 +227,12 @@ func (r *Random) Name() string {
 }
 
 // Prompt returns the i-th prompt: the shared prefix, then random words, input length and output
-// length drawn as vLLM's benchmark draws them.
+// length drawn as vLLM's benchmark draws them; the prompt counts the prefix plus the input length.
 func (r *Random) Prompt(i int) Prompt {
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
 	in := uniformLen(rng, r.cfg.InputLen, r.cfg.RangeRatio)
-	out := max(1, uniformLen(rng, r.cfg.OutputLen, r.cfg.RangeRatio))
-	words := max(1, in-r.vocab.Overhead-len(r.prefix))
+	out := max(1, uniformLen(rng, r.cfg.OutputLen, r.cfg.outputRatio()))
+	words := max(1, in-r.vocab.Overhead) // vLLM: the prefix comes on top of the input length
 	var b strings.Builder
 	b.Grow((len(r.prefix) + words) * 7)
 	for j, w := range r.prefix {
@@ -242,6 +248,14 @@ func (r *Random) Prompt(i int) Prompt {
 		b.WriteString(r.vocab.Words[rng.IntN(len(r.vocab.Words))])
 	}
 	return Prompt{Text: b.String(), InputTokens: len(r.prefix) + words + r.vocab.Overhead, OutputTokens: out, IgnoreEOS: r.cfg.IgnoreEOS}
+}
+
+// outputRatio is the output length's range ratio.
+func (cfg RandomConfig) outputRatio() float64 {
+	if cfg.OutputRangeRatio != nil {
+		return *cfg.OutputRangeRatio
+	}
+	return cfg.RangeRatio
 }
 
 // uniformLen draws from [floor(L(1-r)), ceil(L(1+r))].
@@ -307,7 +321,7 @@ func LoadShareGPT(path string, seed int64, outputLen int, ignoreEOS bool, count 
 		if outputLen > 0 {
 			out = outputLen
 		}
-		if in < 4 || out < 4 || in > 1024 || in+out > 2048 {
+		if in < 4 || out < 4 && outputLen <= 0 || in > 1024 || in+out > 2048 { // vLLM: no minimum for a given output length
 			continue
 		}
 		g.prompts = append(g.prompts, Prompt{Text: prompt, InputTokens: in, OutputTokens: out, IgnoreEOS: ignoreEOS})

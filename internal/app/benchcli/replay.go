@@ -13,6 +13,9 @@ import (
 func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 	r, d := &o.Runs, &o.Dataset
 	mt := &d.MultiTurn
+	if err := o.finishDatasets(fs); err != nil {
+		return err
+	}
 	if err := cliflag.FinishReplay(fs, *d); err != nil {
 		return err
 	}
@@ -20,6 +23,9 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 		mt.InputLen, mt.OutputLen, mt.RangeRatio, mt.SystemLen = d.Random.InputLen, d.Random.OutputLen, d.Random.RangeRatio, d.Random.PrefixLen
 	}
 	d.Trace.Sample, d.Trace.NumPrompts = cliflag.IsTrace(d.Name) && fs.Changed("request-rate"), r.NumPrompts
+	if d.Name == loadgen.DatasetTimedTrace {
+		d.Trace.Sample = !selfTimed(fs) // vLLM sends it at --request-rate unless --self-timed
+	}
 	switch {
 	case !Replays(*d):
 		return nil
@@ -30,7 +36,7 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 	case mt.On && len(r.Rates) > 1:
 		return cliflag.Usagef("--multi-turn runs conversations at --max-concurrency, not at a --request-rate")
 	}
-	if !fs.Changed("num-prompts") {
+	if !fs.Changed("num-prompts") && d.Name != loadgen.DatasetTimedTrace { // vLLM sends a timed_trace's first --num-prompts lines
 		r.NumPrompts = 0 // the whole trace, every conversation
 	}
 	r.Info.NumPrompts = r.NumPrompts

@@ -49,6 +49,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 	if err != nil {
 		return nil, cliflag.Usagef("%s", err)
 	}
+	if n := dataset.Available(); n > 0 && n < o.Runs.NumPrompts { // --no-oversample
+		o.Runs.NumPrompts, o.Runs.Info.NumPrompts = n, n
+	}
 	b := &Bench{o: o, env: env, virtual: v}
 	var tok loadgen.Tokenizer = v
 	if v != nil {

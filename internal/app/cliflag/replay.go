@@ -44,7 +44,7 @@ func AddReplay(fs *pflag.FlagSet, t *loadgen.TraceDatasetConfig, mt *loadgen.Mul
 
 // IsTrace reports whether a dataset name is a trace file's.
 func IsTrace(name string) bool {
-	return name == loadgen.DatasetBurstGPT || name == loadgen.DatasetMooncake
+	return name == loadgen.DatasetBurstGPT || name == loadgen.DatasetMooncake || name == loadgen.DatasetTimedTrace
 }
 
 // FinishReplay refuses AddReplay's flags where they do nothing: the multi-turn ones without
