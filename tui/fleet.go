@@ -39,6 +39,10 @@ type fleetState struct {
 	f     *fleet.Fleet
 	drill *fleet.Row
 	at    time.Time // when f arrived
+	// held holds each row's verdicts (by key) and the rest (the client's, the source's) for
+	// diagnose.DefaultHold, as the single server's header does, so a row does not flap.
+	held   map[fleet.Key]*diagnose.Tracker
+	others *diagnose.Tracker
 }
 
 // fleetMsg is the fleet's rows, read in a command after the source said it has news.
@@ -429,7 +433,7 @@ func (p *fleetPanel) draw() {
 	for _, c := range cols {
 		t := c.title
 		if win != "" && (c.field == fleet.FieldTTFTP99 || c.field == fleet.FieldITLP99) {
-			t = strings.TrimSuffix(t, "~") + " " + shortWindow(win) // the window the estimate covers
+			t = strings.TrimSuffix(t, "~") + " " + shortWindow(win) + "~" // the window the estimate covers
 		}
 		if sortField != "" && c.field == sortField {
 			t += p.arrow()

@@ -170,6 +170,16 @@ func prefixHits(c *common, _ time.Time) sample {
 	return sample{}
 }
 
+// seriesName is a series' name in a legend; the server's quantiles name the window their
+// histograms cover ("srv p99 (60s)"), which is not the client's.
+func seriesName(c *common, id int) string {
+	name := seriesDefs[id].name
+	if w := c.s.slow; (id == serSrvTTFTp99 || id == serSrvQueueP99) && w != nil && w.ElapsedSeconds >= 1 {
+		name += " (" + fmtSpan(time.Duration(math.Round(w.ElapsedSeconds))*time.Second) + ")"
+	}
+	return name
+}
+
 // exportsPrefixCache reports whether the server tells its prefix-cache hits at all: the
 // Overview leaves the line out of its legend otherwise.
 func exportsPrefixCache(c *common) bool {
@@ -251,11 +261,7 @@ func (o *overview) draw() {
 	}
 	c := o.c
 	cells := grid(rect{0, 0, o.w, o.h}, 2, 2)
-	var first time.Time
-	if c.s.hist != nil && c.s.hist.first != 0 {
-		first = time.Unix(c.s.hist.first, 0)
-	}
-	win := fittedWindow(c.now(), chartWindows[c.s.window], first)
+	win := chartWindow(c)
 	// Legends first: a grid row is as tall as its taller legend.
 	legends := make([][]string, len(overviewCharts))
 	for i, def := range overviewCharts {
@@ -301,6 +307,15 @@ func (o *overview) draw() {
 	}
 	o.cache = fit(row(blocks[0], blocks[1])+"\n"+row(blocks[2], blocks[3]), o.w, o.h)
 	o.drawAt = c.now()
+}
+
+// chartWindow is the window the charts show now: fitted to the data until they fill it.
+func chartWindow(c *common) timeWindow {
+	var first time.Time
+	if c.s.hist != nil && c.s.hist.first != 0 {
+		first = time.Unix(c.s.hist.first, 0)
+	}
+	return fittedWindow(c.now(), chartWindows[c.s.window], first)
 }
 
 func padLegend(lines []string, h int) []string {
@@ -351,7 +366,7 @@ func (o *overview) legend(def chartDef, width int) []string {
 		if last.Kind == upperBound || last.Kind == lowerBound {
 			mark = string(boundTick) // the chart has only a tick at the bound for it
 		}
-		items = append(items, ss.Style.Render(mark+" "+seriesDefs[id].name)+" "+st.Value.Render(v))
+		items = append(items, ss.Style.Render(mark+" "+seriesName(c, id))+" "+st.Value.Render(v))
 	}
 	switch def.unit {
 	case unitMs:
