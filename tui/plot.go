@@ -53,11 +53,13 @@ func subCols(st *Styles, cols int) int {
 	return 2 * cols
 }
 
-// cell styles: 0 plain, 1 axis, 2 rule, 3+i series i (-1: a blank cell).
+// cell styles: plain, axis, rule, good, bad, then series i at stySeries+i (-1: a blank cell).
 const (
 	styPlain = iota
 	styAxis
 	styRule
+	styGood
+	styBad
 	stySeries
 )
 
@@ -276,6 +278,10 @@ func cellStyle(st *Styles, id int) lipgloss.Style {
 		return st.Axis
 	case styRule:
 		return st.Rule
+	case styGood:
+		return st.Good
+	case styBad:
+		return st.Bad
 	case styPlain:
 		return st.Base
 	}
