@@ -155,8 +155,14 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 		}
 		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark)))
 	}
+	items := []string{strings.TrimRight(line, " ")}
+	if note := cv.notTheLimit(t.slo.Text(", ")); note != "" {
+		// Right after the knee, in two pieces that wrap: it says what the knee is not.
+		first, rest, _ := strings.Cut(note, "; ")
+		items = append(items, st.Warn.Render(first+";"), st.Warn.Render(rest))
+	}
 	var out []string
-	for j, l := range wrapItems(append([]string{strings.TrimRight(line, " ")}, probes...), "  ", p.w-2, lines) {
+	for j, l := range wrapItems(append(items, probes...), "  ", p.w-2, lines) {
 		if j > 0 {
 			l = "  " + l // a continuation of the setting above
 		}
