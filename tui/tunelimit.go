@@ -52,7 +52,7 @@ func (cv tuneCurve) notTheLimit(slo string) string {
 	if by == "" {
 		by = "the SLO (" + slo + "), met up to there with memory to spare"
 	}
-	return fmt.Sprintf("KV %.0f%% full at the knee: utilisation is not the limit here; the knee is set by %s", 100*g.KV, by)
+	return fmt.Sprintf("KV %s full at the knee: utilisation is not the limit here; the knee is set by %s", kvShare(g.KV), by)
 }
 
 // sweepNotTheLimit is the sweep's note when no setting's knee had a KV cache near full: one
@@ -76,5 +76,13 @@ func sweepNotTheLimit(t *tuneState) string {
 	if by == "" {
 		by = "the SLO (" + t.slo.Text(", ") + ")"
 	}
-	return fmt.Sprintf("KV at most %.0f%% full at the knees: utilisation is not the limit here; the knee is set by %s", 100*most, by)
+	return fmt.Sprintf("KV at most %s full at the knees: utilisation is not the limit here; the knee is set by %s", kvShare(most), by)
+}
+
+// kvShare is a KV usage (0..1) in whole percent, "<1%" below one.
+func kvShare(v float64) string {
+	if v < 0.01 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
 }
