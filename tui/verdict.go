@@ -91,7 +91,11 @@ func verdictLine(v diagnose.Verdict, width int) string {
 		bare := key[0]
 		bare.Threshold = ""
 		for _, ev := range [][]diagnose.Evidence{key[:1], {bare}, nil} {
-			if s, ok := try(ev, clean(v.Flags[0])); ok {
+			flag := clean(v.Flags[0])
+			if flag == v.Limit {
+				flag = "" // the limit is the flag: said once
+			}
+			if s, ok := try(ev, flag); ok {
 				return s
 			}
 		}

@@ -138,3 +138,12 @@ func TestNarrowHeaderKeepsACompactVerdictAndTheFooterTurnsToIt(t *testing.T) {
 	lines = strings.Split(d.view(), "\n")
 	assert.Contains(t, lines[len(lines)-1], "--gpu-memory-utilization", "then the verdict's flag")
 }
+
+func TestVerdictLineSaysAFlagThatIsTheLimitOnce(t *testing.T) {
+	v := diagnose.Verdict{Rule: "batch-token-bound", Severity: diagnose.Warning, Limit: diagnose.LimitBatched, Flags: []string{diagnose.LimitBatched},
+		Advice:   "raise --max-num-batched-tokens (now 8192), or lower --max-num-seqs so fewer prompts share each step",
+		Evidence: []diagnose.Evidence{{Name: "waiting", Value: 5, Threshold: "≥ 1"}}}
+	line := verdictLine(v, 60)
+	assert.Equal(t, 1, strings.Count(line, "--max-num-batched-tokens"), "%q", line)
+	assert.Equal(t, "--max-num-batched-tokens · waiting 5 (≥ 1)", line)
+}
