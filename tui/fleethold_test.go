@@ -88,3 +88,27 @@ func TestServerQuantilesNameTheirWindow(t *testing.T) {
 	assert.Regexp(t, `srv p99 \(\d+s\) `, out, "the server's p99 says the window of its histograms")
 	assert.Regexp(t, `queue p99 \(\d+s\) `, out)
 }
+
+// A window that is not a whole minute ("39s") widens the p99 columns' titles; the columns
+// widen with them, so the cells stay under their titles.
+func TestFleetColumnsWidenForTheirWindow(t *testing.T) {
+	d, ff := fleetDriver(t, 120, 40, 3)
+	for i := range ff.rows {
+		ff.rows[i].WindowSeconds = 39
+	}
+	d.send(fleetMsg{f: ff.Fleet(diagnose.Facts{})})
+	var hdr, row string
+	for _, l := range strings.Split(ansi.Strip(d.view()), "\n") {
+		if strings.HasPrefix(l, "name ") {
+			hdr = l
+		}
+		if strings.HasPrefix(l, "gpu-01:8000") {
+			row = l
+		}
+	}
+	require.Contains(t, hdr, "TTFT99 39s~ ITL99 39s~ pre/s")
+	col := len([]rune(hdr[:strings.Index(hdr, "pre/s")]))
+	assert.Equal(t, "0 ", string([]rune(row)[col:col+2]), "the preemptions cell under its title: %q / %q", hdr, row)
+	itl := len([]rune(hdr[:strings.Index(hdr, "ITL99")]))
+	assert.Equal(t, "21ms", string([]rune(row)[itl:itl+4]))
+}
