@@ -130,6 +130,9 @@ func TestSweepSLASearch(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
 	knees := regexp.MustCompile(`(?m)^Maximum max_concurrency for SLA: (\d+)$`).FindAllStringSubmatch(stdout, -1)
 	require.Len(t, knees, 2, "a search per server setting")
+	assert.Regexp(t, `(?m)^Utilisation is not the limit here: at each knee the requests in flight hold (at most \d+%|under 1%) of the KV cache; `+
+		`the knee is set by the SLO's latency \(p99_ttft_ms<=100\.00\), which more KV memory does not lower\.$`, stdout,
+		"a 0.5B model's short requests fill a sliver of an L4's cache at either setting")
 	_, err := os.Stat(filepath.Join(out, "sla", "SERVE--gpu_memory_utilization=0.5", "SLA--p99_ttft_ms<=100.00.json"))
 	assert.NoError(t, err, "serve_sla's layout")
 	_, err = os.Stat(filepath.Join(out, "sla", "SERVE--gpu_memory_utilization=0.9", "max_concurrency="+knees[1][1], "run=0.json"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/themes"
@@ -202,21 +203,42 @@ func TestABoundNeverMovesTheYRange(t *testing.T) {
 	}})
 	require.Len(t, lines, 7)
 	for _, l := range lines {
-		assert.NotContains(t, l, "┈", "an upper bound above the top is not drawn")
+		assert.NotContains(t, l, string(boundTick), "an upper bound above the top is not drawn")
 	}
 	lower := make([]bin, 100)
 	lower[50] = bin{sample: sample{V: 9000, Kind: lowerBound}}
 	lines = renderPlot(&st, plotSpec{W: w, Cols: 50, Rows: 6, Gutter: 5, Scale: s, Unit: unitMs, Series: []plotSeries{{Bins: lower}}})
 	assert.Contains(t, lines[0], "^", "a lower bound above the top points up")
-	// A bound within the range is a dotted mark at its edge.
+	// A bound within the range is one tick at the bound, in its own column.
 	in := make([]bin, 100)
 	in[10] = bin{sample: sample{V: 20, Kind: upperBound}}
 	lines = renderPlot(&st, plotSpec{W: w, Cols: 50, Rows: 6, Gutter: 5, Scale: s, Unit: unitMs, Series: []plotSeries{{Bins: in}}})
-	joined := ""
-	for _, l := range lines {
-		joined += l
+	assert.Equal(t, 1, strings.Count(strings.Join(lines, "\n"), string(boundTick)))
+}
+
+// A quantile known only by its bucket bound for the whole window is a single tick at the right
+// edge, at the bound's row, never a line across the chart.
+func TestABoundOnlyQuantileIsATickAtTheEdgeNotALine(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	for _, noColor := range []bool{false, true} {
+		st := NewStyles(th, noColor)
+		w := newTimeWindow(t0.Add(59*time.Second), time.Minute)
+		n := subCols(&st, 40)
+		bound := make([]bin, n)
+		for i := range bound {
+			bound[i] = bin{sample: sample{V: 300, Kind: upperBound}}
+		}
+		lines := renderPlot(&st, plotSpec{W: w, Cols: 40, Rows: 6, Gutter: 6, Scale: niceScale(500, 5), Unit: unitMs,
+			Series: []plotSeries{{Bins: bound}}})
+		plain := ansi.Strip(strings.Join(lines, "\n"))
+		require.Equal(t, 1, strings.Count(plain, string(boundTick)), "noColor %v:\n%s", noColor, plain)
+		for _, l := range strings.Split(plain, "\n") {
+			if strings.Contains(l, string(boundTick)) {
+				assert.True(t, strings.HasSuffix(l, string(boundTick)), "the tick is on the right edge: %q", l)
+				assert.Contains(t, l, "300ms┤", "at the bound's row")
+			}
+		}
 	}
-	assert.Contains(t, joined, "┈")
 }
 
 // A label at the right edge sits left of its tick; close to the label before, it would read as

@@ -14,7 +14,8 @@ const curvesTab = "Curves"
 
 // curvesPanel plots the tuning runs' probes: output throughput against the SLO's metric, one
 // series per server setting, the SLO line and each series' knee; below, each setting's knee
-// and probes. The plot is curve.Text, the CLI's terminal plot, coloured here by series.
+// and probes. The plot is the dashboard's own (renderCurves), of the chart curve.Text draws
+// for the CLI.
 type curvesPanel struct {
 	noKeys
 	c     *common
@@ -98,15 +99,14 @@ func (p *curvesPanel) render() string {
 	}
 	legendNote := st.Muted.Render(fmt.Sprintf("each probe: %s / output tok/s", sloMetric(t.slo)))
 	room := p.h - len(out) - len(notes) - 1
-	plotH := max(room-4, 5) // curve.Text adds a title, the x axis, its labels and a legend line
-	text := curve.Text(chart, p.w, plotH)
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	for i, l := range lines {
-		if strings.Contains(l, "|") && i > 0 {
-			l = p.colour(l)
-		}
-		out = append(out, l)
+	metric := sloMetric(t.slo)
+	out = append(out, st.Label.Render(truncate(clean(metric)+" (y) against output tok/s (x)", p.w)))
+	// The plot takes what is left but its title, axis, labels and a legend of up to two lines.
+	unitName := "C"
+	if t.variable == loadgen.SLORate {
+		unitName = "req/s"
 	}
+	out = append(out, renderCurves(st, chart, p.w, max(room-5, 5), strings.HasSuffix(metric, "_ms"), unitName)...)
 	out = append(out, notes...)
 	out = append(out, legendNote)
 	return strings.Join(out, "\n")
@@ -155,8 +155,14 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 		}
 		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark)))
 	}
+	items := []string{strings.TrimRight(line, " ")}
+	if note := cv.notTheLimit(t.slo.Text(", ")); note != "" {
+		// Right after the knee, in two pieces that wrap: it says what the knee is not.
+		first, rest, _ := strings.Cut(note, "; ")
+		items = append(items, st.Warn.Render(first+";"), st.Warn.Render(rest))
+	}
 	var out []string
-	for j, l := range wrapItems(append([]string{strings.TrimRight(line, " ")}, probes...), "  ", p.w-2, lines) {
+	for j, l := range wrapItems(append(items, probes...), "  ", p.w-2, lines) {
 		if j > 0 {
 			l = "  " + l // a continuation of the setting above
 		}
@@ -170,40 +176,4 @@ func (p *curvesPanel) valueText(v int) string {
 		return fmt.Sprintf("%d req/s", v)
 	}
 	return fmt.Sprintf("C=%d", v)
-}
-
-// colour paints a plot line's markers in their series' colours (NO_COLOR keeps the glyphs,
-// which already tell the series apart), the knees in the good colour and the SLO line muted.
-func (p *curvesPanel) colour(line string) string {
-	st := &p.c.styles
-	if st.NoColor {
-		return line
-	}
-	bar := strings.Index(line, "|")
-	var b strings.Builder
-	b.WriteString(st.Axis.Render(line[:bar+1]))
-	for _, r := range line[bar+1:] {
-		ch := string(r)
-		switch {
-		case r == 'K':
-			b.WriteString(st.Good.Render(ch))
-		case r == '-':
-			b.WriteString(st.Bad.Render(ch))
-		case r == ' ':
-			b.WriteString(ch)
-		default:
-			done := false
-			for i, m := range curve.Markers {
-				if r == m && i < len(p.c.s.tune.curves) {
-					b.WriteString(st.series(i).Style.Render(ch))
-					done = true
-					break
-				}
-			}
-			if !done {
-				b.WriteString(st.Base.Render(ch))
-			}
-		}
-	}
-	return b.String()
 }

@@ -39,6 +39,10 @@ type fleetState struct {
 	f     *fleet.Fleet
 	drill *fleet.Row
 	at    time.Time // when f arrived
+	// held holds each row's verdicts (by key) and the rest (the client's, the source's) for
+	// diagnose.DefaultHold, as the single server's header does, so a row does not flap.
+	held   map[fleet.Key]*diagnose.Tracker
+	others *diagnose.Tracker
 }
 
 // fleetMsg is the fleet's rows, read in a command after the source said it has news.
@@ -426,15 +430,19 @@ func (p *fleetPanel) draw() {
 	if len(rows) > 0 {
 		win = strings.TrimSuffix(strings.TrimPrefix(rows[0].EstimateLabel(), "~"), " est")
 	}
-	for _, c := range cols {
+	for i, c := range cols {
 		t := c.title
 		if win != "" && (c.field == fleet.FieldTTFTP99 || c.field == fleet.FieldITLP99) {
-			t = strings.TrimSuffix(t, "~") + " " + shortWindow(win) // the window the estimate covers
+			t = strings.TrimSuffix(t, "~") + " " + shortWindow(win) + "~" // the window the estimate covers
+			// A window such as "39s" widens its column rather than shift the ones after it.
+			if extra := lipgloss.Width(t) - c.width; extra > 0 && vw-extra >= 8 {
+				cols[i].width, vw = c.width+extra, vw-extra
+			}
 		}
 		if sortField != "" && c.field == sortField {
 			t += p.arrow()
 		}
-		hdr = append(hdr, padRight(t, c.width))
+		hdr = append(hdr, padRight(t, cols[i].width))
 	}
 	hdr = append(hdr, "verdict")
 	lines = append(lines, st.Label.Render(truncate(strings.Join(hdr, " "), p.w)))

@@ -19,11 +19,16 @@ type fakeFleet struct {
 	rows    []fleet.Row
 	updated chan struct{}
 	history *fleet.History
+	now     func() time.Time // the read's time (t0 when nil)
 }
 
 func (f *fakeFleet) Fleet(facts diagnose.Facts) fleet.Fleet {
 	th := diagnose.DefaultThresholds()
-	out := fleet.Fleet{Time: t0, Source: "direct", Rows: append([]fleet.Row(nil), f.rows...)}
+	at := t0
+	if f.now != nil {
+		at = f.now()
+	}
+	out := fleet.Fleet{Time: at, Source: "direct", Rows: append([]fleet.Row(nil), f.rows...)}
 	var members []diagnose.Signals
 	up := 0
 	for i := range out.Rows {
@@ -102,8 +107,14 @@ func fleetDriver(t *testing.T, w, h, n int) (*driver, *fakeFleet) {
 		dp.Mode, dp.Supervisor, dp.Load, dp.Scraper, dp.Capacity = ModeAttach, nil, nil, nil, nil
 		dp.Fleet = ff
 		dp.DrillScraper = func(fleet.Row) (Scraper, error) { return &fakeScraper{now: dp.Now, start: float64(t0.Unix())}, nil }
+		ff.now = dp.Now
 	})
+	// Reads a second apart until the verdicts have held for their hold time and show.
 	d.send(fleetMsg{f: ff.Fleet(diagnose.Facts{})})
+	for i := time.Duration(0); i < diagnose.DefaultHold; i += time.Second {
+		*d.td.clock = d.td.clock.Add(time.Second)
+		d.send(fleetMsg{f: ff.Fleet(diagnose.Facts{})})
+	}
 	return d, ff
 }
 

@@ -144,6 +144,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case stopDoneMsg:
 		return m, tea.Quit
 	case fleetMsg:
+		m.c.s.fleet.hold(m.c.now(), &msg.f)
 		m.c.s.fleet.f, m.c.s.fleet.at = &msg.f, m.c.now()
 		m.send(fleetTab.name, msg)
 		m.header.Update(refreshMsg{})
@@ -741,7 +742,7 @@ func (m *Model) tabLine() string {
 			b.WriteString(st.Tab.Render(label))
 		}
 	}
-	right := st.Muted.Render(fmt.Sprintf("window %s (z) · theme %s", fmtSpan(chartWindows[m.c.s.window]), m.c.theme.Name))
+	right := st.Muted.Render(fmt.Sprintf("window %s (z) · theme %s", windowText(m.c), m.c.theme.Name))
 	line := b.String()
 	if gap := m.width - lipgloss.Width(line) - lipgloss.Width(right); gap >= 2 {
 		line += strings.Repeat(" ", gap) + right

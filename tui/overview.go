@@ -170,6 +170,16 @@ func prefixHits(c *common, _ time.Time) sample {
 	return sample{}
 }
 
+// seriesName is a series' name in a legend; the server's quantiles name the window their
+// histograms cover ("srv p99 (60s)"), which is not the client's.
+func seriesName(c *common, id int) string {
+	name := seriesDefs[id].name
+	if w := c.s.slow; (id == serSrvTTFTp99 || id == serSrvQueueP99) && w != nil && w.ElapsedSeconds >= 1 {
+		name += " (" + fmtSpan(time.Duration(math.Round(w.ElapsedSeconds))*time.Second) + ")"
+	}
+	return name
+}
+
 // exportsPrefixCache reports whether the server tells its prefix-cache hits at all: the
 // Overview leaves the line out of its legend otherwise.
 func exportsPrefixCache(c *common) bool {
@@ -185,13 +195,17 @@ type chartDef struct {
 	unit     unit
 	fixedTop float64 // > 0: the Y range is 0..fixedTop whatever the data
 	series   []int
+	// lower are series (of series) drawn in a band of their own under the others, on their
+	// own scale; upperName and lowerName label the two bands.
+	lower                []int
+	upperName, lowerName string
 }
 
 var overviewCharts = []chartDef{
-	{"TTFT", unitMs, 0, []int{serTTFTp50, serTTFTp90, serTTFTp99, serSrvTTFTp99, serSrvQueueP99}},
-	{"Throughput", unitTokPerSec, 0, []int{serClientTok, serSrvGenTok, serSrvPromptTok}},
-	{"KV cache", unitPercent, 100, []int{serKV, serPrefixHit}},
-	{"Queue", unitRequests, 0, []int{serRunning, serWaiting, serPreempt}},
+	{"TTFT", unitMs, 0, []int{serTTFTp50, serTTFTp90, serTTFTp99, serSrvTTFTp99, serSrvQueueP99}, nil, "", ""},
+	{"Throughput", unitTokPerSec, 0, []int{serClientTok, serSrvGenTok, serSrvPromptTok}, []int{serSrvPromptTok}, "generated", "prompt"},
+	{"KV cache", unitPercent, 100, []int{serKV, serPrefixHit}, nil, "", ""},
+	{"Queue", unitRequests, 0, []int{serRunning, serWaiting, serPreempt}, nil, "", ""},
 }
 
 // overviewTab is the charts' view, where a drill-down from the fleet lands.
@@ -245,13 +259,9 @@ func (o *overview) draw() {
 	if o.w <= 0 || o.h <= 0 {
 		return
 	}
-	c, st := o.c, &o.c.styles
+	c := o.c
 	cells := grid(rect{0, 0, o.w, o.h}, 2, 2)
-	var first time.Time
-	if c.s.hist != nil && c.s.hist.first != 0 {
-		first = time.Unix(c.s.hist.first, 0)
-	}
-	win := fittedWindow(c.now(), chartWindows[c.s.window], first)
+	win := chartWindow(c)
 	// Legends first: a grid row is as tall as its taller legend.
 	legends := make([][]string, len(overviewCharts))
 	for i, def := range overviewCharts {
@@ -260,11 +270,17 @@ func (o *overview) draw() {
 	legendH := []int{max(len(legends[0]), len(legends[1])), max(len(legends[2]), len(legends[3]))}
 	// Scales, then the widest tick label of all four sets the gutter.
 	gutter := 0
-	scales := make([]yScale, len(overviewCharts))
+	scales := make([][2]yScale, len(overviewCharts)) // upper and lower band
 	for i, def := range overviewCharts {
-		scales[i] = o.scale(def, win, cells[i].W, cells[i].H-legendH[i/2]-1)
-		for _, v := range scales[i].Ticks() {
-			gutter = max(gutter, lipgloss.Width(axisLabel(v, def.unit)))
+		up, lo := bandRows(def, cells[i].H-legendH[i/2]-1)
+		scales[i] = [2]yScale{o.bandScale(def, false, win, cells[i].W, up), o.bandScale(def, true, win, cells[i].W, lo)}
+		for b, s := range scales[i] {
+			if b == 1 && lo == 0 {
+				continue
+			}
+			for _, v := range s.Ticks() {
+				gutter = max(gutter, lipgloss.Width(axisLabel(v, def.unit)))
+			}
 		}
 	}
 	plotCols := cells[0].W - gutter - 1
@@ -276,14 +292,9 @@ func (o *overview) draw() {
 			blocks[i] = fit(strings.Join(legends[i], "\n"), cells[i].W, cells[i].H)
 			continue
 		}
-		series := make([]plotSeries, len(def.series))
-		for j, id := range def.series {
-			series[j] = plotSeries{Style: j, Bins: c.s.hist.bins(id, win, subCols(st, plotCols))}
-		}
-		lines := append(padLegend(legends[i], legendH[i/2]), renderPlot(st, plotSpec{
-			W: win, Cols: plotCols, Rows: rows, Gutter: gutter, Scale: scales[i], Unit: def.unit,
-			Series: series, Epochs: c.s.marks, Ticks: ticks,
-		})...)
+		lines := append(padLegend(legends[i], legendH[i/2]), o.chartPlot(def, plotSpec{
+			W: win, Cols: plotCols, Rows: rows, Gutter: gutter, Unit: def.unit, Epochs: c.s.marks, Ticks: ticks,
+		}, scales[i][0], scales[i][1])...)
 		blocks[i] = fit(strings.Join(lines, "\n"), cells[i].W, cells[i].H)
 	}
 	row := func(a, b string) string {
@@ -298,28 +309,20 @@ func (o *overview) draw() {
 	o.drawAt = c.now()
 }
 
+// chartWindow is the window the charts show now: fitted to the data until they fill it.
+func chartWindow(c *common) timeWindow {
+	var first time.Time
+	if c.s.hist != nil && c.s.hist.first != 0 {
+		first = time.Unix(c.s.hist.first, 0)
+	}
+	return fittedWindow(c.now(), chartWindows[c.s.window], first)
+}
+
 func padLegend(lines []string, h int) []string {
 	for len(lines) < h {
 		lines = append(lines, "")
 	}
 	return lines
-}
-
-// scale is a chart's Y range, from its values only, so a bound never moves the axis. The
-// values are binned as finely as the chart could ever be drawn (its whole width), so no
-// column of the final plot holds a larger mean.
-func (o *overview) scale(def chartDef, win timeWindow, width, rows int) yScale {
-	if def.fixedTop > 0 {
-		return niceScale(def.fixedTop, maxIntervals(rows))
-	}
-	maxV := 0.0
-	for _, id := range def.series {
-		maxV = math.Max(maxV, valueMax(o.c.s.hist.bins(id, win, subCols(&o.c.styles, max(width, 1)))))
-	}
-	if maxV <= 0 {
-		return niceScale(1, 1) // no data: 0 and 1 say so, finer ticks would pretend
-	}
-	return niceScale(maxV, maxIntervals(rows))
 }
 
 // valueMax is the largest value among bins; bounds do not count.
@@ -352,15 +355,18 @@ func (o *overview) legend(def chartDef, width int) []string {
 		case valueKind:
 			v = def.unit.value(last.V)
 		case upperBound:
-			mark, v = "┈", "≤"+def.unit.value(last.V)
+			v = "≤" + def.unit.value(last.V)
 		case lowerBound:
-			mark, v = "┈", "≥"+def.unit.value(last.V)
+			v = "≥" + def.unit.value(last.V)
 		case noSample:
 		}
 		if st.NoColor {
 			mark = ss.Glyph
 		}
-		items = append(items, ss.Style.Render(mark+" "+seriesDefs[id].name)+" "+st.Value.Render(v))
+		if last.Kind == upperBound || last.Kind == lowerBound {
+			mark = string(boundTick) // the chart has only a tick at the bound for it
+		}
+		items = append(items, ss.Style.Render(mark+" "+seriesName(c, id))+" "+st.Value.Render(v))
 	}
 	switch def.unit {
 	case unitMs:

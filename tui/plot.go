@@ -42,6 +42,7 @@ type plotSpec struct {
 	Series []plotSeries
 	Epochs []epochMark
 	Ticks  []xTick
+	Name   string // written on the top row's left, where the plot is one band of a chart
 }
 
 // subCols is the number of bins a plot of cols cells takes: braille has two dots a cell.
@@ -52,11 +53,13 @@ func subCols(st *Styles, cols int) int {
 	return 2 * cols
 }
 
-// cell styles: 0 plain, 1 axis, 2 rule, 3+i series i (-1: a blank cell).
+// cell styles: plain, axis, rule, good, bad, then series i at stySeries+i (-1: a blank cell).
 const (
 	styPlain = iota
 	styAxis
 	styRule
+	styGood
+	styBad
 	stySeries
 )
 
@@ -101,6 +104,11 @@ func renderPlot(st *Styles, p plotSpec) []string {
 	}
 	drawBounds(st, p, cells, rowOf, top)
 	drawEpochs(p, cells)
+	for i, r := range []rune(p.Name) {
+		if i < p.Cols-1 {
+			cells[0][i] = cell{r: r, style: styRule}
+		}
+	}
 
 	tickRows := map[int]string{}
 	for _, v := range p.Scale.Ticks() {
@@ -178,38 +186,39 @@ func drawGlyphs(st *Styles, p plotSpec, cells [][]cell, rowOf func(float64) int)
 	}
 }
 
-// drawBounds draws bound samples as a dotted mark at the bucket edge. They never set the range:
-// an upper bound above the top is not drawn (the value is somewhere below it), a lower bound
-// above the top is an arrow on the top row.
+// boundTick is the mark of a bound-only quantile: in the legend and as a short tick at the
+// plot's edge, never a line across it (where the value is, under the bound, is not known).
+const boundTick = '◂'
+
+// drawBounds marks a series whose latest sample is a bound with a tick at the bound, in the
+// column of that sample (the right edge while it is current). Older bounds are not drawn.
+// Bounds never set the range: an upper bound above the top is not drawn (the value is somewhere
+// below it), a lower bound above the top is an arrow on the top row.
 func drawBounds(st *Styles, p plotSpec, cells [][]cell, rowOf func(float64) int, top float64) {
 	per := 2
 	if st.NoColor {
 		per = 1
 	}
 	for _, s := range p.Series {
-		mark := '┈'
-		if st.NoColor {
-			mark = []rune(st.series(s.Style).Glyph)[0]
+		x := len(s.Bins) - 1
+		for x >= 0 && s.Bins[x].Kind == noSample {
+			x--
 		}
-		for x, b := range s.Bins {
-			c := x / per
-			if c >= p.Cols || (b.Kind != upperBound && b.Kind != lowerBound) {
+		if x < 0 || x/per >= p.Cols {
+			continue
+		}
+		b := s.Bins[x]
+		if b.Kind != upperBound && b.Kind != lowerBound {
+			continue
+		}
+		r, m := rowOf(b.V), boundTick
+		if b.V > top {
+			if b.Kind == upperBound {
 				continue
 			}
-			if st.NoColor && c%2 == 1 {
-				continue // dotted: every other column
-			}
-			r, m := rowOf(b.V), mark
-			if b.V > top {
-				if b.Kind == upperBound {
-					continue
-				}
-				r, m = 0, '^'
-			}
-			if cl := &cells[r][c]; cl.r == 0 {
-				*cl = cell{r: m, style: stySeries + s.Style}
-			}
+			r, m = 0, '^'
 		}
+		cells[r][x/per] = cell{r: m, style: stySeries + s.Style}
 	}
 }
 
@@ -269,6 +278,10 @@ func cellStyle(st *Styles, id int) lipgloss.Style {
 		return st.Axis
 	case styRule:
 		return st.Rule
+	case styGood:
+		return st.Good
+	case styBad:
+		return st.Bad
 	case styPlain:
 		return st.Base
 	}

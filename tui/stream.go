@@ -176,11 +176,12 @@ func (p *stream) draw() {
 	}
 	st := &p.c.styles
 	reqs := [2]request{measure(p.slots[0].v), measure(p.slots[1].v)}
-	var scale [2]time.Duration // TTFT and decode bars share a scale across the panes
-	for _, r := range reqs {
-		scale[0], scale[1] = max(scale[0], r.ttft), max(scale[1], r.decode)
-	}
 	paneW := (p.w - 1) / 2
+	var longest time.Duration // TTFT and decode bars share one time scale across the panes
+	for _, r := range reqs {
+		longest = max(longest, r.ttft, r.decode)
+	}
+	scale := newBarScale(longest, paneW-barLabelW)
 	rows := p.h - 1
 	var panes [2][]string
 	for i := range p.slots {
@@ -208,11 +209,16 @@ func (p *stream) legend() string {
 	for i, n := range names {
 		items = append(items, st.Heat[i].Render(st.HeatGlyphs[i]+" "+n))
 	}
-	return truncate(strings.Join(items, " "), p.w)
+	line := strings.Join(items, " ")
+	// The server exports no request's own queueing or prefill time: the split is its means'.
+	if note := st.Muted.Render(" · queue/prefill: server means, not per request"); lipgloss.Width(line+note) <= p.w {
+		line += note
+	}
+	return truncate(line, p.w)
 }
 
 // pane is one request: its title, its TTFT and decode bars, its gaps, a note, its text.
-func (p *stream) pane(i int, r request, scale [2]time.Duration, w, rows int) []string {
+func (p *stream) pane(i int, r request, scale barScale, w, rows int) []string {
 	st := &p.c.styles
 	v := p.slots[i].v
 	kind := []string{"short prompt", "long prompt"}[i]
@@ -231,9 +237,16 @@ func (p *stream) pane(i int, r request, scale [2]time.Duration, w, rows int) []s
 			state = st.Bad.Render(string(res.Error) + " " + clean(res.ErrorMessage))
 		}
 	}
-	out := []string{truncate(st.Title.Render(kind)+st.Muted.Render(fmt.Sprintf(" %d→%d tok · ", v.Prompt.InputTokens, len(v.Tokens)))+state, w)}
-	out = append(out, p.ttftBar(p.slots[i], r, scale[0], w)...)
-	out = append(out, p.decodeBar(r, scale[1], w), p.gapLine(r, w))
+	itl := ""
+	if len(r.gaps) > 0 {
+		itl = st.Muted.Render(" · ITL " + fmtDur(r.decode/time.Duration(len(r.gaps))))
+	}
+	out := []string{truncate(st.Title.Render(kind)+st.Muted.Render(fmt.Sprintf(" %d→%d tok · ", v.Prompt.InputTokens, len(v.Tokens)))+state+itl, w)}
+	ttft, detail := p.ttftBar(p.slots[i], r, scale, w)
+	out = append(out, ttft, p.decodeBar(r, scale, w))
+	out = append(out, scale.line(st, w)...)
+	out = append(out, detail...)
+	out = append(out, p.gapLine(r, w))
 	var clean time.Duration
 	if i == 1 {
 		if short := measure(p.slots[0].v); len(short.gaps) >= 8 && p.slots[0].v.Result != nil {
@@ -252,21 +265,22 @@ func (p *stream) pane(i int, r request, scale [2]time.Duration, w, rows int) []s
 }
 
 // ttftBar is the time to the first token, split where the server's histograms say how long
-// requests queued (the rest is prefill and the way there and back).
-func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []string {
+// requests queued (the rest is prefill and the way there and back), and the lines that say
+// the split is of the server's means: vLLM exports no request's own queueing or prefill.
+func (p *stream) ttftBar(sl watchSlot, r request, scale barScale, w int) (string, []string) {
 	st := &p.c.styles
-	label := st.Label.Render("TTFT   ") + st.Value.Render(padRight(fmtDur(r.ttft), 7))
-	barW := max(w-lipgloss.Width(label)-1, 1)
-	cells := barCells(r.ttft, scale, barW)
+	label := st.Label.Render("TTFT   ") + st.Value.Render(padRight(fmtDur(r.ttft), barLabelW-8)) + " "
+	cells := scale.cells(r.ttft)
 	queue := time.Duration(0)
-	var detail string
+	detail := "no queue/prefill split: the server does not report its queueing"
 	if sl.known {
 		times := "queue " + fmtDur(sl.queue)
 		if sl.prefill > 0 {
 			times += ", prefill " + fmtDur(sl.prefill)
 		}
 		// The means are of every request around this one: when they add up to more than its
-		// TTFT (a short prompt among long ones) they do not describe it, and the bar stays whole.
+		// TTFT (a short prompt among long ones, or one that queued less than most) they do not
+		// describe it, and the bar stays whole.
 		if sl.queue+sl.prefill <= r.ttft+r.ttft/10 {
 			queue = min(sl.queue, r.ttft)
 			detail = "░ queue " + fmtDur(sl.queue)
@@ -283,23 +297,17 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale time.Duration, w int) []
 		qCells = int(math.Round(float64(cells) * float64(queue) / float64(r.ttft)))
 	}
 	bar := st.Warn.Render(strings.Repeat("░", qCells)) + st.series(0).Style.Render(strings.Repeat("▓", cells-qCells))
-	out := []string{label + " " + bar}
+	var out []string
 	for _, l := range wrapWords(detail, max(w-7, 8)) {
 		out = append(out, st.Muted.Render(truncate("       "+l, w)))
 	}
-	return out
+	return label + bar, out
 }
 
-func (p *stream) decodeBar(r request, scale time.Duration, w int) string {
+func (p *stream) decodeBar(r request, scale barScale, w int) string {
 	st := &p.c.styles
-	label := st.Label.Render("decode ") + st.Value.Render(padRight(fmtDur(r.decode), 7))
-	mean := time.Duration(0)
-	if len(r.gaps) > 0 {
-		mean = r.decode / time.Duration(len(r.gaps))
-	}
-	tail := st.Muted.Render(" ITL " + fmtDur(mean))
-	barW := max(w-lipgloss.Width(label)-lipgloss.Width(tail)-1, 1)
-	return label + " " + st.series(1).Style.Render(strings.Repeat("█", barCells(r.decode, scale, barW))) + tail
+	label := st.Label.Render("decode ") + st.Value.Render(padRight(fmtDur(r.decode), barLabelW-8)) + " "
+	return truncate(label+st.series(1).Style.Render(strings.Repeat("█", scale.cells(r.decode))), w)
 }
 
 // barCells is d's share of scale in width cells, at least one for anything measured.

@@ -50,6 +50,8 @@ type tuneCurve struct {
 	// Unmeasured is true when Err says why the setting could not be measured (the server
 	// started, but every probe of one value was discarded).
 	Unmeasured bool
+	// Seen is what the server showed while each value's scored probe measured, by value.
+	Seen map[int]probeSeen
 }
 
 // errText is the setting's failure as the Curves panel says it.
@@ -98,6 +100,7 @@ type probeRun struct {
 	measureSince time.Time
 	rate         bool   // the value is a request rate
 	spoiled      string // why the probe cannot be scored ("" while it can): see probeHealth
+	seen         probeSeen
 }
 
 // measureTarget is how many completed requests the probe measures: --probe-requests, and at
@@ -488,6 +491,7 @@ func (m *Model) tuneSecond(now time.Time) {
 		m.tuneProgress()
 		return
 	}
+	p.seen.observe(s)
 	var st loadgen.EpochStats
 	if i := s.runIndex(p.epoch); i >= 0 {
 		st = s.runs[i]
@@ -503,6 +507,7 @@ func (m *Model) tuneSecond(now time.Time) {
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
 		}
 		p.reply <- tuneReply{stats: st, err: err}
+		s.tune.noteSeen(p)
 		s.tune.cur = nil
 	}
 	m.tuneProgress()
@@ -655,6 +660,9 @@ func (m *Model) tuneDone(err error) {
 		msg += ": knee " + strings.Join(knees, ", ")
 	} else if t.slo != nil {
 		msg += ": no probe met " + t.slo.Text(", ")
+	}
+	if note := sweepNotTheLimit(t); was == tuneSweep && note != "" {
+		msg += " · " + note
 	}
 	if was == tuneSearch && knee > 0 && err == nil {
 		msg += " (" + loadgen.KneeLine(t.variable, knee) + "; load set to it)"

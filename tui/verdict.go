@@ -52,58 +52,58 @@ func worstVerdict(vs []diagnose.Verdict) (diagnose.Verdict, bool) {
 	return diagnose.Verdict{}, false
 }
 
-// verdictParts splits a verdict into what the one-line form shows: its rule, its evidence
-// and its advice (the text after its last "; ", else the flags it names). It is the one place
-// that reads a verdict's fields for that line.
-func verdictParts(v diagnose.Verdict) (rule string, evidence []string, advice string) {
-	for _, e := range v.Evidence {
-		evidence = append(evidence, clean(e.String()))
-	}
-	if i := strings.LastIndex(v.Text, "; "); i >= 0 {
-		advice = v.Text[i+2:]
-	} else if len(v.Flags) > 0 {
-		advice = "change " + strings.Join(v.Flags, ", ")
-	}
-	return clean(v.Rule), evidence, clean(advice)
-}
-
-// verdictLine is a verdict in at most width cells: "kv-bound: kv_cache_usage 94% (≥ 90%),
-// waiting 3 (≥ 1) → raise --gpu-memory-utilization, ...". Where it does not fit, evidence goes
-// first (its first figure last), then the advice shrinks to the first flag: the flag to change
-// stays on the line at every size.
+// verdictLine is a verdict's diagnose.Verdict.Line in at most width cells: "kv-bound ·
+// kv_cache_usage 94% (≥ 90%), waiting 3 (≥ 1) · raise --gpu-memory-utilization". Where it
+// does not fit, evidence goes (its first figure last), then the advice is cut: the advice,
+// which names the flag to change, stays on the line as long as it can. A verdict without
+// advice offers its flags.
 func verdictLine(v diagnose.Verdict, width int) string {
-	rule, ev, advice := verdictParts(v)
-	build := func(ev []string, advice string) string {
-		s := rule
-		if len(ev) > 0 {
-			s += ": " + strings.Join(ev, ", ")
-		}
-		if advice != "" {
-			s += " → " + advice
-		}
-		return s
+	v.Limit, v.Advice = clean(v.Limit), clean(v.Advice)
+	if v.Limit == "" {
+		v.Limit = clean(v.Rule)
 	}
-	for n := len(ev); n >= 1; n-- {
-		if s := build(ev[:n], advice); lipgloss.Width(s) <= width {
+	if v.Advice == "" && len(v.Flags) > 0 {
+		v.Advice = "change " + clean(strings.Join(v.Flags, ", "))
+	}
+	var key []diagnose.Evidence // what Line shows first: the figures held against a threshold
+	for _, e := range v.Evidence {
+		if e.Threshold != "" {
+			key = append(key, e)
+		}
+	}
+	if len(key) == 0 {
+		key = v.Evidence
+	}
+	try := func(ev []diagnose.Evidence, advice string) (string, bool) {
+		short := v
+		short.Evidence, short.Advice = ev, advice
+		s := clean(short.Line())
+		return s, lipgloss.Width(s) <= width
+	}
+	for n := min(len(key), 2); n >= 1; n-- {
+		if s, ok := try(key[:n], v.Advice); ok {
 			return s
 		}
 	}
-	if len(v.Flags) > 0 {
-		flag := clean(v.Flags[0])
-		var bare []string // the first figure without its threshold
-		if len(v.Evidence) > 0 {
-			e := v.Evidence[0]
-			e.Threshold = ""
-			bare = []string{clean(e.String())}
-		}
-		for _, first := range [][]string{ev[:min(len(ev), 1)], bare, nil} {
-			if s := build(first, flag); lipgloss.Width(s) <= width {
+	// The advice shrinks to the flag it names, with the first figure, then the figure
+	// without its threshold, then alone.
+	if len(v.Flags) > 0 && len(key) > 0 {
+		bare := key[0]
+		bare.Threshold = ""
+		for _, ev := range [][]diagnose.Evidence{key[:1], {bare}, nil} {
+			flag := clean(v.Flags[0])
+			if flag == v.Limit {
+				flag = "" // the limit is the flag: said once
+			}
+			if s, ok := try(ev, flag); ok {
 				return s
 			}
 		}
-		return truncate(rule+" → "+flag, width)
 	}
-	return truncate(build(nil, advice), width)
+	if s, ok := try(nil, v.Advice); ok {
+		return s
+	}
+	return truncate(clean(v.Line()), width)
 }
 
 // verdictItem is the header's verdict: FAILING and the error class when the load's requests

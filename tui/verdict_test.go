@@ -13,21 +13,29 @@ import (
 )
 
 var kvVerdict = diagnose.Verdict{Rule: "kv-bound", Severity: diagnose.Warning, Subject: "http://127.0.0.1:8000",
-	Text:     "http://127.0.0.1:8000's KV cache is 94% full with 3 waiting: requests wait for KV memory; raise --gpu-memory-utilization, lower --max-num-seqs, or try --kv-cache-dtype fp8",
-	Flags:    []string{"--gpu-memory-utilization", "--max-num-seqs", "--kv-cache-dtype fp8"},
+	Text:  "http://127.0.0.1:8000's KV cache is 94% full with 3 waiting: requests wait for KV memory; raise --gpu-memory-utilization, lower --max-num-seqs, or try --kv-cache-dtype fp8",
+	Flags: []string{"--gpu-memory-utilization", "--max-num-seqs", "--kv-cache-dtype fp8"},
+	Limit: diagnose.LimitKV, Advice: "raise --gpu-memory-utilization (now 0.9)",
 	Evidence: []diagnose.Evidence{{Name: "kv_cache_usage", Value: 0.94, Unit: "%", Threshold: "≥ 90%"}, {Name: "waiting", Value: 3, Threshold: "≥ 1"}}}
 
 func TestVerdictLineKeepsTheFlagToChangeAtEveryWidth(t *testing.T) {
 	wide := verdictLine(kvVerdict, 200)
-	assert.Equal(t, "kv-bound: kv_cache_usage 94% (≥ 90%), waiting 3 (≥ 1) → raise --gpu-memory-utilization, lower --max-num-seqs, or try --kv-cache-dtype fp8", wide)
-	for w := len("kv-bound → --gpu-memory-utilization"); w <= 200; w++ {
+	assert.Equal(t, kvVerdict.Line(), wide, "the footer's line is diagnose's, where it fits")
+	assert.Equal(t, diagnose.LimitKV+" · kv_cache_usage 94% (≥ 90%), waiting 3 (≥ 1) · raise --gpu-memory-utilization (now 0.9)", wide)
+	for w := len(diagnose.LimitKV + " · --gpu-memory-utilization"); w <= 200; w++ {
 		line := verdictLine(kvVerdict, w)
 		require.LessOrEqual(t, lipgloss.Width(line), w)
 		assert.Contains(t, line, "--gpu-memory-utilization", "width %d", w)
-		assert.True(t, strings.HasPrefix(line, "kv-bound"), "width %d: %q", w, line)
+		assert.True(t, strings.HasPrefix(line, diagnose.LimitKV), "width %d: %q", w, line)
 	}
-	assert.Equal(t, "kv-bound: kv_cache_usage 94% (≥ 90%) → --gpu-memory-utilization", verdictLine(kvVerdict, 64),
-		"the first figure stays with the flag where the advice does not fit")
+	assert.Equal(t, diagnose.LimitKV+" · kv_cache_usage 94% (≥ 90%) · raise --gpu-memory-utilization (now 0.9)", verdictLine(kvVerdict, 90),
+		"the first figure stays with the advice where both do not fit")
+	assert.Equal(t, diagnose.LimitKV+" · kv_cache_usage 94% · --gpu-memory-utilization", verdictLine(kvVerdict, 60),
+		"narrower: the first figure and the flag")
+	noAdvice := kvVerdict
+	noAdvice.Limit, noAdvice.Advice = "", ""
+	assert.Equal(t, "kv-bound · kv_cache_usage 94% (≥ 90%), waiting 3 (≥ 1) · change --gpu-memory-utilization, --max-num-seqs, --kv-cache-dtype fp8",
+		verdictLine(noAdvice, 200), "without a limit and advice: the rule and its flags")
 }
 
 func TestSingleServerFooterSaysTheVerdictsEvidenceAndFlag(t *testing.T) {
@@ -38,7 +46,7 @@ func TestSingleServerFooterSaysTheVerdictsEvidenceAndFlag(t *testing.T) {
 		d.m.header.Update(refreshMsg{})
 		lines := strings.Split(d.view(), "\n")
 		foot := lines[len(lines)-1]
-		assert.Contains(t, foot, "kv-bound: kv_cache_usage 94%", "width %d", w)
+		assert.Contains(t, foot, diagnose.LimitKV+" · kv_cache_usage 94%", "width %d", w)
 		assert.Contains(t, d.view(), "DEGRADED kv-bound", "width %d: the header names the rule", w)
 		assert.Contains(t, foot, "--gpu-memory-utilization", "width %d", w)
 		assert.Contains(t, foot, "? help", "width %d", w)
@@ -129,4 +137,13 @@ func TestNarrowHeaderKeepsACompactVerdictAndTheFooterTurnsToIt(t *testing.T) {
 	*d.td.clock = d.td.clock.Add(statusHold)
 	lines = strings.Split(d.view(), "\n")
 	assert.Contains(t, lines[len(lines)-1], "--gpu-memory-utilization", "then the verdict's flag")
+}
+
+func TestVerdictLineSaysAFlagThatIsTheLimitOnce(t *testing.T) {
+	v := diagnose.Verdict{Rule: "batch-token-bound", Severity: diagnose.Warning, Limit: diagnose.LimitBatched, Flags: []string{diagnose.LimitBatched},
+		Advice:   "raise --max-num-batched-tokens (now 8192), or lower --max-num-seqs so fewer prompts share each step",
+		Evidence: []diagnose.Evidence{{Name: "waiting", Value: 5, Threshold: "≥ 1"}}}
+	line := verdictLine(v, 60)
+	assert.Equal(t, 1, strings.Count(line, "--max-num-batched-tokens"), "%q", line)
+	assert.Equal(t, "--max-num-batched-tokens · waiting 5 (≥ 1)", line)
 }

@@ -642,6 +642,9 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 		fmt.Fprintln(env.Stdout)
 		fmt.Fprint(env.Stdout, curve.Text(chart, 78, 14))
 	}
+	if note := cfg.kvNote(settings); cfg.Search.On() && note != "" {
+		fmt.Fprintln(env.Stdout, note)
+	}
 	if cfg.Plot != "" && len(records) > 0 {
 		if err := curve.Write(cfg.Plot, chart, benchcli.PlotFile(cfg.Overwrite)); err != nil {
 			env.Say("cannot draw the plot: %s", textfmt.OneLine(err.Error(), 0))
