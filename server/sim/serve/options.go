@@ -29,6 +29,8 @@ type Options struct {
 	// MaxLogprobs is the largest logprobs / top_logprobs a request may ask for (vLLM's
 	// --max-logprobs, default 20).
 	MaxLogprobs int
+	// SchedulingPolicy is --scheduling-policy: "fcfs" or "priority".
+	SchedulingPolicy string
 	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
 	NonDefault []NamedValue
 	// PrintCapacity is --print-capacity: print the KV cache's capacity for a workload of
