@@ -153,7 +153,7 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}
 	}
 	if s.Version.Less(oldestVersion) || newestVersion.Less(s.Version) {
-		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to 0.26", s.Version, oldestVersion)}
+		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to %s", s.Version, oldestVersion, NewestMinor())}
 	}
 	return s, nil
 }

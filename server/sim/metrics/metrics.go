@@ -25,6 +25,9 @@ var (
 	waitReasons   = []string{"capacity", "deferred"}
 	sleepStates   = []string{"awake", "weights_offloaded", "discard_all"}
 	promptSources = []string{"local_compute", "local_cache_hit", "external_kv_transfer"}
+	// The cache tiers of vllm:prompt_tokens_cached_by_source; without KV connectors or
+	// offloading every cached token comes from the device's prefix cache.
+	cacheSources = []string{"device", "host", "p2p", "disk", "external_unspecified"}
 )
 
 // Metrics holds one engine's vLLM metric families and serves them. Families a release does
@@ -48,6 +51,7 @@ type Metrics struct {
 	promptTokens                          prometheus.Counter
 	promptBySource                        map[string]prometheus.Counter
 	promptCached, promptRecomputed        prometheus.Counter
+	cachedBySource                        map[string]prometheus.Counter
 	generationTokens                      prometheus.Counter
 	success                               map[string]prometheus.Counter
 
@@ -164,6 +168,9 @@ func (m *Metrics) registerTokenCounters(f families) {
 	if ft.promptBySource {
 		m.promptBySource = f.counterVec("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source", promptSources...)
 		m.promptCached = f.counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
+	}
+	if ft.cachedBySource {
+		m.cachedBySource = f.counterVec("vllm:prompt_tokens_cached_by_source_total", "Number of cached prompt tokens by the cache tier that held them.", "source", cacheSources...)
 	}
 	if ft.promptRecomputed {
 		m.promptRecomputed = f.counter("vllm:prompt_tokens_recomputed_total", "Number of cached tokens recomputed for forward pass.")
@@ -315,6 +322,9 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 			m.promptBySource["local_compute"].Add(float64(len(o.Seq.Prompt) - cached))
 			m.promptBySource["local_cache_hit"].Add(float64(cached))
 			m.promptCached.Add(float64(cached))
+		}
+		if m.cachedBySource != nil {
+			m.cachedBySource["device"].Add(float64(o.Seq.CachedTokens))
 		}
 		m.ttft.Observe(seconds(o.Seq.Times.Arrival, r.End))
 	}

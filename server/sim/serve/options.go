@@ -164,7 +164,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
-	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to 0.26")
+	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor())
 	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {
 		fs.Bool(name, false, "accepted for compatibility; no effect in the simulator")

@@ -129,7 +129,7 @@ func TestInfoEndpoints(t *testing.T) {
 	assert.Equal(t, 200, code)
 	code, body = do(t, "GET", s.URL+"/version", "")
 	assert.Equal(t, 200, code)
-	assert.JSONEq(t, `{"version":"0.26.0"}`, body)
+	assert.JSONEq(t, `{"version":"0.33.0"}`, body)
 	code, body = do(t, "GET", s.URL+"/load", "")
 	assert.Equal(t, 200, code)
 	assert.JSONEq(t, `{"server_load":0}`, body)
