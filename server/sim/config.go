@@ -41,6 +41,8 @@ type Config struct {
 	VLLMVersion string
 	// Speculative is --speculative-config (nil: no speculative decoding).
 	Speculative *SpeculativeConfig
+	// SchedulingPolicy is --scheduling-policy: "fcfs" (default) or PolicyPriority.
+	SchedulingPolicy string
 }
 
 // Defaults vLLM applies (docs/vllm-behaviour.md#defaults-by-version).

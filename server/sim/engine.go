@@ -24,6 +24,8 @@ type Request struct {
 	IgnoreEOS bool
 	// N is the n parameter of the API request this sequence is one choice of (1 if unset).
 	N int
+	// Priority orders the waiting queue under --scheduling-policy priority (lower first).
+	Priority int
 	// Arrival is when the API server received the request; the scheduler sees it after the
 	// host profile's input cost (parsing, tokenization).
 	Arrival time.Time
@@ -71,6 +73,9 @@ const (
 	stateRunning
 	stateDone
 )
+
+// Running reports whether the sequence is in the running batch (not waiting, not ended).
+func (s *Sequence) Running() bool { return s.state == stateRunning }
 
 // Finished reports whether the sequence ended (finished or aborted).
 func (s *Sequence) Finished() bool { return s.state == stateDone }
@@ -271,7 +276,7 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	if e.pool.cache != nil {
 		s.hashes = hashBlocks(r.Prompt, e.layout.BlockSize)
 	}
-	e.waiting = append(e.waiting, s)
+	e.enqueue(s)
 	return s, nil
 }
 
@@ -380,8 +385,7 @@ func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, 
 		}
 		scheduled := true
 		for !e.reserve(s, s.computed+n, n) {
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
+			victim := e.victim(i)
 			e.preempt(victim)
 			preempted = true
 			r.Preempted++
@@ -595,9 +599,7 @@ func (e *Engine) preempt(s *Sequence) {
 	s.computed = 0
 	s.state = stateWaiting
 	s.Preemptions++
-	e.waiting = append(e.waiting, nil)
-	copy(e.waiting[1:], e.waiting)
-	e.waiting[0] = s
+	e.requeue(s)
 }
 
 func (e *Engine) freeBlocks(s *Sequence) {

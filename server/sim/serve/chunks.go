@@ -133,6 +133,9 @@ type chunker struct {
 	// without echo.
 	echoes  []string
 	offsets []int // completions' text_offset so far, by choice
+	// cachedOf, with --enable-prompt-tokens-details, is the prompt tokens the prefix cache
+	// served, for usage.prompt_tokens_details.
+	cachedOf func() int
 }
 
 func newChunker(id string, chat bool, n int, model string, promptTokens int) *chunker {
@@ -208,6 +211,11 @@ func (c *chunker) appendUsage(b []byte) []byte {
 	b = appendInt(b, int64(c.promptTokens+completion))
 	b = append(b, `,"completion_tokens":`...)
 	b = appendInt(b, int64(completion))
+	if c.cachedOf != nil {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = appendInt(b, int64(c.cachedOf()))
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

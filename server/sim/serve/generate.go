@@ -218,9 +218,13 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	reqs := make([]sim.Request, len(prompts))
 	for i, p := range prompts {
-		reqs[i] = sim.Request{ID: c.id, Prompt: p.ids, MaxTokens: maxTokens[i], MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n}
+		reqs[i] = sim.Request{ID: c.id, Prompt: p.ids, MaxTokens: maxTokens[i], MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n, Priority: req.Priority}
 	}
-	streams, ok := s.submitChoices(w, reqs, sink)
+	var lora string
+	if l := s.loraModule(req.Model); l != nil {
+		lora = l.Name
+	}
+	streams, ok := s.submitChoices(w, reqs, c, sink, lora)
 	if !ok {
 		return
 	}
@@ -371,24 +375,41 @@ func (s *Server) startStream(w http.ResponseWriter, req *genRequest, c *chunker)
 	return sink
 }
 
-// submitChoices submits one engine request per choice of each prompt; when one is refused
-// it aborts those already submitted and answers the client, returning ok false.
-func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, sink *sseSink) (streams []*stream, ok bool) {
+// submitChoices submits one engine request per choice of each prompt, the streams all made
+// first so that the chunker may read their sequences' cached tokens (usage details) at any
+// time; when a request is refused it aborts those already submitted and answers the client,
+// returning ok false.
+func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, c *chunker, sink *sseSink, lora string) (streams []*stream, ok bool) {
+	var owners []sim.Request
 	for _, req := range reqs {
 		for range req.N {
 			st := newStream()
-			st.choice = len(streams)
-			st.sink = sink
-			if err := s.drv.submit(req, st); err != nil {
-				s.abortAll(streams)
-				if sink != nil {
-					sink.close()
-					return nil, false
+			st.choice, st.sink, st.lora = len(streams), sink, lora
+			streams = append(streams, st)
+			owners = append(owners, req)
+		}
+	}
+	if s.opts.PromptTokensDetails {
+		n := reqs[0].N
+		c.cachedOf = func() int {
+			cached := 0
+			for i := 0; i < len(streams); i += n {
+				if seq := streams[i].seq; seq != nil {
+					cached += seq.CachedTokens
 				}
-				writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
+			}
+			return cached
+		}
+	}
+	for i, st := range streams {
+		if err := s.drv.submit(owners[i], st); err != nil {
+			s.abortAll(streams[:i])
+			if sink != nil {
+				sink.close()
 				return nil, false
 			}
-			streams = append(streams, st)
+			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), nil)
+			return nil, false
 		}
 	}
 	return streams, true
