@@ -43,6 +43,9 @@ type Config struct {
 	Speculative *SpeculativeConfig
 	// SchedulingPolicy is --scheduling-policy: "fcfs" (default) or PolicyPriority.
 	SchedulingPolicy string
+	// KVCacheMetricsSample is the fraction of prefix-cache blocks whose residency is recorded
+	// (--kv-cache-metrics-sample with --kv-cache-metrics; 0: none).
+	KVCacheMetricsSample float64
 }
 
 // Defaults vLLM applies (docs/vllm-behaviour.md#defaults-by-version).

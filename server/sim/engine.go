@@ -100,9 +100,11 @@ type Output struct {
 
 // StepResult reports one engine step. Its slices are reused by the next Step: copy what you keep.
 type StepResult struct {
-	Start    time.Time
-	Duration time.Duration // zero when nothing was scheduled
-	End      time.Time
+	// KVEvictions are the sampled prefix-cache blocks evicted in the step (--kv-cache-metrics).
+	KVEvictions []KVEviction
+	Start       time.Time
+	Duration    time.Duration // zero when nothing was scheduled
+	End         time.Time
 	// Idle is true when nothing could be scheduled; NextReady is then when the earliest waiting
 	// request becomes visible to the scheduler (zero if none is waiting).
 	Idle      bool
@@ -188,6 +190,9 @@ func NewEngine(s *Setup) *Engine {
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
 		rng:       uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
+	}
+	if s.KVCacheMetricsSample > 0 && e.pool.cache != nil {
+		e.pool.residency = &residency{sample: s.KVCacheMetricsSample}
 	}
 	if e.spec > 0 {
 		e.accept = NewAcceptance(e.spec, s.Speculative.AcceptanceRate)
@@ -336,12 +341,14 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0], SpecAcceptedPerPos: r.SpecAcceptedPerPos[:0]}
 	e.batch, e.batchSeq, e.drafted = e.batch[:0], e.batchSeq[:0], e.drafted[:0]
 	chunked := e.setup.ChunkedPrefillEnabled()
+	e.startResidencyStep(now)
 
 	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
 	if !preempted {
 		e.admitWaiting(r, now, budget, chunked)
 	}
 
+	r.KVEvictions = e.residencyEvictions()
 	if len(e.batch) == 0 {
 		r.Idle = true
 		if len(e.waiting) > 0 {

@@ -148,6 +148,20 @@ func (m *Metrics) observeMFU(r *sim.StepResult) {
 	m.writeBytes.Add(tokens * float64(c.BytesPerToken+c.SlidingBytesPerToken))
 }
 
+// observeResidency records the step's sampled KV block evictions.
+func (m *Metrics) observeResidency(evs []sim.KVEviction) {
+	if m.kvLifetime == nil {
+		return
+	}
+	for _, ev := range evs {
+		m.kvLifetime.Observe(ev.Lifetime.Seconds())
+		m.kvIdle.Observe(ev.Idle.Seconds())
+		for _, g := range ev.ReuseGaps {
+			m.kvReuseGap.Observe(g.Seconds())
+		}
+	}
+}
+
 // NewWithExtras is New with the families and buckets the flags in x ask for.
 func NewWithExtras(setup *sim.Setup, modelName string, logStats bool, x Extras) *Metrics {
 	return newMetricsExtras(setup, modelName, logStats, time.Now, x)

@@ -297,6 +297,7 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 	}
 	m.kvUsage.Set(r.KVCacheUsage())
 	setGauge(m.legacyKVUsage, r.KVCacheUsage())
+	m.observeResidency(r.KVEvictions)
 	if r.Idle {
 		return
 	}

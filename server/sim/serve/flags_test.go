@@ -238,3 +238,26 @@ func TestNotSimulatedFlagsListedAndLoggedOnce(t *testing.T) {
 	assert.Contains(t, out, "WARNING")
 	assert.Contains(t, out, "vllmtop sim accepts but does not simulate: --api-server-count, --enforce-eager\n")
 }
+
+func TestKVResidencyOfEvictedBlocks(t *testing.T) {
+	// A cache of a few blocks: distinct prompts evict each other's cached blocks.
+	s := startServer(t, "--kv-cache-metrics", "--kv-cache-metrics-sample", "1", "--num-gpu-blocks-override", "40", "--max-model-len", "256")
+	for i := range 12 {
+		prompt := strings.TrimSpace(strings.Repeat("w"+string(rune('a'+i))+" ", 64))
+		code, body := do(t, "POST", s.URL+"/v1/completions", `{"prompt":"`+prompt+`","max_tokens":4,"ignore_eos":true}`)
+		require.Equal(t, 200, code, body)
+	}
+	lifetimes := metricValue(t, s.URL, "vllm:kv_block_lifetime_seconds_count{")
+	assert.Positive(t, lifetimes, "sampled blocks were evicted")
+	assert.Equal(t, lifetimes, metricValue(t, s.URL, "vllm:kv_block_idle_before_evict_seconds_count{"), "one idle time per eviction")
+	assert.Positive(t, metricValue(t, s.URL, "vllm:kv_block_lifetime_seconds_sum{"), "on simulated time")
+
+	none := startServer(t, "--kv-cache-metrics", "--kv-cache-metrics-sample", "0.000001", "--num-gpu-blocks-override", "40", "--max-model-len", "256")
+	for i := range 12 {
+		prompt := strings.TrimSpace(strings.Repeat("w"+string(rune('a'+i))+" ", 64))
+		do(t, "POST", none.URL+"/v1/completions", `{"prompt":"`+prompt+`","max_tokens":4,"ignore_eos":true}`)
+	}
+	assert.Less(t, metricValue(t, none.URL, "vllm:kv_block_lifetime_seconds_count{"), lifetimes, "a smaller sample records fewer")
+	_, err := ParseArgs([]string{"--kv-cache-metrics-sample", "0"}, noEnv)
+	assert.EqualError(t, err, "argument --kv-cache-metrics-sample: must be in (0, 1], got 0")
+}

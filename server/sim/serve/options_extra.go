@@ -23,7 +23,7 @@ var notSimulated = []string{"trust-remote-code", "enforce-eager", "disable-uvico
 	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice", "uvicorn-log-level",
 	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
 	"chat-template", "seed", "distributed-executor-backend", "api-server-count", "max-lora-rank",
-	"max-num-queued-reqs", "max-num-queued-tokens", "kv-cache-metrics-sample"}
+	"max-num-queued-reqs", "max-num-queued-tokens"}
 
 const notSimulatedUsage = "accepted, not simulated"
 
@@ -32,6 +32,7 @@ type extraArgs struct {
 	loraModules   *[]string
 	customBuckets *string
 	showHidden    *string
+	kvSample      *float64
 }
 
 // defineExtraFlags declares the LoRA, scheduling and observability flags.
@@ -49,8 +50,8 @@ func defineExtraFlags(fs *pflag.FlagSet, o *Options) *extraArgs {
 	fs.Int("max-num-queued-reqs", 0, notSimulatedUsage)
 	fs.Int("max-num-queued-tokens", 0, notSimulatedUsage)
 	fs.BoolVar(&o.PromptTokensDetails, "enable-prompt-tokens-details", false, "Report usage.prompt_tokens_details.cached_tokens")
-	fs.BoolVar(&o.Metrics.KVCacheMetrics, "kv-cache-metrics", false, "Export the KV block residency histograms (vllm:kv_block_*_seconds); the simulator records no evictions in them yet")
-	fs.Float64("kv-cache-metrics-sample", 0.01, notSimulatedUsage)
+	fs.BoolVar(&o.Metrics.KVCacheMetrics, "kv-cache-metrics", false, "Export the KV block residency histograms (vllm:kv_block_*_seconds) of the prefix cache's sampled blocks")
+	x.kvSample = fs.Float64("kv-cache-metrics-sample", 0.01, "Fraction of KV cache blocks whose residency --kv-cache-metrics records")
 	fs.BoolVar(&o.Metrics.MFU, "enable-mfu-metrics", false, "Count the roofline model's FLOPs and bytes in vllm:estimated_*_per_gpu_total")
 	x.customBuckets = fs.String("custom-histogram-buckets", "", `Histogram buckets by family as JSON, e.g. '{"request_latency": [0.1, 0.5, 1]}'`)
 	x.showHidden = fs.String("show-hidden-metrics-for-version", "", "Bring back the metrics hidden since that release (the previous minor one)")
@@ -90,6 +91,12 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 			return &UsageError{"argument --show-hidden-metrics-for-version: " + err.Error()}
 		}
 		o.Metrics.ShowHiddenFor = *x.showHidden
+	}
+	if !(*x.kvSample > 0 && *x.kvSample <= 1) {
+		return &UsageError{fmt.Sprintf("argument --kv-cache-metrics-sample: must be in (0, 1], got %g", *x.kvSample)}
+	}
+	if o.Metrics.KVCacheMetrics {
+		o.Engine.KVCacheMetricsSample = *x.kvSample
 	}
 	o.Metrics.MaxLoras = o.MaxLoras
 	o.Metrics.LoRA = o.EnableLoRA
