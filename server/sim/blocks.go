@@ -15,12 +15,14 @@ type blockPool struct {
 	// Idle cached blocks (no holder) form a list, oldest first; they count as free.
 	idleHead, idleTail *cachedBlock
 	idle               int
+	residency          *residency // sampled block lifetimes, with --kv-cache-metrics
 }
 
 type cachedBlock struct {
 	hash       uint64
 	refs       int
 	prev, next *cachedBlock
+	times      *blockTimes // set for a sampled block
 }
 
 func newBlockPool(capacity, unit int, prefixCaching bool) *blockPool {
@@ -55,6 +57,7 @@ func (p *blockPool) lookup(hash uint64) *cachedBlock {
 
 // acquire adds a holder to a cached block, taking it off the idle list if it was idle.
 func (p *blockPool) acquire(b *cachedBlock) {
+	p.noteTouched(b)
 	if b.refs == 0 {
 		p.unlinkIdle(b)
 		p.used += p.unit
@@ -66,6 +69,9 @@ func (p *blockPool) acquire(b *cachedBlock) {
 func (p *blockPool) drop(b *cachedBlock) {
 	b.refs--
 	if b.refs == 0 {
+		if b.times != nil {
+			b.times.touched = p.residency.now // its last use: idle from here
+		}
 		p.used -= p.unit
 		p.linkIdle(b)
 	}
@@ -82,6 +88,7 @@ func (p *blockPool) publish(hash uint64) *cachedBlock {
 	}
 	b := &cachedBlock{hash: hash, refs: 1}
 	p.cache[hash] = b
+	p.noteMade(b)
 	return b
 }
 
@@ -89,6 +96,7 @@ func (p *blockPool) evictOldest() {
 	b := p.idleHead
 	p.unlinkIdle(b)
 	delete(p.cache, b.hash)
+	p.noteEvicted(b)
 }
 
 func (p *blockPool) linkIdle(b *cachedBlock) {

@@ -41,6 +41,11 @@ type Config struct {
 	VLLMVersion string
 	// Speculative is --speculative-config (nil: no speculative decoding).
 	Speculative *SpeculativeConfig
+	// SchedulingPolicy is --scheduling-policy: "fcfs" (default) or PolicyPriority.
+	SchedulingPolicy string
+	// KVCacheMetricsSample is the fraction of prefix-cache blocks whose residency is recorded
+	// (--kv-cache-metrics-sample with --kv-cache-metrics; 0: none).
+	KVCacheMetricsSample float64
 }
 
 // Defaults vLLM applies (docs/vllm-behaviour.md#defaults-by-version).
@@ -153,7 +158,7 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}
 	}
 	if s.Version.Less(oldestVersion) || newestVersion.Less(s.Version) {
-		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to 0.26", s.Version, oldestVersion)}
+		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to %s", s.Version, oldestVersion, NewestMinor())}
 	}
 	return s, nil
 }

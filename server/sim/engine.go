@@ -24,6 +24,8 @@ type Request struct {
 	IgnoreEOS bool
 	// N is the n parameter of the API request this sequence is one choice of (1 if unset).
 	N int
+	// Priority orders the waiting queue under --scheduling-policy priority (lower first).
+	Priority int
 	// Arrival is when the API server received the request; the scheduler sees it after the
 	// host profile's input cost (parsing, tokenization).
 	Arrival time.Time
@@ -72,6 +74,9 @@ const (
 	stateDone
 )
 
+// Running reports whether the sequence is in the running batch (not waiting, not ended).
+func (s *Sequence) Running() bool { return s.state == stateRunning }
+
 // Finished reports whether the sequence ended (finished or aborted).
 func (s *Sequence) Finished() bool { return s.state == stateDone }
 
@@ -95,9 +100,11 @@ type Output struct {
 
 // StepResult reports one engine step. Its slices are reused by the next Step: copy what you keep.
 type StepResult struct {
-	Start    time.Time
-	Duration time.Duration // zero when nothing was scheduled
-	End      time.Time
+	// KVEvictions are the sampled prefix-cache blocks evicted in the step (--kv-cache-metrics).
+	KVEvictions []KVEviction
+	Start       time.Time
+	Duration    time.Duration // zero when nothing was scheduled
+	End         time.Time
 	// Idle is true when nothing could be scheduled; NextReady is then when the earliest waiting
 	// request becomes visible to the scheduler (zero if none is waiting).
 	Idle      bool
@@ -183,6 +190,9 @@ func NewEngine(s *Setup) *Engine {
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
 		rng:       uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
+	}
+	if s.KVCacheMetricsSample > 0 && e.pool.cache != nil {
+		e.pool.residency = &residency{sample: s.KVCacheMetricsSample}
 	}
 	if e.spec > 0 {
 		e.accept = NewAcceptance(e.spec, s.Speculative.AcceptanceRate)
@@ -271,7 +281,7 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	if e.pool.cache != nil {
 		s.hashes = hashBlocks(r.Prompt, e.layout.BlockSize)
 	}
-	e.waiting = append(e.waiting, s)
+	e.enqueue(s)
 	return s, nil
 }
 
@@ -331,12 +341,14 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	*r = StepResult{Start: now, End: now, Outputs: r.Outputs[:0], Finished: r.Finished[:0], SpecAcceptedPerPos: r.SpecAcceptedPerPos[:0]}
 	e.batch, e.batchSeq, e.drafted = e.batch[:0], e.batchSeq[:0], e.drafted[:0]
 	chunked := e.setup.ChunkedPrefillEnabled()
+	e.startResidencyStep(now)
 
 	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
 	if !preempted {
 		e.admitWaiting(r, now, budget, chunked)
 	}
 
+	r.KVEvictions = e.residencyEvictions()
 	if len(e.batch) == 0 {
 		r.Idle = true
 		if len(e.waiting) > 0 {
@@ -380,8 +392,7 @@ func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, 
 		}
 		scheduled := true
 		for !e.reserve(s, s.computed+n, n) {
-			victim := e.running[len(e.running)-1]
-			e.running = e.running[:len(e.running)-1]
+			victim := e.victim(i)
 			e.preempt(victim)
 			preempted = true
 			r.Preempted++
@@ -595,9 +606,7 @@ func (e *Engine) preempt(s *Sequence) {
 	s.computed = 0
 	s.state = stateWaiting
 	s.Preemptions++
-	e.waiting = append(e.waiting, nil)
-	copy(e.waiting[1:], e.waiting)
-	e.waiting[0] = s
+	e.requeue(s)
 }
 
 func (e *Engine) freeBlocks(s *Sequence) {

@@ -12,12 +12,12 @@ import (
 type Version [4]int
 
 // DefaultVersion is the newest release the simulator's references describe.
-const DefaultVersion = "0.26.0"
+const DefaultVersion = "0.33.0"
 
 // Oldest and newest releases the simulator models.
 var (
 	oldestVersion = Version{0, 10, 0, 0}
-	newestVersion = Version{0, 26, 99, 99}
+	newestVersion = Version{0, 33, 99, 99}
 )
 
 // ParseVersion reads "0.25.1", "0.10.1.1" or "v0.26.0"; a suffix after the numbers
@@ -63,6 +63,9 @@ func (v Version) Less(w Version) bool {
 
 // AtLeast reports whether v is the release s or a newer one.
 func (v Version) AtLeast(s string) bool { return !v.Less(MustVersion(s)) }
+
+// NewestMinor is the newest release line the simulator models, as "0.33".
+func NewestMinor() string { return fmt.Sprintf("%d.%d", newestVersion[0], newestVersion[1]) }
 
 // String renders the version as vLLM prints it: three numbers, a fourth when it is set.
 func (v Version) String() string {

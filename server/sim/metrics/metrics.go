@@ -25,6 +25,9 @@ var (
 	waitReasons   = []string{"capacity", "deferred"}
 	sleepStates   = []string{"awake", "weights_offloaded", "discard_all"}
 	promptSources = []string{"local_compute", "local_cache_hit", "external_kv_transfer"}
+	// The cache tiers of vllm:prompt_tokens_cached_by_source; without KV connectors or
+	// offloading every cached token comes from the device's prefix cache.
+	cacheSources = []string{"device", "host", "p2p", "disk", "external_unspecified"}
 )
 
 // Metrics holds one engine's vLLM metric families and serves them. Families a release does
@@ -48,6 +51,7 @@ type Metrics struct {
 	promptTokens                          prometheus.Counter
 	promptBySource                        map[string]prometheus.Counter
 	promptCached, promptRecomputed        prometheus.Counter
+	cachedBySource                        map[string]prometheus.Counter
 	generationTokens                      prometheus.Counter
 	success                               map[string]prometheus.Counter
 
@@ -61,6 +65,14 @@ type Metrics struct {
 
 	promptLen, generationLen, maxGeneration prometheus.Histogram
 	paramsN, paramsMaxTokens, prefillKV     prometheus.Histogram
+
+	// What the flags turn on (see Extras).
+	extra                          Extras
+	setup                          *sim.Setup
+	now                            func() time.Time
+	flops, readBytes, writeBytes   prometheus.Counter
+	kvLifetime, kvIdle, kvReuseGap prometheus.Histogram
+	loraInfo                       *prometheus.GaugeVec
 }
 
 // New registers the families of vLLM's /metrics for one engine ("0") and one model name as
@@ -73,8 +85,13 @@ func New(setup *sim.Setup, modelName string, logStats bool) *Metrics {
 }
 
 func newMetrics(setup *sim.Setup, modelName string, logStats bool, now func() time.Time) *Metrics {
+	return newMetricsExtras(setup, modelName, logStats, now, Extras{})
+}
+
+func newMetricsExtras(setup *sim.Setup, modelName string, logStats bool, now func() time.Time, x Extras) *Metrics {
 	reg := prometheus.NewRegistry()
-	m := &Metrics{reg: reg, on: logStats, feat: featuresOf(setup.Version)}
+	m := &Metrics{reg: reg, on: logStats, feat: featuresOf(setup.Version), extra: x, setup: setup, now: now}
+	m.feat.applyShowHidden(setup.Version, x.ShowHiddenFor)
 	reg.MustRegister(newPythonCollector(now, &m.httpRequests))
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.order = append(m.order, pythonFamilies...)
@@ -95,7 +112,8 @@ func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
 	m.registerSpecDecode(f, setup.Speculative)
 	m.registerSchedulerAndCache(f)
 	m.registerTokenCounters(f)
-	m.registerHistograms(f, build125Buckets(setup.MaxModelLen))
+	m.registerHistograms(f, m.buckets("request_tokens", build125Buckets(setup.MaxModelLen)))
+	m.registerExtras(f)
 	m.registerCacheConfigInfo(setup)
 }
 
@@ -117,10 +135,10 @@ func (m *Metrics) registerSpecDecode(f families, sp *sim.SpeculativeConfig) {
 		}
 	}
 	if ft.mfuCounters {
-		// They only move with --enable-mfu-metrics, which the simulator lacks.
-		f.counter("vllm:estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).")
-		f.counter("vllm:estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).")
-		f.counter("vllm:estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).")
+		// They only move with --enable-mfu-metrics.
+		m.flops = f.counter("vllm:estimated_flops_per_gpu_total", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).")
+		m.readBytes = f.counter("vllm:estimated_read_bytes_per_gpu_total", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).")
+		m.writeBytes = f.counter("vllm:estimated_write_bytes_per_gpu_total", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).")
 	}
 }
 
@@ -165,6 +183,9 @@ func (m *Metrics) registerTokenCounters(f families) {
 		m.promptBySource = f.counterVec("vllm:prompt_tokens_by_source_total", "Number of prompt tokens by source.", "source", promptSources...)
 		m.promptCached = f.counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).")
 	}
+	if ft.cachedBySource {
+		m.cachedBySource = f.counterVec("vllm:prompt_tokens_cached_by_source_total", "Number of cached prompt tokens by the cache tier that held them.", "source", cacheSources...)
+	}
 	if ft.promptRecomputed {
 		m.promptRecomputed = f.counter("vllm:prompt_tokens_recomputed_total", "Number of cached tokens recomputed for forward pass.")
 	}
@@ -176,31 +197,33 @@ func (m *Metrics) registerTokenCounters(f families) {
 // buckets of the token-count histograms.
 func (m *Metrics) registerHistograms(f families, tokens []float64) {
 	ft := m.feat
+	itl := m.buckets("inter_token_latency", tokenLatencyBuckets)
+	lat := m.buckets("request_latency", requestLatencyBuckets)
 	m.promptLen = f.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", tokens)
 	m.generationLen = f.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", tokens)
-	m.iterationTokens = f.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokenBuckets)
+	m.iterationTokens = f.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", m.buckets("iteration_tokens", iterationTokenBuckets))
 	m.maxGeneration = f.histogram("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", tokens)
-	m.paramsN = f.histogram("vllm:request_params_n", "Histogram of the n request parameter.", paramsNBuckets)
+	m.paramsN = f.histogram("vllm:request_params_n", "Histogram of the n request parameter.", m.buckets("request_params_n", paramsNBuckets))
 	m.paramsMaxTokens = f.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", tokens)
-	m.ttft = f.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.ttft = f.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.buckets("time_to_first_token", ttftBuckets))
 	if ft.legacyTPOT {
 		help := "Histogram of time per output token in seconds."
 		if ft.legacyTPOTHelp {
 			help += "DEPRECATED: Use vllm:inter_token_latency_seconds instead."
 		}
-		m.legacyTPOT = f.histogram("vllm:time_per_output_token_seconds", help, tokenLatencyBuckets)
+		m.legacyTPOT = f.histogram("vllm:time_per_output_token_seconds", help, itl)
 	}
 	if ft.interTokenLatency {
-		m.itl = f.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", tokenLatencyBuckets)
+		m.itl = f.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itl)
 	}
 	if ft.requestTPOT {
-		m.tpot = f.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", tokenLatencyBuckets)
+		m.tpot = f.histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", itl)
 	}
-	m.e2e = f.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
-	m.queue = f.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
-	m.inference = f.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", requestLatencyBuckets)
-	m.prefill = f.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets)
-	m.decode = f.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets)
+	m.e2e = f.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", lat)
+	m.queue = f.histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", lat)
+	m.inference = f.histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", lat)
+	m.prefill = f.histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", lat)
+	m.decode = f.histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", lat)
 	if ft.prefillKVComputed {
 		m.prefillKV = f.histogram("vllm:request_prefill_kv_computed_tokens", "Histogram of new KV tokens computed during prefill (excluding cached tokens).", tokens)
 	}
@@ -274,9 +297,11 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 	}
 	m.kvUsage.Set(r.KVCacheUsage())
 	setGauge(m.legacyKVUsage, r.KVCacheUsage())
+	m.observeResidency(r.KVEvictions)
 	if r.Idle {
 		return
 	}
+	m.observeMFU(r)
 
 	m.prefixQueries.Add(float64(r.PrefixQueries))
 	m.prefixHits.Add(float64(r.PrefixHits))
@@ -315,6 +340,9 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 			m.promptBySource["local_compute"].Add(float64(len(o.Seq.Prompt) - cached))
 			m.promptBySource["local_cache_hit"].Add(float64(cached))
 			m.promptCached.Add(float64(cached))
+		}
+		if m.cachedBySource != nil {
+			m.cachedBySource["device"].Add(float64(o.Seq.CachedTokens))
 		}
 		m.ttft.Observe(seconds(o.Seq.Times.Arrival, r.End))
 	}

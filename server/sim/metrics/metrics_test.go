@@ -158,7 +158,8 @@ func TestFamiliesMatchVLLMFixture(t *testing.T) {
 	require.NoError(t, err)
 	fixture := parse(t, string(raw))
 
-	setup := resolve(t, sim.Config{})
+	// The fixture was rendered from the source of the 0.26 era.
+	setup := resolve(t, sim.Config{VLLMVersion: "0.26.0"})
 	// The fixture was rendered for Qwen/Qwen3-0.6B at max_model_len 40960, which fixes the
 	// 1-2-5 token buckets.
 	require.Equal(t, 40960, setup.MaxModelLen)

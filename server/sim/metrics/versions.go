@@ -22,6 +22,7 @@ type features struct {
 	waitingByReason    bool // num_requests_waiting_by_reason: 0.20 (PR #38435, 2026-04-13)
 	cacheCapacity      bool // cache_config_info kv_cache_size_tokens/kv_cache_max_concurrency: 0.23 (PR #42206, 2026-06-12)
 	prefixMatchUnit    bool // cache_config_info prefix_match_unit, was hash_block_size: 0.26 (PR #46384, 2026-07-12)
+	cachedBySource     bool // prompt_tokens_cached_by_source{source}: 0.31 (PR #56318, merged 2026-10; release inferred)
 	contentType100     bool // Content-Type version=1.0.0: prometheus_client 0.23 (2025-09), in 0.11 images on
 }
 
@@ -43,6 +44,7 @@ func featuresOf(v sim.Version) features {
 		waitingByReason:    v.AtLeast("0.20.0"),
 		cacheCapacity:      v.AtLeast("0.23.0"),
 		prefixMatchUnit:    v.AtLeast("0.26.0"),
+		cachedBySource:     v.AtLeast("0.31.0"),
 		contentType100:     v.AtLeast("0.11.0"),
 	}
 }

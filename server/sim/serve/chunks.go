@@ -129,10 +129,13 @@ type chunker struct {
 	// topLogprobs is the number of alternatives per token, or -1 for no logprobs.
 	topLogprobs int
 	seeds       []uint64
-	// echo is the prompt text to prepend to a completion (echo=true), echoTokens its tokens.
-	echo       string
-	echoTokens []int
-	offsets    []int // completions' text_offset so far, by choice
+	// echoes are the prompt texts to prepend to each completion choice (echo=true), nil
+	// without echo.
+	echoes  []string
+	offsets []int // completions' text_offset so far, by choice
+	// cachedOf, with --enable-prompt-tokens-details, is the prompt tokens the prefix cache
+	// served, for usage.prompt_tokens_details.
+	cachedOf func() int
 }
 
 func newChunker(id string, chat bool, n int, model string, promptTokens int) *chunker {
@@ -142,6 +145,14 @@ func newChunker(id string, chat bool, n int, model string, promptTokens int) *ch
 		c.seeds[i] = seedOf(id, i)
 	}
 	return c
+}
+
+// echoOf is the prompt text choice echoes ("" without echo).
+func (c *chunker) echoOf(choice int) string {
+	if c.echoes == nil {
+		return ""
+	}
+	return c.echoes[choice]
 }
 
 func (c *chunker) totalCompletion() int {
@@ -155,10 +166,11 @@ func (c *chunker) totalCompletion() int {
 // echoLogprobs is the echoed prompt's share of a completion's logprobs: the prompt tokens,
 // the first without a logprob.
 func (c *chunker) echoLogprobs(choice int) []*tokenLogprobs {
-	if c.echo == "" {
+	echo := c.echoOf(choice)
+	if echo == "" {
 		return nil
 	}
-	texts := sim.TokenStrings(c.echo)
+	texts := sim.TokenStrings(echo)
 	out := make([]*tokenLogprobs, len(texts))
 	for i, t := range texts {
 		e := logprobsAt(c.seeds[choice]^0xec40, i, 0, c.topLogprobs)
@@ -199,6 +211,11 @@ func (c *chunker) appendUsage(b []byte) []byte {
 	b = appendInt(b, int64(c.promptTokens+completion))
 	b = append(b, `,"completion_tokens":`...)
 	b = appendInt(b, int64(completion))
+	if c.cachedOf != nil {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = appendInt(b, int64(c.cachedOf()))
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 
@@ -215,7 +232,7 @@ func (c *chunker) appendTokens(b []byte, choice int, ev event) []byte {
 	var text []byte
 	first := ev.index == 0
 	if first && !c.chat {
-		text = append(text, c.echo...)
+		text = append(text, c.echoOf(choice)...)
 	}
 	for _, t := range tokens {
 		text = append(text, sim.TokenText(t)...)

@@ -40,6 +40,8 @@ type stream struct {
 	// choice is the stream's index among the request's n choices.
 	sink   *sseSink
 	choice int
+	// lora is the LoRA adapter the request asked for ("" for the base model).
+	lora string
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -79,7 +80,7 @@ type genRequest struct {
 	Stream              bool            `json:"stream"`
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	N                   *int            `json:"n"`
-	Temperature         *float64        `json:"temperature"`
+	samplingParams
 	// Logprobs is an int for completions and a bool for chat.
 	Logprobs    json.RawMessage `json:"logprobs"`
 	TopLogprobs *int            `json:"top_logprobs"`
@@ -146,29 +147,6 @@ func (req *genRequest) unsupported() (param, what string) {
 	return "", ""
 }
 
-// promptTokens reads a completions prompt: a string, a one-element list of strings, or token
-// ids; text is the prompt as text, for echo.
-func promptTokens(raw json.RawMessage) (ids []int, text string, err error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, "", errors.New("1 validation error:\n  {'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required'}")
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return sim.Tokenize(s), s, nil
-	}
-	var list []string
-	if json.Unmarshal(raw, &list) == nil {
-		if len(list) != 1 {
-			return nil, "", errors.New("the simulator serves one prompt per request; send the prompts as separate requests")
-		}
-		return sim.Tokenize(list[0]), list[0], nil
-	}
-	if json.Unmarshal(raw, &ids) == nil {
-		return ids, sim.Detokenize(ids), nil
-	}
-	return nil, "", errors.New("1 validation error:\n  {'type': 'invalid_type', 'loc': ('body', 'prompt'), 'msg': 'Input should be a valid string or a list of token ids'}")
-}
-
 // logprobsOf reads the logprob request: for completions "logprobs" is the number of top
 // alternatives (absent: none); for chat "logprobs" is a bool and "top_logprobs" the number.
 // It returns -1 for no logprobs, or a 400 message and its parameter.
@@ -209,7 +187,8 @@ func (s *Server) logprobsOf(req *genRequest, chat bool) (k int, msg, param strin
 	return k, "", ""
 }
 
-// generate serves /v1/completions (chat=false) and /v1/chat/completions.
+// generate serves /v1/completions (chat=false) and /v1/chat/completions. A completions
+// prompt may be a list: each prompt is a request of n choices, numbered prompt*n+choice.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req genRequest
 	if !decodeBody(w, r, &req) {
@@ -223,22 +202,29 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.modelNotFound(w, req.Model)
 		return
 	}
-	prompt, promptText, ok := requestPrompt(w, &req, chat)
+	prompts, ok := requestPrompts(w, &req, chat)
 	if !ok {
 		return
 	}
-	maxTokens, ok := s.checkLengths(w, &req, chat, len(prompt))
+	maxTokens, ok := s.checkLengths(w, &req, chat, prompts)
 	if !ok {
 		return
 	}
 
-	c := s.chunkerFor(r, &req, chat, n, prompt, promptText, topK)
+	c := s.chunkerFor(r, &req, chat, n, prompts, topK)
 	var sink *sseSink
 	if req.Stream {
 		sink = s.startStream(w, &req, c)
 	}
-	sr := sim.Request{ID: c.id, Prompt: prompt, MaxTokens: maxTokens, MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n}
-	streams, ok := s.submitChoices(w, sr, sink)
+	reqs := make([]sim.Request, len(prompts))
+	for i, p := range prompts {
+		reqs[i] = sim.Request{ID: c.id, Prompt: p.ids, MaxTokens: maxTokens[i], MinTokens: req.MinTokens, IgnoreEOS: req.IgnoreEOS, N: n, Priority: req.Priority}
+	}
+	var lora string
+	if l := s.loraModule(req.Model); l != nil {
+		lora = l.Name
+	}
+	streams, ok := s.submitChoices(w, reqs, c, sink, lora)
 	if !ok {
 		return
 	}
@@ -256,14 +242,6 @@ func (s *Server) checkParams(w http.ResponseWriter, req *genRequest, chat bool) 
 	if param, what := req.unsupported(); param != "" {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("`%s` is not supported: this server (vllmtop sim) does not model %s. (parameter=%s)", param, what, param), ptr(param))
 		return 0, 0, false
-	}
-	n = 1
-	if req.N != nil {
-		n = *req.N
-		if n < 1 || n > maxN {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("n must be between 1 and %d, got %d. (parameter=n, value=%d)", maxN, n, n), ptr("n"))
-			return 0, 0, false
-		}
 	}
 	if req.StreamOptions != nil && !req.Stream {
 		writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, Stream options can only be defined when `stream=True`.'}", ptr("body"))
@@ -284,65 +262,76 @@ func (s *Server) checkParams(w http.ResponseWriter, req *genRequest, chat bool) 
 		writeError(w, http.StatusBadRequest, "BadRequestError", "`echo` is not supported for chat completions by this server (vllmtop sim). (parameter=echo)", ptr("echo"))
 		return 0, 0, false
 	}
+	n = 1
+	if req.N != nil {
+		n = *req.N
+	}
+	if e := firstParamError(checkN(n), req.check(), req.checkGreedy(n), checkPriority(req.Priority, s.opts.SchedulingPolicy)); e != nil {
+		var param *string
+		if e.param != "" {
+			param = ptr(e.param)
+		}
+		writeError(w, http.StatusBadRequest, "BadRequestError", e.msg, param)
+		return 0, 0, false
+	}
 	return n, topK, true
 }
 
-// requestPrompt tokenizes the request's messages (chat) or prompt, refusing a missing or
-// empty one; promptText is the completions prompt as text, for echo.
-func requestPrompt(w http.ResponseWriter, req *genRequest, chat bool) (prompt []int, promptText string, ok bool) {
-	if chat {
-		if len(req.Messages) == 0 {
-			writeError(w, http.StatusBadRequest, "Bad Request", "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}", ptr("body.messages"))
-			return nil, "", false
-		}
-		prompt = chatPrompt(req.Messages, true)
-	} else {
-		var err error
-		if prompt, promptText, err = promptTokens(req.Prompt); err != nil {
-			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error(), ptr("prompt"))
-			return nil, "", false
+func firstParamError(errs ...*paramError) *paramError {
+	for _, e := range errs {
+		if e != nil {
+			return e
 		}
 	}
-	if len(prompt) == 0 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", "The prompt cannot be empty.", ptr("prompt"))
-		return nil, "", false
-	}
-	return prompt, promptText, true
+	return nil
 }
 
-// checkLengths works out max_tokens (vLLM's defaults: 16 for completions, the rest of the
-// context for chat) and refuses lengths the model cannot serve.
-func (s *Server) checkLengths(w http.ResponseWriter, req *genRequest, chat bool, promptLen int) (maxTokens int, ok bool) {
-	maxTokens = 16
-	if chat {
-		maxTokens = s.setup.MaxModelLen - promptLen
-		if req.MaxCompletionTokens != nil {
-			maxTokens = *req.MaxCompletionTokens
+// checkLengths works out each prompt's max_tokens (vLLM's defaults: 16 for completions, the
+// rest of the context for chat) and refuses lengths the model cannot serve.
+func (s *Server) checkLengths(w http.ResponseWriter, req *genRequest, chat bool, prompts []promptInput) (maxTokens []int, ok bool) {
+	maxTokens = make([]int, len(prompts))
+	for i, p := range prompts {
+		m := 16
+		if chat {
+			m = s.setup.MaxModelLen - len(p.ids)
+			if req.MaxCompletionTokens != nil {
+				m = *req.MaxCompletionTokens
+			}
 		}
-	}
-	if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	}
-	if maxTokens < 1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d. (parameter=max_tokens, value=%d)", maxTokens, maxTokens), ptr("max_tokens"))
-		return 0, false
-	}
-	if req.MinTokens < 0 || req.MinTokens > maxTokens {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("min_tokens must be between 0 and max_tokens=%d, got %d. (parameter=min_tokens, value=%d)", maxTokens, req.MinTokens, req.MinTokens), ptr("min_tokens"))
-		return 0, false
-	}
-	if err := sim.CheckLengths(s.setup.MaxModelLen, promptLen, maxTokens); err != nil {
-		var le *sim.LengthError
-		errors.As(err, &le)
-		writeError(w, http.StatusBadRequest, "BadRequestError", le.Message, ptr(le.Param))
-		return 0, false
+		if req.MaxTokens != nil {
+			m = *req.MaxTokens
+		}
+		if msg, param := checkTokenLimits(m, req.MinTokens); msg != "" {
+			writeError(w, http.StatusBadRequest, "BadRequestError", msg, param)
+			return nil, false
+		}
+		if err := sim.CheckLengths(s.setup.MaxModelLen, len(p.ids), m); err != nil {
+			var le *sim.LengthError
+			errors.As(err, &le)
+			writeError(w, http.StatusBadRequest, "BadRequestError", le.Message, ptr(le.Param))
+			return nil, false
+		}
+		maxTokens[i] = m
 	}
 	return maxTokens, true
 }
 
+// checkTokenLimits is vLLM's max_tokens and min_tokens checks, with their messages.
+func checkTokenLimits(maxTokens, minTokens int) (msg string, param *string) {
+	switch {
+	case maxTokens < 1:
+		return validationMessage(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens), "max_tokens", strconv.Itoa(maxTokens)), ptr("max_tokens")
+	case minTokens < 0:
+		return fmt.Sprintf("min_tokens must be greater than or equal to 0, got %d.", minTokens), nil
+	case minTokens > maxTokens:
+		return fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, minTokens), nil
+	}
+	return "", nil
+}
+
 // chunkerFor names the response (the client's X-Request-Id or a random one) and sets up the
-// chunker that writes its choices.
-func (s *Server) chunkerFor(r *http.Request, req *genRequest, chat bool, n int, prompt []int, promptText string, topK int) *chunker {
+// chunker that writes its choices, n for each prompt.
+func (s *Server) chunkerFor(r *http.Request, req *genRequest, chat bool, n int, prompts []promptInput, topK int) *chunker {
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
 		id = randomHex(8)
@@ -352,14 +341,20 @@ func (s *Server) chunkerFor(r *http.Request, req *genRequest, chat bool, n int, 
 	} else {
 		id = "cmpl-" + id
 	}
-	c := newChunker(id, chat, n, s.modelName, len(prompt))
+	promptTokens := 0
+	for _, p := range prompts {
+		promptTokens += len(p.ids)
+	}
+	c := newChunker(id, chat, n*len(prompts), s.modelName, promptTokens)
 	if req.Model != "" {
 		c.model = req.Model
 	}
 	c.topLogprobs = topK
 	if req.Echo {
-		c.echo = promptText
-		c.echoTokens = prompt
+		c.echoes = make([]string, c.n)
+		for i := range c.echoes {
+			c.echoes[i] = prompts[i/n].text
+		}
 	}
 	return c
 }
@@ -380,15 +375,34 @@ func (s *Server) startStream(w http.ResponseWriter, req *genRequest, c *chunker)
 	return sink
 }
 
-// submitChoices submits one engine request per choice; when one is refused it aborts those
-// already submitted and answers the client, returning ok false.
-func (s *Server) submitChoices(w http.ResponseWriter, req sim.Request, sink *sseSink) (streams []*stream, ok bool) {
-	streams = make([]*stream, req.N)
-	for i := range streams {
-		streams[i] = newStream()
-		streams[i].choice = i
-		streams[i].sink = sink
-		if err := s.drv.submit(req, streams[i]); err != nil {
+// submitChoices submits one engine request per choice of each prompt, the streams all made
+// first so that the chunker may read their sequences' cached tokens (usage details) at any
+// time; when a request is refused it aborts those already submitted and answers the client,
+// returning ok false.
+func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, c *chunker, sink *sseSink, lora string) (streams []*stream, ok bool) {
+	var owners []sim.Request
+	for _, req := range reqs {
+		for range req.N {
+			st := newStream()
+			st.choice, st.sink, st.lora = len(streams), sink, lora
+			streams = append(streams, st)
+			owners = append(owners, req)
+		}
+	}
+	if s.opts.PromptTokensDetails {
+		n := reqs[0].N
+		c.cachedOf = func() int {
+			cached := 0
+			for i := 0; i < len(streams); i += n {
+				if seq := streams[i].seq; seq != nil {
+					cached += seq.CachedTokens
+				}
+			}
+			return cached
+		}
+	}
+	for i, st := range streams {
+		if err := s.drv.submit(owners[i], st); err != nil {
 			s.abortAll(streams[:i])
 			if sink != nil {
 				sink.close()
@@ -506,7 +520,7 @@ func (c *chunker) appendWholeChoice(b []byte, i int, out *choiceOutput) []byte {
 		}
 	} else {
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, c.echo+out.text.String())
+		b = appendJSONString(b, c.echoOf(i)+out.text.String())
 		b = append(b, `,"logprobs":`...)
 		if c.topLogprobs >= 0 {
 			b = appendCompletionLogprobs(b, append(c.echoLogprobs(i), out.logprobs...), 0)

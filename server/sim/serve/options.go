@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/metrics"
 	"github.com/vllmtop/vllmtop/server/sim/vlog"
 )
 
@@ -31,6 +32,18 @@ type Options struct {
 	// MaxLogprobs is the largest logprobs / top_logprobs a request may ask for (vLLM's
 	// --max-logprobs, default 20).
 	MaxLogprobs int
+	// SchedulingPolicy is --scheduling-policy: "fcfs" or "priority".
+	SchedulingPolicy string
+	// EnableLoRA, MaxLoras and LoRAModules are --enable-lora, --max-loras and --lora-modules.
+	EnableLoRA  bool
+	MaxLoras    int
+	LoRAModules []LoRAModule
+	// PromptTokensDetails is --enable-prompt-tokens-details.
+	PromptTokensDetails bool
+	// Metrics are the metric families and buckets the observability flags ask for.
+	Metrics metrics.Extras
+	// NotSimulated lists the accepted but not simulated flags the command line gave.
+	NotSimulated []string
 	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
 	NonDefault []NamedValue
 	// PrintCapacity is --print-capacity: print the KV cache's capacity for a workload of
@@ -82,8 +95,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.SortFlags = false
 	fs.SetInterspersed(true)
 	raw := defineFlags(fs, o)
+	extra := defineExtraFlags(fs, o)
 
-	args = expandShortAliases(args)
+	args, err := expandConfig(expandNargs(expandShortAliases(args)))
+	if err != nil {
+		return nil, err
+	}
 	if bad := unrecognized(fs, args); len(bad) > 0 {
 		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ")}
 	}
@@ -113,6 +130,9 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		return nil, err
 	}
 	if err := o.checkServing(); err != nil {
+		return nil, err
+	}
+	if err := o.applyExtraArgs(fs, extra); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -165,13 +185,13 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
 	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
-	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to 0.26")
+	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor())
 	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {
-		fs.Bool(name, false, "accepted for compatibility; no effect in the simulator")
+		fs.Bool(name, false, notSimulatedUsage)
 	}
 	for _, name := range acceptedWithValue {
-		fs.String(name, "", "accepted for compatibility; no effect in the simulator")
+		fs.String(name, "", notSimulatedUsage)
 	}
 	fs.BoolVar(&o.PrintCapacity, "print-capacity", false, "Print the memory plan, the KV cache and how many requests of --random-input-len + --random-output-len tokens fit (with what-ifs), then exit")
 	fs.IntVar(&o.CapacityPromptLen, "random-input-len", 1024, "Prompt tokens of a request, for --print-capacity")
@@ -532,6 +552,7 @@ func helpText(fs *pflag.FlagSet) string {
 	b.WriteString("default (vLLM binds all interfaces): pass --host 0.0.0.0 to serve other machines.\n\n")
 	b.WriteString("Options:\n")
 	b.WriteString(fs.FlagUsagesWrapped(100))
+	b.WriteString(notSimulatedHelp())
 	b.WriteString("\nSimulated models: " + strings.Join(sim.BuiltinProfiles().ModelNames(), ", ") + "\n")
 	var gpus []string
 	for _, g := range sim.BuiltinProfiles().GPUs {

@@ -144,5 +144,5 @@ func TestSpeculativeAndVersionFlags(t *testing.T) {
 	o, err = ParseArgs([]string{"--sim-vllm-version", "0.9.2"}, noEnv)
 	require.NoError(t, err)
 	_, err = sim.Resolve(o.Engine, nil)
-	assert.ErrorContains(t, err, "--sim-vllm-version 0.9.2 is not simulated; the simulator imitates vLLM 0.10.0 to 0.26")
+	assert.ErrorContains(t, err, "--sim-vllm-version 0.9.2 is not simulated; the simulator imitates vLLM 0.10.0 to 0.33")
 }

@@ -206,6 +206,9 @@ func TestGrafanaDashboardsOnPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	real := promtool.Warnings(t, tool, string(capture))
 	for _, w := range promtool.Warnings(t, tool, string(live)) {
+		if strings.HasPrefix(w, "vllm:") && strings.HasSuffix(w, "metric names should not contain ':'") {
+			continue // every vllm: family gets it, the ones newer than the capture too
+		}
 		assert.Contains(t, real, w, "promtool warns about the simulator only")
 	}
 }

@@ -129,7 +129,7 @@ func TestInfoEndpoints(t *testing.T) {
 	assert.Equal(t, 200, code)
 	code, body = do(t, "GET", s.URL+"/version", "")
 	assert.Equal(t, 200, code)
-	assert.JSONEq(t, `{"version":"0.26.0"}`, body)
+	assert.JSONEq(t, `{"version":"0.33.0"}`, body)
 	code, body = do(t, "GET", s.URL+"/load", "")
 	assert.Equal(t, 200, code)
 	assert.JSONEq(t, `{"server_load":0}`, body)
@@ -349,7 +349,7 @@ func TestErrorsAsVLLMSendsThem(t *testing.T) {
 		{"unknown model", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"x"}]}`, auth, 404,
 			"{\"error\":{\"message\":\"The model `gpt-4` does not exist.\",\"type\":\"NotFoundError\",\"param\":\"model\",\"code\":404}}"},
 		{"malformed JSON", "/v1/completions", `{"prompt":`, auth, 400, `"type":"Bad Request"`},
-		{"n out of range", "/v1/completions", `{"prompt":"x","n":0}`, auth, 400, `n must be between 1 and 128, got 0.`},
+		{"n out of range", "/v1/completions", `{"prompt":"x","n":0}`, auth, 400, `{"error":{"message":"n must be at least 1, got 0.","type":"BadRequestError","param":null,"code":400}}`},
 		{"tools", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}`, auth, 400, "`tools` is not supported: this server (vllmtop sim) does not model tool calling."},
 		{"response_format", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, auth, 400, "`response_format` is not supported"},
 		{"guided_json", "/v1/completions", `{"prompt":"x","guided_json":{"type":"object"}}`, auth, 400, "`guided_json` is not supported: this server (vllmtop sim) does not model guided decoding."},

@@ -64,8 +64,12 @@ func New(opts *Options, setup *sim.Setup, clock sim.Clock, logs *vlog.Logger) *S
 	}
 	s.permID = "modelperm-" + randomHex(8)
 	s.drv = newDriver(sim.NewEngine(setup), clock)
-	s.metrics = metrics.New(setup, s.modelName, !opts.DisableLogStats)
+	s.metrics = metrics.NewWithExtras(setup, s.modelName, !opts.DisableLogStats, opts.Metrics)
 	s.drv.observers = append(s.drv.observers, s.metrics)
+	if opts.EnableLoRA {
+		s.metrics.ObserveLoRA(nil, nil)
+		s.drv.observers = append(s.drv.observers, loraObserver{s.drv, s.metrics})
+	}
 	if logs != nil && !opts.DisableLogStats {
 		s.stats = vlog.NewStats(logs, statsInterval)
 		s.drv.observers = append(s.drv.observers, statsObserver{s.stats})
@@ -116,6 +120,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 	case <-time.After(load):
 		if s.logs != nil {
 			s.logs.Startup(s.setup, toKV(s.opts.NonDefault), time.Since(start).Seconds())
+			if line := notSimulatedLine(s.opts.NotSimulated); line != "" {
+				s.logs.API(vlog.Warning, "serve.py:1", line)
+			}
 			s.logs.Serving(listenURL(s.opts.Host, ln), routes)
 		}
 		s.ready.Store(true)
@@ -335,7 +342,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		OwnedBy     string  `json:"owned_by"`
 		Root        string  `json:"root"`
 		Parent      *string `json:"parent"`
-		MaxModelLen int     `json:"max_model_len"`
+		MaxModelLen *int    `json:"max_model_len"`
 		Permission  []perm  `json:"permission"`
 	}
 	names := s.opts.ServedModelNames
@@ -347,10 +354,20 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		Data   []card `json:"data"`
 	}
 	list.Object = "list"
+	permission := []perm{{ID: s.permID, Object: "model_permission", Created: s.created,
+		AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*"}}
 	for _, n := range names {
 		list.Data = append(list.Data, card{ID: n, Object: "model", Created: s.created, OwnedBy: "vllm", Root: s.root,
-			MaxModelLen: s.setup.MaxModelLen, Permission: []perm{{ID: s.permID, Object: "model_permission", Created: s.created,
-				AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*"}}})
+			MaxModelLen: &s.setup.MaxModelLen, Permission: permission})
+	}
+	// LoRA adapters follow, their parent the base model, with no max_model_len (as vLLM).
+	for _, l := range s.opts.LoRAModules {
+		parent := l.BaseModel
+		if parent == "" {
+			parent = names[0]
+		}
+		list.Data = append(list.Data, card{ID: l.Name, Object: "model", Created: s.created, OwnedBy: "vllm", Root: l.Path,
+			Parent: &parent, Permission: permission})
 	}
 	b, _ := json.Marshal(list)
 	writeJSON(w, 200, b)
@@ -358,7 +375,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 
 // knownModel reports whether a request's "model" names this server (empty means the base model).
 func (s *Server) knownModel(name string) bool {
-	if name == "" || name == s.modelName || name == s.root {
+	if name == "" || name == s.modelName || name == s.root || s.loraModule(name) != nil {
 		return true
 	}
 	for _, n := range s.opts.ServedModelNames {

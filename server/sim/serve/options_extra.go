@@ -1,0 +1,189 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/metrics"
+)
+
+// LoRAModule is one --lora-modules adapter, served as a model of its own.
+type LoRAModule struct {
+	Name, Path, BaseModel string
+}
+
+// notSimulated are the vllm serve flags the simulator accepts so that real command lines run
+// unchanged, although they change nothing it simulates. `vllmtop sim --help` marks them and
+// the start-up log lists the ones given.
+var notSimulated = []string{"trust-remote-code", "enforce-eager", "disable-uvicorn-access-log", "disable-log-requests",
+	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice", "uvicorn-log-level",
+	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
+	"chat-template", "seed", "distributed-executor-backend", "api-server-count", "max-lora-rank",
+	"max-num-queued-reqs", "max-num-queued-tokens"}
+
+const notSimulatedUsage = "accepted, not simulated"
+
+// extraArgs are the flags of the serving features added to the simulator as vLLM grew them.
+type extraArgs struct {
+	loraModules   *[]string
+	customBuckets *string
+	showHidden    *string
+	kvSample      *float64
+}
+
+// defineExtraFlags declares the LoRA, scheduling and observability flags.
+func defineExtraFlags(fs *pflag.FlagSet, o *Options) *extraArgs {
+	x := &extraArgs{}
+	fs.String("config", "", "YAML file of flags (keys are flag names, underscores or dashes); the command line wins")
+	// Commands that pass the simulator's flags on have a --config of their own.
+	_ = fs.SetAnnotation("config", OwnFlag, nil)
+	fs.StringVar(&o.SchedulingPolicy, "scheduling-policy", "fcfs", "fcfs, or priority: the request's priority field orders the queue, lower first")
+	fs.BoolVar(&o.EnableLoRA, "enable-lora", false, "Serve LoRA adapters (--lora-modules) and export vllm:lora_requests_info")
+	fs.IntVar(&o.MaxLoras, "max-loras", 1, "Largest number of LoRA adapters in one batch (the max_lora label)")
+	fs.Int("max-lora-rank", 16, notSimulatedUsage)
+	x.loraModules = fs.StringArray("lora-modules", nil, `LoRA adapters as name=path or JSON {"name": ..., "path": ..., "base_model_name": ...}`)
+	fs.Int("api-server-count", 1, notSimulatedUsage)
+	fs.Int("max-num-queued-reqs", 0, notSimulatedUsage)
+	fs.Int("max-num-queued-tokens", 0, notSimulatedUsage)
+	fs.BoolVar(&o.PromptTokensDetails, "enable-prompt-tokens-details", false, "Report usage.prompt_tokens_details.cached_tokens")
+	fs.BoolVar(&o.Metrics.KVCacheMetrics, "kv-cache-metrics", false, "Export the KV block residency histograms (vllm:kv_block_*_seconds) of the prefix cache's sampled blocks")
+	x.kvSample = fs.Float64("kv-cache-metrics-sample", 0.01, "Fraction of KV cache blocks whose residency --kv-cache-metrics records")
+	fs.BoolVar(&o.Metrics.MFU, "enable-mfu-metrics", false, "Count the roofline model's FLOPs and bytes in vllm:estimated_*_per_gpu_total")
+	x.customBuckets = fs.String("custom-histogram-buckets", "", `Histogram buckets by family as JSON, e.g. '{"request_latency": [0.1, 0.5, 1]}'`)
+	x.showHidden = fs.String("show-hidden-metrics-for-version", "", "Bring back the metrics hidden since that release (the previous minor one)")
+	return x
+}
+
+// applyExtraArgs interprets the extra flags.
+func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
+	switch o.SchedulingPolicy {
+	case "fcfs", sim.PolicyPriority:
+	default:
+		return &UsageError{fmt.Sprintf("argument --scheduling-policy: invalid choice: '%s' (choose from 'fcfs', 'priority')", o.SchedulingPolicy)}
+	}
+	o.Engine.SchedulingPolicy = o.SchedulingPolicy
+	if o.MaxLoras < 1 {
+		return &UsageError{fmt.Sprintf("argument --max-loras: must be at least 1, got %d", o.MaxLoras)}
+	}
+	for _, m := range *x.loraModules {
+		lm, err := parseLoRAModule(m)
+		if err != nil {
+			return err
+		}
+		o.LoRAModules = append(o.LoRAModules, lm)
+	}
+	if len(o.LoRAModules) > 0 && !o.EnableLoRA {
+		return &UsageError{"argument --lora-modules: needs --enable-lora"}
+	}
+	if *x.customBuckets != "" {
+		b, err := metrics.ParseCustomBuckets(*x.customBuckets)
+		if err != nil {
+			return &UsageError{"argument --custom-histogram-buckets: " + err.Error()}
+		}
+		o.Metrics.Buckets = b
+	}
+	if *x.showHidden != "" {
+		if _, err := sim.ParseVersion(*x.showHidden); err != nil {
+			return &UsageError{"argument --show-hidden-metrics-for-version: " + err.Error()}
+		}
+		o.Metrics.ShowHiddenFor = *x.showHidden
+	}
+	if !(*x.kvSample > 0 && *x.kvSample <= 1) {
+		return &UsageError{fmt.Sprintf("argument --kv-cache-metrics-sample: must be in (0, 1], got %g", *x.kvSample)}
+	}
+	if o.Metrics.KVCacheMetrics {
+		o.Engine.KVCacheMetricsSample = *x.kvSample
+	}
+	o.Metrics.MaxLoras = o.MaxLoras
+	o.Metrics.LoRA = o.EnableLoRA
+	o.NotSimulated = givenNotSimulated(fs)
+	return nil
+}
+
+// expandNargs rewrites "--lora-modules a b" (argparse's nargs="+") as one flag per value, the
+// values being the arguments up to the next option.
+func expandNargs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if args[i] != "--lora-modules" {
+			out = append(out, args[i])
+			continue
+		}
+		j := i + 1
+		for ; j < len(args) && !strings.HasPrefix(args[j], "-"); j++ {
+			out = append(out, "--lora-modules="+args[j])
+		}
+		if j == i+1 {
+			out = append(out, args[i]) // no value: pflag reports it
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// parseLoRAModule reads name=path or vLLM's JSON form.
+func parseLoRAModule(s string) (LoRAModule, error) {
+	if strings.HasPrefix(strings.TrimSpace(s), "{") {
+		var j struct {
+			Name      string `json:"name"`
+			Path      string `json:"path"`
+			BaseModel string `json:"base_model_name"`
+		}
+		if err := json.Unmarshal([]byte(s), &j); err != nil || j.Name == "" || j.Path == "" {
+			return LoRAModule{}, &UsageError{fmt.Sprintf("argument --lora-modules: invalid JSON format for --lora-modules: %s", s)}
+		}
+		return LoRAModule{j.Name, j.Path, j.BaseModel}, nil
+	}
+	name, path, ok := strings.Cut(s, "=")
+	if !ok || name == "" || path == "" {
+		return LoRAModule{}, &UsageError{fmt.Sprintf("argument --lora-modules: invalid format %q (name=path or JSON)", s)}
+	}
+	return LoRAModule{Name: name, Path: path}, nil
+}
+
+// givenNotSimulated lists, sorted, the not-simulated flags the command line gave.
+func givenNotSimulated(fs *pflag.FlagSet) []string {
+	var out []string
+	for _, name := range notSimulated {
+		if fs.Changed(name) {
+			out = append(out, "--"+name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// notSimulatedHelp is the help's list of the flags accepted but not simulated, wrapped.
+func notSimulatedHelp() string {
+	var b strings.Builder
+	b.WriteString("\nAccepted but not simulated (a command line with them runs; they change nothing here):\n")
+	line := " "
+	for i, name := range notSimulated {
+		item := " --" + name
+		if i < len(notSimulated)-1 {
+			item += ","
+		}
+		if len(line)+len(item) > 100 {
+			b.WriteString(line + "\n")
+			line = " "
+		}
+		line += item
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// notSimulatedLine is the start-up warning naming the not-simulated flags given ("" if none).
+func notSimulatedLine(flags []string) string {
+	if len(flags) == 0 {
+		return ""
+	}
+	return "vllmtop sim accepts but does not simulate: " + strings.Join(flags, ", ")
+}
