@@ -40,6 +40,7 @@ type stream struct {
 	// choice is the stream's index among the request's n choices.
 	sink   *sseSink
 	choice int
+	drv    *driver // the engine's driver the request went to
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
@@ -107,6 +108,7 @@ func (d *driver) submit(r sim.Request, st *stream) error {
 	if err == nil {
 		seq.Tag = st
 		st.seq = seq
+		st.drv = d
 		d.live[seq] = st
 	}
 	d.mu.Unlock()

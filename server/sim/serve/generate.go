@@ -388,7 +388,7 @@ func (s *Server) submitChoices(w http.ResponseWriter, req sim.Request, sink *sse
 		streams[i] = newStream()
 		streams[i].choice = i
 		streams[i].sink = sink
-		if err := s.drv.submit(req, streams[i]); err != nil {
+		if err := s.submit(req, streams[i]); err != nil {
 			s.abortAll(streams[:i])
 			if sink != nil {
 				sink.close()
@@ -403,7 +403,9 @@ func (s *Server) submitChoices(w http.ResponseWriter, req sim.Request, sink *sse
 
 func (s *Server) abortAll(streams []*stream) {
 	for _, st := range streams {
-		s.drv.abort(st)
+		if st.drv != nil {
+			st.drv.abort(st)
+		}
 	}
 }
 
