@@ -261,6 +261,7 @@ func printEngines(t *table, m *Model) {
 			t.line(fmt.Sprintf("  %-8s %9s %9s %8s %12s %12s", clip(e.Engine, 8), count(e.Running), count(e.Waiting),
 				percent(e.KVCacheUsage), count(e.PromptTokens), count(e.GenerationTokens)))
 		}
+		printImbalance(t, m)
 	}
 }
 

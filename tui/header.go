@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +78,10 @@ func (h *header) serverLine() string {
 		used += lipgloss.Width(it.text) + lipgloss.Width(" · ")
 	}
 	items = append(items, item{style.Render(truncate(state, max(h.w-used, 12))), 0})
+	if m := s.model(); m != nil && len(m.Engines) > 1 {
+		// A data-parallel server: its engines' rows are in the fleet view and `vllmtop metrics`.
+		items = append(items, item{st.Value.Render(strconv.Itoa(len(m.Engines))) + st.Label.Render(" engines"), 1})
+	}
 	if up, ok := h.uptime(); ok {
 		items = append(items, item{st.Label.Render("up ") + fmtDur(up), 2})
 	}

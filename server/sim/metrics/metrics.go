@@ -14,7 +14,7 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
-// engineIndex is the data-parallel engine label; the simulator runs one engine.
+// engineIndex is the engine label of the first (or only) data-parallel engine.
 const engineIndex = "0"
 
 // constantLabels are the labels every child of an engine family shares.
@@ -38,6 +38,8 @@ type Metrics struct {
 	order  []string
 	series seriesOrder
 	feat   features
+	// engines are the families of data-parallel engines 1 and up (see NewEngines).
+	engines []*Metrics
 
 	http         *httpFamilies
 	httpRequests atomic.Int64 // instrumented requests, for the python_gc counts
@@ -97,7 +99,7 @@ func newMetricsExtras(setup *sim.Setup, modelName string, logStats bool, now fun
 	m.order = append(m.order, pythonFamilies...)
 	m.order = append(m.order, processFamilies...)
 	if logStats {
-		m.registerEngine(setup, modelName)
+		m.registerEngine(setup, modelName, engineIndex)
 	}
 	m.http = newHTTPFamilies(reg)
 	m.order = append(m.order, httpFamilyNames...)
@@ -107,14 +109,14 @@ func newMetricsExtras(setup *sim.Setup, modelName string, logStats bool, now fun
 // registerEngine registers the vllm: families in vLLM's construction order
 // (PrometheusStatLogger.__init__, docs/vllm-behaviour.md#engine-metrics): spec decoding first, then the MFU counters,
 // scheduler gauges, cache counters, token counters, histograms, and cache_config_info.
-func (m *Metrics) registerEngine(setup *sim.Setup, modelName string) {
-	f := families{reg: m.reg, order: &m.order, series: &m.series, labels: prometheus.Labels{"model_name": modelName, "engine": engineIndex}}
+func (m *Metrics) registerEngine(setup *sim.Setup, modelName, engine string) {
+	f := families{reg: m.reg, order: &m.order, series: &m.series, labels: prometheus.Labels{"model_name": modelName, "engine": engine}}
 	m.registerSpecDecode(f, setup.Speculative)
 	m.registerSchedulerAndCache(f)
 	m.registerTokenCounters(f)
 	m.registerHistograms(f, m.buckets("request_tokens", build125Buckets(setup.MaxModelLen)))
 	m.registerExtras(f)
-	m.registerCacheConfigInfo(setup)
+	m.registerCacheConfigInfo(setup, engine)
 }
 
 // registerSpecDecode registers the speculative decoding counters, when sp is set, and the
@@ -229,14 +231,14 @@ func (m *Metrics) registerHistograms(f families, tokens []float64) {
 	}
 }
 
-func (m *Metrics) registerCacheConfigInfo(setup *sim.Setup) {
+func (m *Metrics) registerCacheConfigInfo(setup *sim.Setup, engine string) {
 	ft := m.feat
 	// vLLM's "info" emulation: a gauge at 1 whose labels are the cache configuration. It has
 	// the engine label but, unlike the other families, no model_name.
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "vllm:cache_config_info",
 		Help:        "Information of the LLMEngine CacheConfig",
-		ConstLabels: cacheConfigLabels(setup, engineIndex, ft),
+		ConstLabels: cacheConfigLabels(setup, engine, ft),
 	})
 	m.reg.MustRegister(info)
 	m.order = append(m.order, "vllm:cache_config_info")

@@ -42,6 +42,7 @@ type stream struct {
 	choice int
 	// lora is the LoRA adapter the request asked for ("" for the base model).
 	lora string
+	drv  *driver // the engine's driver the request went to
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
@@ -109,6 +110,7 @@ func (d *driver) submit(r sim.Request, st *stream) error {
 	if err == nil {
 		seq.Tag = st
 		st.seq = seq
+		st.drv = d
 		d.live[seq] = st
 	}
 	d.mu.Unlock()

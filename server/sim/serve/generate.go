@@ -402,7 +402,7 @@ func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, c *chu
 		}
 	}
 	for i, st := range streams {
-		if err := s.drv.submit(owners[i], st); err != nil {
+		if err := s.submit(owners[i], st); err != nil {
 			s.abortAll(streams[:i])
 			if sink != nil {
 				sink.close()
@@ -417,7 +417,9 @@ func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, c *chu
 
 func (s *Server) abortAll(streams []*stream) {
 	for _, st := range streams {
-		s.drv.abort(st)
+		if st.drv != nil {
+			st.drv.abort(st)
+		}
 	}
 }
 

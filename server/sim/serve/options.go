@@ -51,6 +51,8 @@ type Options struct {
 	// and --random-output-len) instead of serving.
 	PrintCapacity                        bool
 	CapacityPromptLen, CapacityOutputLen int
+	// DataParallelSize is --data-parallel-size: engines behind the API server (default 1).
+	DataParallelSize, DataParallelSizeLocal int
 }
 
 // OwnFlag marks the simulator's flags that are not vllm serve's and that a command passing
@@ -199,6 +201,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	for _, name := range []string{"print-capacity", "random-input-len", "random-output-len"} {
 		_ = fs.SetAnnotation(name, OwnFlag, nil)
 	}
+	defineDPFlags(fs, o)
 	r.help = fs.BoolP("help", "h", false, "Show this help")
 	return r
 }
@@ -312,6 +315,9 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 
 // checkServing checks the flags of the API server around the engine.
 func (o *Options) checkServing() error {
+	if err := o.checkDP(); err != nil {
+		return err
+	}
 	if o.MaxLogprobs < -1 {
 		return &UsageError{fmt.Sprintf("argument --max-logprobs: must be -1 or more, got %d", o.MaxLogprobs)}
 	}
@@ -468,6 +474,8 @@ func expandShortAliases(args []string) []string {
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + a[4:]
+		default:
+			a = expandDPAlias(a)
 		}
 		out = append(out, a)
 	}

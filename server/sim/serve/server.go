@@ -24,10 +24,11 @@ type Server struct {
 	opts      *Options
 	setup     *sim.Setup
 	clock     sim.Clock
-	drv       *driver
+	drv       *driver   // the first engine's, drvs[0]
+	drvs      []*driver // one per data-parallel engine
+	lb        *balancer
 	metrics   *metrics.Metrics
 	logs      *vlog.Logger
-	stats     *vlog.Stats
 	ready     atomic.Bool
 	modelName string // the served name: response "model" field and metrics label
 	root      string // the --model value
@@ -63,18 +64,7 @@ func New(opts *Options, setup *sim.Setup, clock sim.Clock, logs *vlog.Logger) *S
 		s.modelName = opts.ServedModelNames[0]
 	}
 	s.permID = "modelperm-" + randomHex(8)
-	s.drv = newDriver(sim.NewEngine(setup), clock)
-	s.metrics = metrics.NewWithExtras(setup, s.modelName, !opts.DisableLogStats, opts.Metrics)
-	s.drv.observers = append(s.drv.observers, s.metrics)
-	if opts.EnableLoRA {
-		s.metrics.ObserveLoRA(nil, nil)
-		s.drv.observers = append(s.drv.observers, loraObserver{s.drv, s.metrics})
-	}
-	if logs != nil && !opts.DisableLogStats {
-		s.stats = vlog.NewStats(logs, statsInterval)
-		s.drv.observers = append(s.drv.observers, statsObserver{s.stats})
-		s.drv.tick = s.stats.Tick
-	}
+	s.startEngines(clock)
 	s.mux = http.NewServeMux()
 	s.routes()
 	return s
@@ -96,7 +86,9 @@ func (s *Server) Ready() bool { return s.ready.Load() }
 // Start runs the engine driver without a listener and marks the server ready at once, for
 // use with httptest or an in-process handler. Cancel ctx to stop the driver.
 func (s *Server) Start(ctx context.Context) {
-	go s.drv.run(ctx)
+	for _, d := range s.drvs {
+		go d.run(ctx)
+	}
 	s.ready.Store(true)
 }
 
@@ -105,11 +97,7 @@ func (s *Server) Start(ctx context.Context) {
 // lets in-flight requests finish for up to grace, aborts the rest, and returns nil.
 func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	driverCtx, stopDriver := context.WithCancel(context.Background())
-	driverDone := make(chan struct{})
-	go func() {
-		defer close(driverDone)
-		s.drv.run(driverCtx)
-	}()
+	driverDone := s.runDrivers(driverCtx)
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
@@ -119,7 +107,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 	select {
 	case <-time.After(load):
 		if s.logs != nil {
-			s.logs.Startup(s.setup, toKV(s.opts.NonDefault), time.Since(start).Seconds())
+			s.logs.StartupEngines(s.setup, toKV(s.opts.NonDefault), time.Since(start).Seconds(), len(s.drvs))
 			if line := notSimulatedLine(s.opts.NotSimulated); line != "" {
 				s.logs.API(vlog.Warning, "serve.py:1", line)
 			}
@@ -152,7 +140,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 	select {
 	case <-done:
 	case <-graceCtx.Done():
-		s.drv.abortAll()
+		for _, d := range s.drvs {
+			d.abortAll()
+		}
 		<-done
 	}
 	stopDriver()

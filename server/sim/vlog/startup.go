@@ -57,12 +57,17 @@ func graphPoolGiB(s *sim.Setup) float64 {
 // start-up, split by StartupTimings), the KV-cache sizing lines, CUDA-graph capture and "init engine ... took". The numbers
 // are the setup's, formatted as vLLM formats them.
 func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64) {
-	c := s.Capacity
 	t := StartupTimings(s, loadSeconds)
-	version := s.Version.String()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	api, eng, wrk := l.api(), l.engine(), l.worker(s.TensorParallelSize)
+	l.startupAPI(s, nonDefaultArgs)
+	l.startupEngine(s, t)
+}
+
+// startupAPI writes the API server's start-up lines. The caller holds l.mu.
+func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
+	version := s.Version.String()
+	api := l.api()
 
 	l.record(api, Info, "api_utils.py:345", strings.Join([]string{
 		"",
@@ -77,6 +82,14 @@ func (l *Logger) Startup(s *sim.Setup, nonDefaultArgs []KV, loadSeconds float64)
 	if s.ChunkedPrefillEnabled() {
 		l.record(api, Info, "scheduler.py:242", fmt.Sprintf("Chunked prefill is enabled with max_num_batched_tokens=%d.", s.MaxNumBatchedTokens))
 	}
+}
+
+// startupEngine writes one engine core's start-up lines, under its process names. The caller
+// holds l.mu.
+func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
+	c := s.Capacity
+	version := s.Version.String()
+	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
 
 	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s)))
 	if lay := c.Layout; lay.BlockSizeRaised {

@@ -38,6 +38,7 @@ const prefixWindowRequests = 1000
 type Stats struct {
 	mu       sync.Mutex
 	l        *Logger
+	engine   int // the data-parallel engine index of the "Engine 000:" prefix
 	interval time.Duration
 	last     time.Time
 
@@ -155,7 +156,7 @@ func (s *Stats) Tick(now time.Time) {
 	preemptions := s.preemptions
 	s.promptTokens, s.genTokens, s.preemptions = 0, 0, 0
 	s.last = now
-	line := statsLine(prompt, gen, s.running, s.waiting, preemptions, s.kvUsage, s.hitRate())
+	line := fmt.Sprintf("Engine %03d: ", s.engine) + statsLine(prompt, gen, s.running, s.waiting, preemptions, s.kvUsage, s.hitRate())
 	spec := ""
 	if s.specDrafts > 0 {
 		spec = specLine(s.specDrafts, s.specDraftTokens, s.specAccepted, s.specPerPos, elapsed)
@@ -186,7 +187,8 @@ func specLine(drafts, draftTokens, accepted int, perPos []int, elapsed float64) 
 		1+float64(accepted)/float64(drafts), float64(accepted)/elapsed, float64(draftTokens)/elapsed, accepted, draftTokens, strings.Join(rates, ", "), acceptance)
 }
 
-// statsLine builds LoggingStatLogger's message for engine 0; kvUsage and hitRate are fractions.
+// statsLine builds LoggingStatLogger's message after its "Engine NNN: " prefix; kvUsage and
+// hitRate are fractions.
 func statsLine(prompt, gen float64, running, waiting, preemptions int, kvUsage, hitRate float64) string {
 	parts := []string{
 		fmt.Sprintf("Avg prompt throughput: %.1f tokens/s", prompt),
@@ -201,5 +203,5 @@ func statsLine(prompt, gen float64, running, waiting, preemptions int, kvUsage, 
 		fmt.Sprintf("GPU KV cache usage: %.1f%%", kvUsage*100),
 		fmt.Sprintf("Prefix cache hit rate: %.1f%%", hitRate*100),
 	)
-	return "Engine 000: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }

@@ -37,12 +37,13 @@ const dateFormat = "01-02 15:04:05"
 // Logger writes vLLM's log lines. It is safe for concurrent use: every call writes its lines
 // under one mutex, so lines are never interleaved and the lines of one call stay together.
 type Logger struct {
-	mu        sync.Mutex
+	mu        *sync.Mutex // shared with the Loggers of DPRank
 	stdout    io.Writer
 	stderr    io.Writer
 	now       func() time.Time
 	apiPID    int
 	enginePID int
+	dp        string // "_DP1" in a data-parallel engine's process names, else ""
 	buf       []byte
 }
 
@@ -59,7 +60,7 @@ func New(stdout, stderr io.Writer, now func() time.Time, apiPID, enginePID int) 
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	return &Logger{stdout: stdout, stderr: stderr, now: now, apiPID: apiPID, enginePID: enginePID}
+	return &Logger{mu: &sync.Mutex{}, stdout: stdout, stderr: stderr, now: now, apiPID: apiPID, enginePID: enginePID}
 }
 
 // proc is a process prefix: "(name pid=N) ".
@@ -69,13 +70,13 @@ type proc struct {
 }
 
 func (l *Logger) api() proc    { return proc{"APIServer", l.apiPID} }
-func (l *Logger) engine() proc { return proc{"EngineCore", l.enginePID} }
+func (l *Logger) engine() proc { return proc{"EngineCore" + l.dp, l.enginePID} }
 
 // worker is the process of the model runner's lines: the engine core itself with one GPU
 // (vLLM's "uni" executor), the first multiproc worker with tensor parallelism.
 func (l *Logger) worker(tp int) proc {
 	if tp > 1 {
-		return proc{"Worker_TP0", l.enginePID + 1}
+		return proc{"Worker" + l.dp + "_TP0", l.enginePID + 1}
 	}
 	return l.engine()
 }
