@@ -216,11 +216,16 @@ func weightBytes(s *Setup) float64 {
 	return m.LayerParams()*linear + embed*db + m.EncoderParams*db
 }
 
-// weightQuantization is the --quantization flag, or "" when it names the checkpoint's own
-// method (which the profile's sizes already describe).
+// weightQuantization is the storage of the linear weights: the --quantization flag, else the
+// checkpoint's own method; "" where the profile's sizes already describe it (a logged weight
+// size, or expert storage such as gpt-oss's MXFP4).
 func (s *Setup) weightQuantization() string {
-	q := strings.ToLower(s.Quantization)
-	if q == strings.ToLower(s.ModelProfile.Quantization) {
+	m := s.ModelProfile
+	q, ckpt := strings.ToLower(s.Quantization), strings.ToLower(m.Quantization)
+	if q == "" {
+		q = ckpt
+	}
+	if q == ckpt && (m.ExpertBytesPerParam > 0 || m.LoadedWeightsGiB > 0) {
 		return ""
 	}
 	return q
@@ -242,8 +247,11 @@ func linearWeightBytes(quantization string, modelBytes float64) float64 {
 	switch quantization {
 	case "awq", "gptq", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq":
 		return 0.5 + 4.0/128
-	case "fp8":
+	case "fp8", "w8a8", "int8":
 		return 1
+	case "bitsandbytes":
+		// NF4 with an 8-bit absmax per 64 and an FP32 scale per 256 of those (double quantization).
+		return 0.5 + 1.0/64 + 4.0/(64*256)
 	case "mxfp4":
 		return 0.53125
 	}

@@ -124,11 +124,9 @@ const hybridAlignment = 16
 func kvLayout(s *Setup) (KVLayout, error) {
 	m := s.ModelProfile
 	tp := s.TensorParallelSize
-	kvBytes, _ := dtypeBytes(s.KVDType)
-	kvHeads := max(1, m.NumKeyValueHeads/tp)
 	l := KVLayout{
 		BlockSize:              s.BlockSize,
-		AttentionBytesPerToken: int64(math.Round(2 * float64(kvHeads*m.HeadDim) * kvBytes)),
+		AttentionBytesPerToken: attentionBytesPerToken(s),
 		FullLayers:             m.NumFullAttentionLayers(),
 		SlidingLayers:          m.NumSlidingWindowLayers,
 		MambaLayers:            m.NumLinearAttentionLayers,
@@ -180,6 +178,24 @@ func kvLayout(s *Setup) (KVLayout, error) {
 	l.SlidingGroups = ceilDiv(l.SlidingLayers, l.GroupSize)
 	l.MambaGroups = ceilDiv(l.MambaLayers, l.GroupSize)
 	return l, nil
+}
+
+// attentionBytesPerToken is one attention layer's cache for one token on one GPU: keys and
+// values of the rank's KV heads, or for multi-head latent attention from 0.7.1 the latent and
+// the rotary key, which every rank keeps whole. Before 0.7.1 vLLM ran DeepSeek-V2 as plain
+// attention over all heads with keys and values padded to 256 (docs/catalogue.md#mla).
+func attentionBytesPerToken(s *Setup) int64 {
+	m := s.ModelProfile
+	tp := s.TensorParallelSize
+	kvBytes, _ := dtypeBytes(s.KVDType)
+	if m.IsMLA() {
+		if s.Version.AtLeast("0.7.1") {
+			return int64(math.Round(float64(m.KVLoraRank+m.QKRopeHeadDim) * kvBytes))
+		}
+		return int64(math.Round(2 * float64(max(1, m.NumAttentionHeads/tp)*256) * kvBytes))
+	}
+	kvHeads := max(1, m.NumKeyValueHeads/tp)
+	return int64(math.Round(2 * float64(kvHeads*m.HeadDim) * kvBytes))
 }
 
 // gdnStateBytes is one Gated-DeltaNet layer's state on one GPU (mamba_utils.py

@@ -20,7 +20,10 @@ type GPU struct {
 	// MemoryGiB is the total device memory as torch reports it (a little less than nvidia-smi).
 	MemoryGiB     float64 `json:"memory_gib"`
 	BandwidthTBps float64 `json:"bandwidth_tbps"`
-	BF16TFLOPS    float64 `json:"bf16_tflops"`
+	// BF16TFLOPS is the dense 16-bit tensor peak (FP16 on cards without BF16); FP8TFLOPS the
+	// dense FP8 peak where the card has one.
+	BF16TFLOPS float64 `json:"bf16_tflops"`
+	FP8TFLOPS  float64 `json:"fp8_tflops,omitempty"`
 	// Efficiencies: the fraction of peak bandwidth, GEMM and attention FLOP/s reached in practice.
 	EtaBandwidth float64 `json:"eta_bandwidth"`
 	EtaGEMM      float64 `json:"eta_gemm"`
@@ -71,6 +74,13 @@ type Model struct {
 	LinearValueHeadDim       int    `json:"linear_value_head_dim,omitempty"`
 	LinearConvKernelDim      int    `json:"linear_conv_kernel_dim,omitempty"`
 	MambaSSMDType            string `json:"mamba_ssm_dtype,omitempty"`
+	// Multi-head latent attention (DeepSeek-V2/V3): from vLLM 0.7.1 one latent of
+	// kv_lora_rank plus a rotary key of qk_rope_head_dim per token and layer, the same on every
+	// tensor-parallel rank; before, full keys and values per head (docs/catalogue.md#mla).
+	KVLoraRank    int `json:"kv_lora_rank,omitempty"`
+	QKRopeHeadDim int `json:"qk_rope_head_dim,omitempty"`
+	QKNopeHeadDim int `json:"qk_nope_head_dim,omitempty"`
+	VHeadDim      int `json:"v_head_dim,omitempty"`
 	// MTPLayers is mtp_num_hidden_layers: the model's own draft layers for speculative
 	// decoding with method "mtp".
 	MTPLayers int `json:"mtp_num_hidden_layers,omitempty"`
@@ -95,6 +105,9 @@ func (m Model) NumFullAttentionLayers() int {
 // IsHybrid reports whether the model mixes attention with state-space (Gated-DeltaNet)
 // layers, which vLLM calls a hybrid model (prefix caching is then off by default).
 func (m Model) IsHybrid() bool { return m.NumLinearAttentionLayers > 0 }
+
+// IsMLA reports whether the model uses multi-head latent attention.
+func (m Model) IsMLA() bool { return m.KVLoraRank > 0 }
 
 // IsMoE reports whether the model has mixture-of-experts layers.
 func (m Model) IsMoE() bool { return m.NumExperts > 0 && m.ExpertsPerToken > 0 && m.ActiveParams > 0 }
@@ -141,6 +154,8 @@ func (m Model) validateLayers() error {
 		return fmt.Errorf("encoder_params must be between 0 and params")
 	case m.ExpertBytesPerParam < 0 || m.MTPLayers < 0:
 		return fmt.Errorf("expert_bytes_per_param and mtp_num_hidden_layers must not be negative")
+	case m.KVLoraRank < 0 || (m.KVLoraRank > 0 && (m.QKRopeHeadDim <= 0 || m.QKNopeHeadDim <= 0 || m.VHeadDim <= 0)):
+		return fmt.Errorf("multi-head latent attention needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim (all positive)")
 	}
 	if m.MambaSSMDType != "" {
 		if _, err := dtypeBytes(m.MambaSSMDType); err != nil {
@@ -325,16 +340,15 @@ func normalize(s string) string {
 	return b.String()
 }
 
-// GPU finds a GPU profile by name or alias, ignoring case and separators.
+// GPU finds a GPU profile by name or alias, ignoring case, separators and the vendor words of
+// torch's device names ("NVIDIA GeForce RTX 4090", "Tesla T4", "AMD Instinct MI300X").
 func (p *Profiles) GPU(name string) (GPU, error) {
-	want := normalize(name)
-	for _, g := range p.GPUs {
-		if normalize(g.Name) == want {
-			return g, nil
-		}
-		for _, a := range g.Aliases {
-			if normalize(a) == want {
-				return g, nil
+	for _, want := range gpuKeys(name) {
+		for _, g := range p.GPUs {
+			for _, n := range append([]string{g.Name}, g.Aliases...) {
+				if normalize(n) == want {
+					return g, nil
+				}
 			}
 		}
 	}
@@ -342,7 +356,27 @@ func (p *Profiles) GPU(name string) (GPU, error) {
 	for i, g := range p.GPUs {
 		names[i] = g.Name
 	}
-	return GPU{}, fmt.Errorf("unknown GPU %q; known GPUs: %s (add one with --sim-profiles FILE)", name, strings.Join(names, ", "))
+	return GPU{}, fmt.Errorf("unknown GPU %q; known GPUs: %s. To add one, pass --sim-profiles FILE with "+
+		`{"gpus": [{"name": "...", "memory_gib": <torch total_memory in GiB>, "bandwidth_tbps": ..., "bf16_tflops": ..., `+
+		`"eta_bandwidth": 0.8, "eta_gemm": 0.55, "eta_attention": 0.45, "layer_floor_us": 40, `+
+		`"default_max_num_batched_tokens": 2048, "default_max_num_seqs": 256}]} (docs/catalogue.md#adding-a-gpu)`,
+		name, strings.Join(names, ", "))
+}
+
+// gpuVendorWords are dropped from the front of a device name, in this order.
+var gpuVendorWords = []string{"nvidia", "amd", "tesla", "geforce", "quadro", "instinct", "radeon"}
+
+// gpuKeys is the normalized name, then the same without leading vendor words.
+func gpuKeys(name string) []string {
+	key := normalize(name)
+	keys := []string{key}
+	for _, w := range gpuVendorWords {
+		if rest, ok := strings.CutPrefix(key, w); ok && rest != "" {
+			key = rest
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // Model finds a model profile by its Hugging Face name, ignoring case; the organisation part

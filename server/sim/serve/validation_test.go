@@ -115,13 +115,10 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 	case c.DP > 1:
 		return nil, "no --data-parallel-size"
 	}
-	if _, err := p.Model(c.Model); err != nil {
-		return nil, "not in catalogue: model " + c.Model
+	if why := catalogueGap(c, p); why != "" {
+		return nil, why
 	}
-	if _, err := p.GPU(c.GPUProfile); err != nil {
-		return nil, "not in catalogue: GPU " + c.GPUProfile
-	}
-	args := []string{c.Model, "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
+	args := []string{catalogueModel(c.Model), "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
 	add := func(flag string, v int) {
 		if v > 0 {
 			args = append(args, flag, strconv.Itoa(v))
@@ -145,6 +142,26 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		args = append(args, "--enforce-eager")
 	}
 	return append(args, c.ExtraArgs...), ""
+}
+
+// catalogueModel is the case's model as the catalogue names it: without a note in
+// parentheses ("org/name (local copy)").
+func catalogueModel(model string) string {
+	if i := strings.Index(model, " ("); i > 0 && strings.HasSuffix(model, ")") {
+		return model[:i]
+	}
+	return model
+}
+
+// catalogueGap says what of the case's model and GPU the built-in catalogue lacks, or "".
+func catalogueGap(c corpusCase, p *sim.Profiles) string {
+	if _, err := p.Model(catalogueModel(c.Model)); err != nil {
+		return "not in catalogue: model " + c.Model
+	}
+	if _, err := p.GPU(c.GPUProfile); err != nil {
+		return "not in catalogue: GPU " + c.GPUProfile
+	}
+	return ""
 }
 
 // offlineDefaultsDiffer: from the V1 engine (0.8) the LLM class gets batching defaults of its
@@ -246,6 +263,7 @@ func TestValidationCorpus(t *testing.T) {
 	for _, set := range []string{"fit", "heldout"} {
 		t.Log(validationTable(cor.Cases, results, set))
 	}
+	t.Log(catalogueCoverage(cor.Cases, profiles))
 	if path := os.Getenv("VLLMTOP_VALIDATION_BASELINE_OUT"); path != "" {
 		b, err := json.MarshalIndent(results, "", " ")
 		require.NoError(t, err)
@@ -353,4 +371,23 @@ func summary(errs []float64) string {
 		med = (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
 	}
 	return fmt.Sprintf("%d within 5%%, %d within 10%%, median |error| %.1f%%", w5, w10, med)
+}
+
+// catalogueCoverage counts the cases whose model and GPU are both in the built-in catalogue,
+// and the cases that lack one of them, as a line for the log.
+func catalogueCoverage(cases []corpusCase, p *sim.Profiles) string {
+	covered := 0
+	var missing []string
+	for _, c := range cases {
+		if strings.HasPrefix(c.Model, "unknown") || c.GPUProfile == "" {
+			continue
+		}
+		if why := catalogueGap(c, p); why != "" {
+			missing = append(missing, c.ID+" ("+why+")")
+			continue
+		}
+		covered++
+	}
+	return fmt.Sprintf("catalogue: %d of %d cases have their model and GPU in the catalogue; lacking: %s",
+		covered, len(cases), strings.Join(missing, "; "))
 }
