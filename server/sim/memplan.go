@@ -18,6 +18,8 @@ const (
 	// v0ReservedFactor is the caching allocator's reserve over the allocated peak that V0
 	// counted before 0.6.4, when it read the peak from torch.cuda.mem_get_info.
 	v0ReservedFactor = 1.2
+	// fusedMoEChunk is VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py).
+	fusedMoEChunk = 32768
 )
 
 // V1Engine reports whether the release runs the V1 engine by default (0.8 on).
@@ -41,7 +43,9 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	tokens := float64(s.MaxNumBatchedTokens)
 	forward := tokens * h.ActivationBytesPerTokenHidden * float64(m.HiddenSize)
 	if m.IsMoE() {
-		forward += h.MoEActivationBytes * tokens * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
+		// The fused-MoE kernel works through the tokens in chunks of VLLM_FUSED_MOE_CHUNK_SIZE
+		// (32768), so its buffers stop growing there.
+		forward += h.MoEActivationBytes * min(tokens, fusedMoEChunk) * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
 	} else {
 		forward += h.ActivationBytesPerTokenIntermediate * tokens * float64(m.IntermediateSize) / tp
 	}
