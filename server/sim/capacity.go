@@ -249,6 +249,8 @@ func linearWeightBytes(quantization string, modelBytes float64) float64 {
 		return 0.5 + 4.0/128
 	case "fp8", "w8a8", "int8":
 		return 1
+	case "nvfp4":
+		return 0.5 + 1.0/16 // FP4 with an FP8 scale per 16
 	case "bitsandbytes":
 		// NF4 with an 8-bit absmax per 64 and an FP32 scale per 256 of those (double quantization).
 		return 0.5 + 1.0/64 + 4.0/(64*256)

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed profiles/*.json
@@ -212,8 +214,19 @@ type Profiles struct {
 	Hosts  []Host  `json:"hosts,omitempty"`
 }
 
-// BuiltinProfiles returns the profiles embedded in the binary.
+// BuiltinProfiles returns the profiles embedded in the binary: a copy of them, decoded once,
+// that the caller may extend.
 func BuiltinProfiles() *Profiles {
+	builtinOnce.Do(func() { builtin = decodeBuiltin() })
+	return &Profiles{GPUs: slices.Clone(builtin.GPUs), Models: slices.Clone(builtin.Models), Hosts: slices.Clone(builtin.Hosts)}
+}
+
+var (
+	builtinOnce sync.Once
+	builtin     *Profiles
+)
+
+func decodeBuiltin() *Profiles {
 	p := &Profiles{}
 	entries, err := builtinProfiles.ReadDir("profiles")
 	if err != nil {
@@ -392,7 +405,7 @@ func (p *Profiles) Model(name string) (Model, error) {
 			}
 		}
 	}
-	return Model{}, fmt.Errorf("unknown model %q; known models: %s (add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
+	return Model{}, fmt.Errorf("unknown model %q; known models: %s (size one from its Hugging Face config.json with --sim-model-config FILE, or add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
 }
 
 // ModelNames lists the known model names, sorted.

@@ -61,9 +61,9 @@ func parseForCapacity(args []string, getenv func(string) string) (*Options, *sim
 	if err != nil {
 		return nil, nil, err
 	}
-	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
+	profiles, err := loadProfiles(opts, getenv)
 	if err != nil {
-		return nil, nil, &ConfigError{Msg: err.Error()}
+		return nil, nil, err
 	}
 	return opts, profiles, nil
 }

@@ -26,6 +26,8 @@ type Options struct {
 	Speed            float64 // simulated seconds per wall second
 	StartupSeconds   float64 // imitated model-load time before /health turns 200
 	ProfilesPath     string
+	// ModelConfigPath is --sim-model-config: a Hugging Face config.json to size the model from.
+	ModelConfigPath string
 	// MaxLogprobs is the largest logprobs / top_logprobs a request may ask for (vLLM's
 	// --max-logprobs, default 20).
 	MaxLogprobs int
@@ -162,6 +164,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
+	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
 	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to 0.26; from 0.2 for the memory plan")
 	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {

@@ -48,9 +48,9 @@ func Prepare(args []string, getenv func(string) string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	profiles, err := sim.LoadProfiles(opts.ProfilesPath)
+	profiles, err := loadProfiles(opts, getenv)
 	if err != nil {
-		return nil, &ConfigError{Msg: err.Error()}
+		return nil, err
 	}
 	setup, err := sim.Resolve(opts.Engine, profiles)
 	if err != nil {

@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The configs in testdata/hf-configs are the models' config.json as published:
+// https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json and
+// https://huggingface.co/Qwen/Qwen3-235B-A22B-FP8/blob/main/config.json.
+const hfConfigDir = "../../testdata/hf-configs/"
+
+func loadTestConfig(t *testing.T, name, dir string) Model {
+	t.Helper()
+	m, err := LoadHFModel(name, hfConfigDir+dir+"/config.json")
+	require.NoError(t, err)
+	return m
+}
+
+// layoutFor resolves m on gpu at version with cfg's other settings.
+func layoutFor(t *testing.T, m Model, cfg Config) *Setup {
+	t.Helper()
+	p := BuiltinProfiles()
+	p.Prefer(m)
+	cfg.Model = m.Name
+	s, err := Resolve(cfg, p)
+	require.NoError(t, err)
+	return s
+}
+
+// TestHFConfigDeepSeekV2LiteMLA sizes DeepSeek-V2-Lite from its config and checks it against
+// real logs: the 0.95 GiB a 32768-token request needs (vllm#15871, vLLM 0.8.3, "0.95 GiB KV
+// cache is needed, which is larger than the available KV cache memory (0.93 GiB)"), and the
+// 29.301 GiB of weights vLLM 0.5.0 loaded (vllm PR #4650).
+func TestHFConfigDeepSeekV2LiteMLA(t *testing.T) {
+	m := loadTestConfig(t, "test/DeepSeek-V2-Lite", "deepseek-v2-lite")
+	assert.True(t, m.IsMLA())
+	assert.Equal(t, []int{512, 64, 128, 128}, []int{m.KVLoraRank, m.QKRopeHeadDim, m.QKNopeHeadDim, m.VHeadDim})
+	assert.Equal(t, []int{64, 6, 1408}, []int{m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	assert.Equal(t, 163840, m.MaxPositionEmbeddings, "yarn: 4096 x 40")
+	assert.InDelta(t, 15.71e9, m.Params, 0.01*15.71e9, "the card's 15.7B")
+	assert.InDelta(t, 2.45e9, m.ActiveParams, 0.05*2.45e9, "the card's 2.4B active")
+
+	s := layoutFor(t, m, Config{GPU: "H100", MaxModelLen: 32768, VLLMVersion: "0.10.0"})
+	l := s.Capacity.Layout
+	assert.Equal(t, int64(576*2), l.AttentionBytesPerToken, "latent 512 + rope 64, bf16")
+	assert.Equal(t, "0.95", FormatGiB(l.neededBytes(32768)), "vllm#15871")
+	assert.Less(t, l.estimateMaxModelLen(gibBytes(0.93), 32768), 32768, "0.93 GiB does not hold it")
+	assert.InDelta(t, 29.301, weightBytes(s)/gib, 0.01*29.301, "vllm PR #4650 loaded 29.301 GiB")
+
+	tp2 := layoutFor(t, m, Config{GPU: "H100", MaxModelLen: 32768, VLLMVersion: "0.10.0", TensorParallelSize: 2})
+	assert.Equal(t, l.AttentionBytesPerToken, tp2.Capacity.Layout.AttentionBytesPerToken, "MLA is whole on every rank")
+
+	old := &Setup{Config: Config{TensorParallelSize: 2}, ModelProfile: m, KVDType: "bfloat16", Version: MustVersion("0.5.0")}
+	assert.Equal(t, int64(2*8*256*2), attentionBytesPerToken(old), "before MLA: 8 heads a rank, padded to 256")
+}
+
+// TestHFConfigQwen3MoE sizes Qwen3-235B-A22B-FP8 from its config and checks the KV cache
+// against vllm#21348 (vLLM 0.9.2, TP 4 on H100s: "Available KV cache memory: 8.11 GiB",
+// "GPU KV cache size: 178,880 tokens"; the token line is the smallest rank's, hence 2%).
+func TestHFConfigQwen3MoE(t *testing.T) {
+	m := loadTestConfig(t, "test/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b-fp8")
+	assert.Equal(t, []int{94, 4, 128, 128, 8, 1536}, []int{m.NumLayers, m.NumKeyValueHeads, m.HeadDim, m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	assert.Equal(t, "fp8", m.Quantization)
+	assert.Equal(t, 40960, m.MaxPositionEmbeddings)
+	assert.Zero(t, m.NumSlidingWindowLayers, "use_sliding_window is false")
+	assert.InDelta(t, 235.09e9, m.Params, 0.01*235.09e9)
+	assert.InDelta(t, 22.14e9, m.ActiveParams, 0.03*22.14e9)
+
+	s := layoutFor(t, m, Config{GPU: "H100", TensorParallelSize: 4, VLLMVersion: "0.10.0"})
+	l := s.Capacity.Layout
+	assert.Equal(t, int64(2*1*128*2), l.AttentionBytesPerToken, "one KV head a rank")
+	_, _, tokens := KVCapacity(l, gibBytes(8.11), 40960, s.Version)
+	assert.InDelta(t, 178880, tokens, 0.02*178880)
+}
+
+func TestHFConfigShapes(t *testing.T) {
+	gemma3 := `{"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"],
+	  "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34, "hidden_size": 2560, "num_attention_heads": 8,
+	    "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 10240, "vocab_size": 262208,
+	    "max_position_embeddings": 131072, "sliding_window": 1024, "sliding_window_pattern": 6},
+	  "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27}, "torch_dtype": "bfloat16"}`
+	m, err := ModelFromHFConfig("t/g3", []byte(gemma3))
+	require.NoError(t, err)
+	assert.Equal(t, []int{29, 1024, 34}, []int{m.NumSlidingWindowLayers, m.SlidingWindow, m.NumLayers})
+	assert.True(t, m.TieWordEmbeddings, "gemma ties by default")
+	assert.InDelta(t, 0.41e9, m.EncoderParams, 0.02e9)
+
+	qwen35 := `{"text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 24, "hidden_size": 1024, "num_attention_heads": 8,
+	  "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 3584, "vocab_size": 248320, "max_position_embeddings": 262144,
+	  "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 16, "linear_key_head_dim": 128,
+	  "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "mamba_ssm_dtype": "float32", "tie_word_embeddings": true,
+	  "torch_dtype": "bfloat16"}}`
+	m, err = ModelFromHFConfig("t/q35", []byte(qwen35))
+	require.NoError(t, err)
+	assert.Equal(t, []int{18, 6}, []int{m.NumLinearAttentionLayers, m.NumFullAttentionLayers()})
+	assert.True(t, m.IsHybrid())
+
+	nemotron := `{"model_type": "nemotron_h", "num_hidden_layers": 6, "hybrid_override_pattern": "M-M*-M", "hidden_size": 1024,
+	  "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 4096, "vocab_size": 131072,
+	  "max_position_embeddings": 8192, "mamba_num_heads": 32, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8,
+	  "conv_kernel": 4, "torch_dtype": "bfloat16"}`
+	m, err = ModelFromHFConfig("t/nh", []byte(nemotron))
+	require.NoError(t, err)
+	assert.Equal(t, []int{4, 3, 1}, []int{m.NumLayers, m.NumLinearAttentionLayers, m.NumFullAttentionLayers()}, "MLP layers hold no cache")
+	assert.Equal(t, []int{8, 32, 128, 64}, []int{m.LinearNumKeyHeads, m.LinearNumValueHeads, m.LinearKeyHeadDim, m.LinearValueHeadDim})
+
+	mistral := `{"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+	  "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768,
+	  "sliding_window": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}, "torch_dtype": "bfloat16"}`
+	m, err = ModelFromHFConfig("t/m", []byte(mistral))
+	require.NoError(t, err)
+	assert.Equal(t, []int{32, 128, 65536}, []int{m.NumSlidingWindowLayers, m.HeadDim, m.MaxPositionEmbeddings})
+	assert.False(t, m.TieWordEmbeddings)
+	assert.InDelta(t, 7.24e9, m.Params, 0.01*7.24e9, "Mistral-7B's shapes")
+}
+
+// TestHFConfigHostile: every bad config is a one-line error, and size is capped.
+func TestHFConfigHostile(t *testing.T) {
+	base := `"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 128`
+	for name, cfg := range map[string]string{
+		"not json":          `{"num_hidden_layers": `,
+		"array":             `[1, 2]`,
+		"missing layers":    `{` + base + `}`,
+		"negative layers":   `{"num_hidden_layers": -3, ` + base + `}`,
+		"fractional":        `{"num_hidden_layers": 2.5, ` + base + `}`,
+		"huge":              `{"num_hidden_layers": 1e300, ` + base + `}`,
+		"layer types count": `{"num_hidden_layers": 2, "layer_types": ["full_attention"], ` + base + `}`,
+		"unknown layer":     `{"num_hidden_layers": 1, "layer_types": ["quantum\nattention"], ` + base + `}`,
+		"only mamba":        `{"num_hidden_layers": 1, "layer_types": ["mamba"], ` + base + `}`,
+		"unknown quant":     `{"num_hidden_layers": 1, "quantization_config": {"quant_method": "magic\nbits"}, ` + base + `}`,
+		"bad dtype":         `{"num_hidden_layers": 1, "torch_dtype": "int3", ` + base + `}`,
+		"kv over heads":     `{"num_hidden_layers": 1, "num_key_value_heads": 8, ` + base + `}`,
+	} {
+		_, err := ModelFromHFConfig("t/x", []byte(cfg))
+		require.Error(t, err, name)
+		assert.NotContains(t, err.Error(), "\n", name)
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(" ", MaxHFConfigBytes+1)), 0o600))
+	_, err := LoadHFModel("t/big", path)
+	require.ErrorContains(t, err, "not a config.json")
+}
+
+// TestFindHFConfig finds a model in a Hugging Face cache laid out as huggingface_hub does,
+// and nothing without one.
+func TestFindHFConfig(t *testing.T) {
+	home := t.TempDir()
+	commit := strings.Repeat("ab", 20)
+	snap := filepath.Join(home, "hub", "models--acme--Tiny-1B", "snapshots", commit)
+	require.NoError(t, os.MkdirAll(snap, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(snap, "config.json"), []byte("{}"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "hub", "models--acme--Tiny-1B", "refs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "hub", "models--acme--Tiny-1B", "refs", "main"), []byte(commit+"\n"), 0o600))
+	env := func(k string) string {
+		if k == "HF_HOME" {
+			return home
+		}
+		return ""
+	}
+	assert.Equal(t, filepath.Join(snap, "config.json"), FindHFConfig("acme/Tiny-1B", env))
+	assert.Empty(t, FindHFConfig("acme/Other", env))
+	assert.Empty(t, FindHFConfig("../../etc/passwd", env))
+	assert.Empty(t, FindHFConfig("acme/Tiny-1B", func(string) string { return "" }))
+	assert.Equal(t, filepath.Join(snap, "config.json"), FindHFConfig(snap, func(string) string { return "" }), "a model directory")
+}
+
+func gibBytes(g float64) int64 { return int64(g * gib) }
+
+// TestGPUNamesUsersType: torch's device names and common spellings find their profile.
+func TestGPUNamesUsersType(t *testing.T) {
+	p := BuiltinProfiles()
+	for name, want := range map[string]string{
+		"T4": "T4", "NVIDIA Tesla T4": "T4", "Tesla T4": "T4", "H100-80GB-HBM3": "H100-SXM-80GB",
+		"NVIDIA H100 80GB HBM3": "H100-SXM-80GB", "NVIDIA GeForce RTX 4090": "RTX-4090", "NVIDIA GeForce RTX 3090": "RTX-3090",
+		"AMD Instinct MI300X": "MI300X", "Tesla V100-SXM2-32GB": "V100-32GB", "NVIDIA A100-SXM4-80GB": "A100-SXM-80GB",
+		"NVIDIA A100 80GB PCIe": "A100-PCIe-80GB", "NVIDIA H100 NVL": "H100-NVL-94GB", "NVIDIA RTX A6000": "RTX-A6000",
+		"NVIDIA L40S": "L40S", "NVIDIA B200": "B200", "NVIDIA GB10": "GB10", "NVIDIA GH200 480GB": "GH200-96GB",
+		"NVIDIA A10": "A10", "NVIDIA A10G": "A10G", "NVIDIA H20": "H20",
+	} {
+		g, err := p.GPU(name)
+		if assert.NoError(t, err, name) {
+			assert.Equal(t, want, g.Name, name)
+		}
+	}
+}
+
+// TestCatalogueNamesUnique: no two entries answer to the same name, or the same name without
+// its organisation, which Model also matches.
+func TestCatalogueNamesUnique(t *testing.T) {
+	p := BuiltinProfiles()
+	owner := map[string]string{}
+	for _, m := range p.Models {
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			n = strings.ToLower(n)
+			for _, k := range []string{n, n[strings.LastIndex(n, "/")+1:]} {
+				if o, ok := owner[k]; ok && o != m.Name {
+					t.Errorf("%q answers for both %s and %s", k, o, m.Name)
+				}
+				owner[k] = m.Name
+			}
+		}
+		assert.NotEmpty(t, m.Source, m.Name)
+	}
+	keys := map[string]string{}
+	for _, g := range p.GPUs {
+		assert.NotEmpty(t, g.Source, g.Name)
+		for _, n := range append([]string{g.Name}, g.Aliases...) {
+			k := normalize(n)
+			if o, ok := keys[k]; ok && o != g.Name {
+				t.Errorf("%q answers for both %s and %s", n, o, g.Name)
+			}
+			keys[k] = g.Name
+		}
+	}
+	assert.GreaterOrEqual(t, len(p.GPUs), 24)
+	assert.GreaterOrEqual(t, len(p.Models), 50)
+}

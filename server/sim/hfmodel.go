@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// hfShape is a config's figures as ints, before they become a Model.
+type hfShape struct {
+	layers, hidden, heads, kvHeads, headDim, inter, vocab int
+	// Layers by kind: attention (full or sliding), state-space, and MLP-only (Nemotron-H).
+	sliding, linear, mlpOnly int
+	mamba                    bool // the state-space layers are Mamba2, not Gated-DeltaNet
+	experts, topK, moeInter  int
+	moeLayers, denseInter    int
+	sharedInter              int // shared experts' total intermediate size per MoE layer
+	nonGated                 bool
+}
+
+// nonGatedMLP are the families whose MLP has two matrices (up and down), not three.
+var nonGatedMLP = map[string]bool{"opt": true, "gpt2": true, "gpt_neox": true, "phi": true, "falcon": true,
+	"bloom": true, "gpt_bigcode": true, "starcoder2": true, "nemotron_h": true, "mpt": true, "gptj": true}
+
+// model turns the config into a Model named name; top is the outer config of a multimodal
+// checkpoint (or c itself).
+func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
+	var s hfShape
+	var err error
+	for _, step := range []func(*hfShape) error{c.shape, c.layerKinds, c.moe} {
+		if err = step(&s); err != nil {
+			return Model{}, err
+		}
+	}
+	m := Model{
+		Name: name, NumLayers: s.layers - s.mlpOnly, HiddenSize: s.hidden, NumAttentionHeads: s.heads,
+		NumKeyValueHeads: s.kvHeads, HeadDim: s.headDim, IntermediateSize: s.denseInter, VocabSize: s.vocab,
+		TieWordEmbeddings: c.tied(top), NumSlidingWindowLayers: s.sliding, NumLinearAttentionLayers: s.linear,
+		Source: "config.json; parameters counted from the shapes (docs/catalogue.md#parameter-count-from-the-config)",
+	}
+	if m.MaxPositionEmbeddings, err = c.context(); err != nil {
+		return Model{}, err
+	}
+	if s.sliding > 0 {
+		m.SlidingWindow, _ = hfInt("sliding_window", 1, 1<<28, 0, c.SlidingWindow)
+	}
+	m.MTPLayers, _ = hfInt("num_nextn_predict_layers", 0, 64, 0, c.NextN, c.MTPLayers)
+	if err = c.mla(&m); err != nil {
+		return Model{}, err
+	}
+	if err = c.linearState(&m, s); err != nil {
+		return Model{}, err
+	}
+	if m.DType = strings.ToLower(firstNonEmpty(c.TorchDType, c.DType, top.TorchDType, top.DType, "float32")); m.DType == "float" {
+		m.DType = "float32"
+	}
+	if _, err := dtypeBytes(m.DType); err != nil {
+		return Model{}, fmt.Errorf("torch_dtype: %w", err)
+	}
+	if s.experts > 0 {
+		m.NumExperts, m.ExpertsPerToken, m.IntermediateSize = s.experts, s.topK, s.moeInter
+	}
+	m.Params, m.ActiveParams = hfParams(s, m)
+	if top.VisionConfig != nil {
+		m.EncoderParams = top.VisionConfig.params()
+		m.Params += m.EncoderParams
+		if m.ActiveParams > 0 {
+			m.ActiveParams += m.EncoderParams // so the inactive experts stay what they are
+		}
+	}
+	if err := quantize(&m, firstQuant(c.Quant, top.Quant)); err != nil {
+		return Model{}, err
+	}
+	return m, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstQuant(q ...*hfQuant) *hfQuant {
+	for _, v := range q {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// shape reads the dense figures.
+func (c *hfConfig) shape(s *hfShape) error {
+	var err error
+	set := func(dst *int, field string, lo, hi, def int, vals ...*float64) {
+		if err == nil {
+			*dst, err = hfInt(field, lo, hi, def, vals...)
+		}
+	}
+	set(&s.layers, "num_hidden_layers", 1, 1024, -1, c.Layers, c.NLayer, c.NumLayers)
+	set(&s.hidden, "hidden_size", 1, 1<<20, -1, c.Hidden, c.DModel, c.NEmbd)
+	set(&s.heads, "num_attention_heads", 1, 1<<14, -1, c.Heads, c.NHead)
+	if err != nil {
+		return err
+	}
+	set(&s.kvHeads, "num_key_value_heads", 1, s.heads, s.heads, c.KVHeads, c.MQGroups)
+	set(&s.headDim, "head_dim", 1, 1<<14, max(1, s.hidden/s.heads), c.HeadDim)
+	set(&s.inter, "intermediate_size", 0, 1<<22, 4*s.hidden, c.Inter, c.FFNDim, c.NInner)
+	set(&s.vocab, "vocab_size", 1, 1<<24, -1, c.Vocab, c.PaddedVocab)
+	s.denseInter = s.inter
+	s.nonGated = nonGatedMLP[c.ModelType]
+	return err
+}
+
+// untiedByDefault are the model types whose config class defaults tie_word_embeddings to
+// false; transformers' base class defaults it to true.
+var untiedByDefault = map[string]bool{"llama": true, "mistral": true, "mixtral": true, "qwen2": true,
+	"qwen2_moe": true, "qwen3": true, "qwen3_moe": true, "deepseek_v2": true, "deepseek_v3": true,
+	"phi3": true, "granite": true, "olmo2": true, "llama4_text": true}
+
+func (c *hfConfig) tied(top hfConfig) bool {
+	switch {
+	case c.Tied != nil:
+		return *c.Tied
+	case top.Tied != nil:
+		return *top.Tied
+	}
+	return !untiedByDefault[c.ModelType]
+}
+
+// context is vLLM's derived max_model_len: the smallest of the length keys present, scaled
+// by the RoPE factor unless the scaling type keeps the length (su, longrope, llama3), from
+// the original length for yarn; 2048 when no key is there.
+func (c *hfConfig) context() (int, error) {
+	n := 0
+	for _, v := range []*float64{c.MaxPos, c.NPositions, c.MaxSeqLen, c.SeqLength, c.MaxSeqLength} {
+		if v == nil {
+			continue
+		}
+		k, err := hfInt("max_position_embeddings", 1, 1<<28, 0, v)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 || k < n {
+			n = k
+		}
+	}
+	if n == 0 {
+		n = 2048
+	}
+	r := c.RopeScaling
+	kind, _ := r["rope_type"].(string)
+	if t, ok := r["type"].(string); ok && kind == "" {
+		kind = t
+	}
+	if r == nil || kind == "su" || kind == "longrope" || kind == "llama3" {
+		return n, nil
+	}
+	factor, ok := r["factor"].(float64)
+	if !ok || factor < 1 || factor > 1024 {
+		factor = 1
+	}
+	if orig, ok := r["original_max_position_embeddings"].(float64); kind == "yarn" && ok && orig >= 1 && orig <= 1<<24 {
+		n = int(orig)
+	}
+	return int(float64(n) * factor), nil
+}

@@ -1,0 +1,127 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// hfParams counts the parameters from the shapes (docs/catalogue.md#parameter-count-from-the-config):
+// the embedding (and an untied LM head), each layer's mixer (attention, latent attention,
+// Gated-DeltaNet or Mamba2) and MLP (gated: three matrices; two for the families without a
+// gate; experts, shared experts and the router on MoE layers), and the norms. Biases are left
+// out. active is what one token touches on a mixture of experts, as Model.ActiveParams counts
+// it (0 otherwise).
+func hfParams(s hfShape, m Model) (total, active float64) {
+	h := float64(s.hidden)
+	embed := float64(s.vocab) * h
+	if !m.TieWordEmbeddings {
+		embed *= 2
+	}
+	attn := attentionParams(m)
+	full := s.layers - s.mlpOnly - s.linear
+	total = embed + float64(full)*attn + float64(s.linear)*linearParams(m, s.mamba) + h*float64(2*s.layers+1)
+	mats := 3.0
+	if s.nonGated {
+		mats = 2
+	}
+	mlpLayers := s.layers
+	if s.mamba && s.mlpOnly > 0 {
+		mlpLayers = s.mlpOnly // Nemotron-H: mixers and MLPs are layers of their own
+	}
+	denseLayers := mlpLayers - s.moeLayers
+	total += float64(denseLayers) * mats * h * float64(s.denseInter)
+	if s.experts == 0 {
+		return total, 0
+	}
+	expert := mats * h * float64(s.moeInter)
+	perLayer := float64(s.experts)*expert + mats*h*float64(s.sharedInter) + h*float64(s.experts)
+	total += float64(s.moeLayers) * perLayer
+	active = total - float64(s.moeLayers*(s.experts-s.topK))*expert
+	if !m.TieWordEmbeddings {
+		active -= float64(s.vocab) * h // the input table is looked up, not multiplied (Model.ActiveParams)
+	}
+	return total, active
+}
+
+// attentionParams is one attention layer's projections.
+func attentionParams(m Model) float64 {
+	h, heads := float64(m.HiddenSize), float64(m.NumAttentionHeads)
+	if m.IsMLA() {
+		qk := float64(m.QKNopeHeadDim + m.QKRopeHeadDim)
+		kv := h*float64(m.KVLoraRank+m.QKRopeHeadDim) + float64(m.KVLoraRank)*heads*float64(m.QKNopeHeadDim+m.VHeadDim)
+		return h*heads*qk + kv + heads*float64(m.VHeadDim)*h // q without LoRA; q_lora_rank is close
+	}
+	d := float64(m.HeadDim)
+	return h*heads*d*2 + h*float64(m.NumKeyValueHeads)*d*2
+}
+
+// linearParams is one state-space layer's projections: in (queries, keys, values and gates),
+// the convolution and out.
+func linearParams(m Model, mamba bool) float64 {
+	h := float64(m.HiddenSize)
+	keys := float64(m.LinearNumKeyHeads * m.LinearKeyHeadDim)
+	values := float64(m.LinearNumValueHeads * m.LinearValueHeadDim)
+	conv := (2*keys + values) * float64(m.LinearConvKernelDim)
+	if mamba {
+		return h*(2*values+2*keys+float64(m.LinearNumValueHeads)) + conv + values*h
+	}
+	return h*(2*keys+2*values+2*float64(m.LinearNumValueHeads)) + conv + values*h
+}
+
+// params estimates a vision tower: its blocks' attention (4 h^2) and MLP (2 h x intermediate).
+func (v *hfVision) params() float64 {
+	h, _ := hfInt("vision_config.hidden_size", 1, 1<<16, 0, v.Hidden)
+	inter, _ := hfInt("vision_config.intermediate_size", 0, 1<<18, 4*h, v.Inter)
+	layers, _ := hfInt("vision_config.num_hidden_layers", 0, 1024, 0, v.Layers, v.Depth)
+	return float64(layers) * (4*float64(h*h) + 2*float64(h*inter))
+}
+
+// quantize applies the checkpoint's quantization_config.
+func quantize(m *Model, q *hfQuant) error {
+	if q == nil {
+		return nil
+	}
+	method := strings.ToLower(q.Method)
+	switch method {
+	case "awq", "gptq", "fp8", "bitsandbytes":
+	case "awq_marlin", "gptq_marlin", "auto-round", "autoround":
+		method = "gptq"
+	case "mxfp4":
+		if m.IsMoE() {
+			m.ExpertBytesPerParam = 0.53125
+		}
+	case "modelopt", "modelopt_fp4":
+		if method == "modelopt_fp4" || strings.Contains(strings.ToLower(q.QuantAlgo), "fp4") {
+			method = "nvfp4"
+		} else {
+			method = "fp8"
+		}
+	case "compressed-tensors":
+		method = compressedTensorsMethod(q.ConfigGroups)
+	default:
+		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
+	}
+	m.Quantization = method
+	return nil
+}
+
+// compressedTensorsMethod reads the weights' bits and type of the first config group.
+func compressedTensorsMethod(groups map[string]any) string {
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		w, _ := gm["weights"].(map[string]any)
+		bits, _ := w["num_bits"].(float64)
+		kind, _ := w["type"].(string)
+		switch {
+		case bits == 8 && kind == "float":
+			return "fp8"
+		case bits == 8:
+			return "w8a8"
+		case bits == 4 && kind == "float":
+			return "nvfp4"
+		case bits == 4:
+			return "gptq"
+		}
+	}
+	return "fp8"
+}
