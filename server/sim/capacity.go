@@ -81,7 +81,7 @@ func (e *StartupError) Error() string { return e.Exception + ": " + e.Message }
 // computeCapacity sizes weights, activation peak and KV cache for s, or returns the
 // *StartupError vLLM would raise.
 func computeCapacity(s *Setup) (Capacity, error) {
-	m, g, h := s.ModelProfile, s.GPUProfile, s.HostProfile
+	g, h := s.GPUProfile, s.HostProfile
 	tp := float64(s.TensorParallelSize)
 	var c Capacity
 	c.TotalBytes = int64(math.Round(g.MemoryGiB * gib))
@@ -100,13 +100,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 			FormatGiB(c.WeightsBytes-c.FreeBytes+512<<20), float64(c.TotalBytes)/gib, float64(c.FreeBytes)/gib)}
 	}
 
-	forward := h.ActivationBytesPerTokenHidden * float64(s.MaxNumBatchedTokens) * float64(m.HiddenSize)
-	if m.IsMoE() {
-		forward += h.MoEActivationBytes * float64(s.MaxNumBatchedTokens*m.ExpertsPerToken*m.IntermediateSize) / tp
-	}
-	sampler := h.SamplerBytesPerSeqVocab * float64(s.MaxNumSeqs) * float64(m.VocabSize)
-	c.ActivationBytes = int64(max(forward, sampler))
-	c.NonTorchBytes = int64(h.NonTorchGiB * gib)
+	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
 	c.CUDAGraphBytes = int64(h.CUDAGraphGiB * gib)
 	if s.CUDAGraphProfiled() {
 		c.CUDAGraphBytes += CUDAGraphEstimateBytes(s)
@@ -129,17 +123,32 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		// the cache from the override alone.
 		c.AvailableKVBytes = int64(o) * c.BlockBytes
 	}
-	if c.AvailableKVBytes <= 0 {
-		return c, &StartupError{Kind: NoKVMemory, Exception: "ValueError", Capacity: c, Message: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."}
-	}
-	if needed := l.neededBytes(s.MaxModelLen); needed > c.AvailableKVBytes {
-		est := l.estimateMaxModelLen(c.AvailableKVBytes, s.MaxModelLen)
-		return c, &StartupError{Kind: MaxModelLenTooLarge, Exception: "ValueError", Capacity: c, EstimatedMaxModelLen: est, Message: fmt.Sprintf(
-			"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
-			s.MaxModelLen, FormatGiB(needed), FormatGiB(c.AvailableKVBytes), est)}
-	}
 	c.NumGPUBlocks, c.MaxConcurrency, c.KVCacheTokens = KVCapacity(l, c.AvailableKVBytes, s.MaxModelLen, s.Version)
+	if !s.Version.V1Engine() {
+		if err := v0StartupError(c, l.BlockSize, s.MaxModelLen); err != nil {
+			return c, err
+		}
+		return c, nil
+	}
+	if err := v1StartupError(c, l, s.MaxModelLen); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// v1StartupError is the V1 engine's check of the KV cache (check_enough_kv_cache_memory): no
+// memory at all, or less than one max_model_len request needs. Nil when it fits.
+func v1StartupError(c Capacity, l KVLayout, maxModelLen int) *StartupError {
+	if c.AvailableKVBytes <= 0 {
+		return &StartupError{Kind: NoKVMemory, Exception: "ValueError", Capacity: c, Message: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."}
+	}
+	if needed := l.neededBytes(maxModelLen); needed > c.AvailableKVBytes {
+		est := l.estimateMaxModelLen(c.AvailableKVBytes, maxModelLen)
+		return &StartupError{Kind: MaxModelLenTooLarge, Exception: "ValueError", Capacity: c, EstimatedMaxModelLen: est, Message: fmt.Sprintf(
+			"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing `max_model_len` when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.",
+			maxModelLen, FormatGiB(needed), FormatGiB(c.AvailableKVBytes), est)}
+	}
+	return nil
 }
 
 // V2ModelRunner reports whether vLLM runs the model with its V2 model runner: the default for

@@ -38,7 +38,7 @@ func TestCapacityMatchesRealLogs(t *testing.T) {
 	}{
 		{
 			name:       "Qwen2-7B A100-80GB util 0.25",
-			cfg:        Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100-SXM-80GB", GPUMemoryUtilization: 0.25, MaxModelLen: 16384},
+			cfg:        Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100-SXM-80GB", GPUMemoryUtilization: 0.25, MaxModelLen: 16384, VLLMVersion: "0.10.1.1"},
 			wantKVGiB:  5.01,
 			wantTokens: 93872,
 			wantConc:   5.73,
@@ -46,7 +46,7 @@ func TestCapacityMatchesRealLogs(t *testing.T) {
 		},
 		{
 			name:       "Llama-3.1-8B RTX 3090 util 0.9, 20k batched tokens",
-			cfg:        Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 20000, MaxNumBatchedTokens: 20000},
+			cfg:        Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 20000, MaxNumBatchedTokens: 20000, VLLMVersion: "0.6.4"},
 			profiles:   rtx3090Profiles,
 			wantKVGiB:  3.81,
 			wantBlocks: 1952,
@@ -54,7 +54,7 @@ func TestCapacityMatchesRealLogs(t *testing.T) {
 		},
 		{
 			name:      "Llama-3.1-8B RTX 3090 util 0.9, 29k batched tokens",
-			cfg:       Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 8192, MaxNumBatchedTokens: 29000},
+			cfg:       Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9, MaxModelLen: 8192, MaxNumBatchedTokens: 29000, VLLMVersion: "0.6.4"},
 			profiles:  rtx3090Profiles,
 			wantKVGiB: 2.89,
 			source:    "vllm#10517: 0.92 GiB more activation, 2.89 GiB of KV",

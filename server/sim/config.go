@@ -20,7 +20,7 @@ type Config struct {
 	Model                string  // --model: a Hugging Face name known to the profiles
 	GPU                  string  // --sim-gpu
 	Host                 string  // --sim-host-profile: "v1" (default) or "legacy"
-	GPUMemoryUtilization float64 // --gpu-memory-utilization (default 0.92)
+	GPUMemoryUtilization float64 // --gpu-memory-utilization (default: DefaultUtilization of the release)
 	MaxModelLen          int     // --max-model-len (default: the model's max_position_embeddings)
 	MaxNumSeqs           int     // --max-num-seqs (default: by GPU)
 	MaxNumBatchedTokens  int     // --max-num-batched-tokens (default: by GPU)
@@ -50,7 +50,7 @@ type Config struct {
 
 // Defaults vLLM applies (docs/vllm-behaviour.md#defaults-by-version).
 const (
-	DefaultGPUMemoryUtilization = 0.92
+	DefaultGPUMemoryUtilization = 0.92 // the newest releases'; DefaultUtilization has each release's
 	DefaultBlockSize            = 16
 	DefaultModel                = "Qwen/Qwen3-0.6B"
 	DefaultGPU                  = "H100-SXM-80GB"
@@ -106,13 +106,16 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		return nil, err
 	}
 	m, g := s.ModelProfile, s.GPUProfile
+	if cfg.GPUMemoryUtilization == 0 {
+		cfg.GPUMemoryUtilization = DefaultUtilization(s.Version)
+	}
 	if err := resolveLayout(&cfg, m); err != nil {
 		return nil, err
 	}
 	if err := resolveDTypes(s, cfg); err != nil {
 		return nil, err
 	}
-	if err := resolveLimits(&cfg, m, g); err != nil {
+	if err := resolveLimits(&cfg, m, g, s.Version); err != nil {
 		return nil, err
 	}
 	if cfg.Speculative, err = resolveSpeculative(cfg.Speculative, m); err != nil {
@@ -166,9 +169,6 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 // resolveLayout defaults and checks the memory fraction, the tensor parallelism and the block
 // size.
 func resolveLayout(cfg *Config, m Model) error {
-	if cfg.GPUMemoryUtilization == 0 {
-		cfg.GPUMemoryUtilization = DefaultGPUMemoryUtilization
-	}
 	if !(cfg.GPUMemoryUtilization > 0 && cfg.GPUMemoryUtilization <= 1) {
 		return &ConfigError{fmt.Sprintf("--gpu-memory-utilization must be greater than 0 and at most 1, got %g", cfg.GPUMemoryUtilization)}
 	}
@@ -211,7 +211,7 @@ func resolveDTypes(s *Setup, cfg Config) error {
 
 // resolveLimits defaults and checks the context length, the per-step token and sequence
 // budgets, the memory already in use, the block override and the jitter.
-func resolveLimits(cfg *Config, m Model, g GPU) error {
+func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = m.MaxPositionEmbeddings
 	}
@@ -222,13 +222,8 @@ func resolveLimits(cfg *Config, m Model, g GPU) error {
 		return &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
 	}
 
+	defaultBatch(cfg, g, v)
 	chunked := cfg.ChunkedPrefill != Off
-	if cfg.MaxNumBatchedTokens == 0 {
-		cfg.MaxNumBatchedTokens = g.DefaultMaxNumBatchedTokens
-		if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
-			cfg.MaxNumBatchedTokens = cfg.MaxModelLen
-		}
-	}
 	if cfg.MaxNumBatchedTokens < 0 {
 		return &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}
 	}
@@ -237,10 +232,6 @@ func resolveLimits(cfg *Config, m Model, g GPU) error {
 	}
 	if cfg.MaxNumSeqs < 0 {
 		return &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
-	}
-	if cfg.MaxNumSeqs == 0 {
-		// vLLM's default batch size, capped at the token budget (get_batch_defaults).
-		cfg.MaxNumSeqs = min(g.DefaultMaxNumSeqs, cfg.MaxNumBatchedTokens)
 	}
 	if cfg.MaxNumBatchedTokens < cfg.MaxNumSeqs {
 		return &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)}

@@ -192,13 +192,19 @@ type Host struct {
 	// max_num_batched_tokens and the sampler over max_num_seqs), non-torch allocations
 	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.
 	ActivationBytesPerTokenHidden float64 `json:"activation_bytes_per_token_hidden"`
-	SamplerBytesPerSeqVocab       float64 `json:"sampler_bytes_per_seq_vocab"`
+	// ActivationBytesPerTokenIntermediate is the dense MLP's share: per batched token and unit
+	// of intermediate size (split across tensor-parallel ranks).
+	ActivationBytesPerTokenIntermediate float64 `json:"activation_bytes_per_token_intermediate,omitempty"`
+	SamplerBytesPerSeqVocab             float64 `json:"sampler_bytes_per_seq_vocab"`
 	// MoEActivationBytes is the fused-MoE buffers of the profiling forward, in bytes per token,
 	// active expert and expert intermediate size (split across tensor-parallel ranks).
 	MoEActivationBytes float64 `json:"moe_activation_bytes_per_token_expert_intermediate,omitempty"`
 	NonTorchGiB        float64 `json:"non_torch_gib"`
-	CUDAGraphGiB       float64 `json:"cudagraph_gib"`
-	MemorySource       string  `json:"memory_source,omitempty"`
+	// NonTorchTPGiB is what a tensor-parallel rank holds besides: NCCL and custom all-reduce
+	// buffers.
+	NonTorchTPGiB float64 `json:"non_torch_tp_gib,omitempty"`
+	CUDAGraphGiB  float64 `json:"cudagraph_gib"`
+	MemorySource  string  `json:"memory_source,omitempty"`
 }
 
 // Profiles is a set of GPU, model and host profiles.
@@ -293,7 +299,7 @@ func (p *Profiles) validate() error {
 	}
 	for _, h := range p.Hosts {
 		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 ||
-			h.ActivationBytesPerTokenHidden < 0 || h.SamplerBytesPerSeqVocab < 0 || h.MoEActivationBytes < 0 || h.NonTorchGiB < 0 || h.CUDAGraphGiB < 0 {
+			h.ActivationBytesPerTokenHidden < 0 || h.ActivationBytesPerTokenIntermediate < 0 || h.SamplerBytesPerSeqVocab < 0 || h.MoEActivationBytes < 0 || h.NonTorchGiB < 0 || h.NonTorchTPGiB < 0 || h.CUDAGraphGiB < 0 {
 			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
 		}
 	}

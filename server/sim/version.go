@@ -16,7 +16,7 @@ const DefaultVersion = "0.33.0"
 
 // Oldest and newest releases the simulator models.
 var (
-	oldestVersion = Version{0, 10, 0, 0}
+	oldestVersion = Version{0, 2, 0, 0} // before 0.10 for the memory plan only: metrics and logs are 0.10's
 	newestVersion = Version{0, 33, 99, 99}
 )
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
@@ -23,8 +24,8 @@ func TestCapacityReportFitsTheWorkload(t *testing.T) {
 		limiter string
 	}{
 		{"KV-bound", []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, w,
-			68, 68, capacity.LimitKV},
-		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3219, 256, capacity.LimitSeqs},
+			69, 69, capacity.LimitKV},
+		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3234, 256, capacity.LimitSeqs},
 		{"fits easily", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "H100", "--max-num-seqs", "64"}, capacity.Workload{PromptTokens: 100, OutputTokens: 28},
 			0, 64, capacity.LimitSeqs},
 	}
@@ -73,7 +74,7 @@ func TestCapacityReportWhatIfs(t *testing.T) {
 	for _, c := range r.Columns {
 		by[c.Name] = c
 	}
-	assert.InDelta(t, 2*by["as given"].Fit.ByKV, by["fp8 KV"].Fit.ByKV, 1, "an FP8 KV cache holds twice the tokens")
+	assert.InDelta(t, 2*by["as given"].Fit.ByKV, by["fp8 KV"].Fit.ByKV, 2, "an FP8 KV cache holds twice the tokens (each count floored)")
 	assert.Greater(t, by["awq"].Fit.ByKV, 3*by["as given"].Fit.ByKV, "4-bit weights leave room for the KV cache")
 
 	_, err = CapacityReport([]string{"no/such-model"}, emptyEnv, w)
@@ -94,4 +95,13 @@ func TestPrintCapacityCommand(t *testing.T) {
 	code = Main(context.Background(), []string{"--random-input-len", "384"}, &out, &errb, emptyEnv)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errb.String(), "only with --print-capacity")
+}
+
+func TestPrintCapacityUsesTheReleaseDefaultUtilization(t *testing.T) {
+	for version, util := range map[string]string{"0.17": "0.9", sim.DefaultVersion: "0.92"} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--sim-vllm-version", version, "--print-capacity"}, &out, &errb, emptyEnv)
+		assert.Equal(t, 0, code, errb.String())
+		assert.Contains(t, out.String(), "Qwen/Qwen3-0.6B on H100-SXM-80GB, --gpu-memory-utilization "+util+":", version)
+	}
 }

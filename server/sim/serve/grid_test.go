@@ -105,6 +105,9 @@ func checkTensorParallel(t *testing.T, name string, args []string, m sim.Model) 
 		return
 	}
 	require.Empty(t, b.Refused, "%s starts at TP 1, so at TP 2", name)
-	assert.GreaterOrEqual(t, b.Memory.KVGiB, a.Memory.KVGiB, "%s: KV GiB a GPU at TP 2", name)
+	// A TP rank also holds NCCL buffers (more non-torch memory), which a tiny model's halved
+	// weights do not pay back.
+	nccl := b.Memory.NonTorchGiB - a.Memory.NonTorchGiB
+	assert.GreaterOrEqual(t, b.Memory.KVGiB+nccl+1e-9, a.Memory.KVGiB, "%s: KV GiB a GPU at TP 2, less the rank's NCCL buffers", name)
 	assert.GreaterOrEqual(t, b.KVTokens, a.KVTokens, "%s: KV tokens at TP 2", name)
 }

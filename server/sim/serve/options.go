@@ -159,7 +159,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "Host name to bind (vLLM binds all interfaces by default; the simulator binds loopback unless told)")
 	fs.IntVar(&o.Port, "port", 8000, "Port number")
 	r.apiKeys = fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
-	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", sim.DefaultGPUMemoryUtilization, "Fraction of GPU memory for this instance (0, 1]")
+	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", 0, "Fraction of GPU memory for this instance (0, 1] (default: the release's, 0.92 from 0.21, 0.9 before)")
 	r.maxModelLen = fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
 	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
 	fs.IntVar(&o.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "Maximum tokens per iteration (default by GPU: 8192 or 2048)")
@@ -187,7 +187,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
 	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
-	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor())
+	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor()+"; from 0.2 for the memory plan")
 	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {
 		fs.Bool(name, false, notSimulatedUsage)

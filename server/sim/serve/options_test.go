@@ -37,7 +37,7 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	d, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, sim.DefaultModel, d.Engine.Model)
-	assert.Equal(t, 0.92, d.Engine.GPUMemoryUtilization)
+	assert.Zero(t, d.Engine.GPUMemoryUtilization, "unset: the imitated release's default applies")
 	assert.Equal(t, 8000, d.Port)
 	assert.Equal(t, 1.0, d.Speed)
 	assert.Empty(t, d.NonDefault)
@@ -141,8 +141,8 @@ func TestSpeculativeAndVersionFlags(t *testing.T) {
 		}
 	}
 	// The engine checks the rest, with the simulated version's range.
-	o, err = ParseArgs([]string{"--sim-vllm-version", "0.9.2"}, noEnv)
+	o, err = ParseArgs([]string{"--sim-vllm-version", "0.1.9"}, noEnv)
 	require.NoError(t, err)
 	_, err = sim.Resolve(o.Engine, nil)
-	assert.ErrorContains(t, err, "--sim-vllm-version 0.9.2 is not simulated; the simulator imitates vLLM 0.10.0 to 0.33")
+	assert.ErrorContains(t, err, "--sim-vllm-version 0.1.9 is not simulated; the simulator imitates vLLM 0.2.0 to 0.33")
 }

@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultUtilizationByVersion(t *testing.T) {
+	for v, want := range map[string]float64{"0.4.2": 0.9, "0.17.0": 0.9, "0.20.2": 0.9, "0.21.0": 0.92, DefaultVersion: 0.92} {
+		assert.Equal(t, want, DefaultUtilization(MustVersion(v)), v)
+		s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: v}, nil)
+		require.NoError(t, err, v)
+		assert.Equal(t, want, s.GPUMemoryUtilization, "%s: the release's default applies when the flag is unset", v)
+	}
+	s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.17.0", GPUMemoryUtilization: 0.5}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 0.5, s.GPUMemoryUtilization, "a given utilisation is kept")
+}
+
+func TestV0SchedulerDefaults(t *testing.T) {
+	cases := []struct {
+		version, name string
+		maxModelLen   int
+		batched, seqs int
+		chunked       bool
+	}{
+		{"0.6.4", "no chunked prefill: the budget is max_model_len", 20000, 20000, 256, false},
+		{"0.6.4", "the budget is at least 2048", 1024, 2048, 256, false},
+		{"0.6.4", "long contexts turn chunked prefill on", 131072, 2048, 256, true},
+		{"0.5.4", "with 512 tokens before 0.6", 131072, 512, 256, true},
+		{"0.5.1", "not before 0.5.4", 40000, 40000, 256, false},
+		{"0.8.0", "V1 takes the GPU's defaults", 131072, 2048, 256, true},
+	}
+	for _, c := range cases {
+		s, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "A100-SXM-80GB", MaxModelLen: c.maxModelLen, VLLMVersion: c.version}, nil)
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.batched, s.MaxNumBatchedTokens, "%s %s", c.version, c.name)
+		assert.Equal(t, c.seqs, s.MaxNumSeqs, "%s %s", c.version, c.name)
+		assert.Equal(t, c.chunked, s.ChunkedPrefillEnabled(), "%s %s", c.version, c.name)
+	}
+}
+
+func TestV0RefusalsUseV0Messages(t *testing.T) {
+	// vllm#10517: at 29,000 batched tokens the 3090 keeps 1,478 blocks (23,648 tokens).
+	_, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9,
+		MaxModelLen: 29000, VLLMVersion: "0.6.4"}, rtx3090Profiles(t))
+	var se *StartupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, MaxModelLenTooLarge, se.Kind)
+	c := se.Capacity
+	assert.Equal(t, c.NumGPUBlocks*16, c.KVCacheTokens, "V0 counts the blocks' tokens")
+	within(t, 23648, float64(c.KVCacheTokens), 0.01, "KV tokens of the refusal")
+	assert.Contains(t, se.Message, "The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache (")
+	assert.Contains(t, se.Message, "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+
+	_, err = Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.7,
+		MaxModelLen: 4096, VLLMVersion: "0.7.3"}, nil)
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, NoKVMemory, se.Kind)
+	assert.Equal(t, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", se.Message)
+
+	_, err = Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.7,
+		MaxModelLen: 4096, VLLMVersion: "0.8.0"}, nil)
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, NoKVMemory, se.Kind)
+	assert.Contains(t, se.Message, "See https://docs.vllm.ai/", "the V1 engine's message")
+}
+
+func TestV0SamplerPeakOnTheDriverRank(t *testing.T) {
+	// V0's sampler runs on the driver rank with the whole vocabulary: tensor parallelism
+	// divides the forward peak, not the sampler's.
+	cfg := Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "A100-SXM-80GB", MaxModelLen: 2048, VLLMVersion: "0.6.4"}
+	one, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	cfg.TensorParallelSize = 2
+	two, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	want := int64(v0SamplerBytesPerSeqVocab * 256 * 128256)
+	assert.Equal(t, want, one.Capacity.ActivationBytes, "the sampler is the larger peak at 2048 tokens")
+	assert.Equal(t, want, two.Capacity.ActivationBytes)
+
+	cfg.VLLMVersion = "0.10.1.1"
+	v1, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.Less(t, v1.Capacity.ActivationBytes, want/4, "the V1 engine's dummy sampler keeps float32 logits only")
+}
