@@ -89,6 +89,20 @@ type selectBuf struct {
 	backend Backend // the backend the left-out families name
 }
 
+// leftOut records the name of a family left out (and its base: x_count may be the parser's
+// x), and the backend it names.
+func (bp *selectBuf) leftOut(keys [][]byte, name []byte) [][]byte {
+	if name == nil {
+		return keys
+	}
+	bp.backend = earlierBackend(bp.backend, backendOf(string(name)))
+	keys = append(keys, name)
+	if base, _ := splitSuffix(name); base != nil {
+		keys = append(keys, base)
+	}
+	return keys
+}
+
 // earlierBackend is the backend Parse would pick of two: the known one, or the lower.
 func earlierBackend(a, b Backend) Backend {
 	if a == BackendUnknown || (b != BackendUnknown && b < a) {
@@ -165,13 +179,7 @@ func (s *Selection) filter(bp *selectBuf, body []byte) (kept []byte, ok bool) {
 			if !good {
 				return nil, false
 			}
-			if newKey != nil {
-				keys = append(keys, newKey)
-				bp.backend = earlierBackend(bp.backend, backendOf(string(newKey)))
-				if base, _ := splitSuffix(newKey); base != nil {
-					keys = append(keys, base) // x_count may be the parser's x
-				}
-			}
+			keys = bp.leftOut(keys, newKey)
 		}
 	}
 	if len(out) == 0 {
