@@ -47,6 +47,9 @@ type BenchConfig struct {
 	// the wall clock (see RunnerConfig); Bench's client may then be nil.
 	Transport Transport
 	Clock     Clock
+	// RequestIDPrefix, when set, names each measured request prefix+index in its
+	// x-request-id header (vllm bench serve's --request-id-prefix).
+	RequestIDPrefix string
 }
 
 // Replays reports whether the run's requests come from a trace or conversations rather than
@@ -123,7 +126,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		}
 	}
 	rc := RunnerConfig{
-		Workload:    cfg.Workload,
+		Workload:    WithRequestIDs(cfg.Workload, cfg.RequestIDPrefix),
 		NumRequests: max(cfg.NumPrompts, 0),
 		Duration:    cfg.Duration,
 		Seed:        cfg.Seed,

@@ -41,9 +41,13 @@ func Backend(backend, endpoint string, endpointGiven bool) (string, string, erro
 		if !endpointGiven {
 			endpoint = EndpointChat
 		}
-	case BackendCompletions, "vllm":
+	case BackendCompletions, BackendVLLM:
+	case BackendEmbeddings:
+		if !endpointGiven {
+			endpoint = EndpointEmbeddings
+		}
 	default:
-		return "", "", fmt.Errorf("--backend %q: want openai (completions) or openai-chat", backend)
+		return "", "", backendRefusal(backend)
 	}
 	if !strings.HasPrefix(endpoint, "/") {
 		return "", "", fmt.Errorf("--endpoint %q: want a path such as /v1/completions", endpoint)

@@ -57,6 +57,7 @@ type Options struct {
 	backend              string
 	slaInline, slaParams string
 	simless              bool // defined without the simulator's flags
+	vf                   vllmFlags
 }
 
 // Search is an SLO search's settings.
@@ -142,6 +143,8 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
 	cliflag.AddClient(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
+	o.defineVLLM(fs)
+	fs.SetNormalizeFunc(normalizeFlag)
 	if simModel != "" {
 		cliflag.AddSim(fs, &o.simFlags, simDefaults)
 	}
@@ -177,6 +180,9 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	var err error
 	if r.Info.Backend, c.Endpoint, err = loadgen.Backend(o.backend, c.Endpoint, fs.Changed("endpoint")); err != nil {
 		return cliflag.Usagef("%v", err)
+	}
+	if err := o.finishVLLM(fs); err != nil {
+		return err
 	}
 	if o.outLen > 0 {
 		d.Random.OutputLen, d.ShareGPTOutputLen = o.outLen, o.outLen

@@ -50,6 +50,10 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		return nil, cliflag.Usagef("%s", err)
 	}
 	b := &Bench{o: o, env: env, virtual: v}
+	named := o.Client.Model // vLLM: --model names the results, --served-model-name the requests
+	if o.vf.servedModel != "" && named != "" {
+		o.Client.Model = o.vf.servedModel
+	}
 	var tok loadgen.Tokenizer = v
 	if v != nil {
 		b.card = v.Model()
@@ -72,6 +76,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		}
 	}
 	o.Client.Model, o.Runs.Info.ModelID = b.card.ID, b.card.ID
+	if o.vf.servedModel != "" && named != "" {
+		o.Runs.Info.ModelID = named
+	}
 	if v == nil {
 		if b.client, err = loadgen.NewClient(o.Client); err != nil {
 			b.Close()
