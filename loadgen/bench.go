@@ -50,6 +50,8 @@ type BenchConfig struct {
 	// RequestIDPrefix, when set, names each measured request prefix+index in its
 	// x-request-id header (vllm bench serve's --request-id-prefix).
 	RequestIDPrefix string
+	// Ramp, when on, raises the rate from request to request (RequestRate unused).
+	Ramp Ramp
 }
 
 // Replays reports whether the run's requests come from a trace or conversations rather than
@@ -98,7 +100,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
 		return BenchRun{}, ErrNoLimit
 	}
-	if cfg.closedLoop() && cfg.slots() <= 0 {
+	if cfg.closedLoop() && !cfg.Ramp.On() && cfg.slots() <= 0 {
 		return BenchRun{}, ErrUnboundedConcurrency
 	}
 	tally := NewTally(cfg.Goodput)
@@ -135,9 +137,13 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		Transport:   cfg.Transport,
 		Clock:       cfg.Clock,
 	}
-	if cfg.closedLoop() {
-		rc.Concurrency = cfg.slots()
-	} else {
+	switch {
+	case cfg.Ramp.On():
+		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.Ramp.rate(0, cfg.NumPrompts), cfg.Burstiness, cfg.MaxConcurrency
+		rc.RampRate = func(i int) float64 { return cfg.Ramp.rate(i, cfg.NumPrompts) }
+	case cfg.closedLoop():
+		rc.Concurrency, rc.ArriveAtStart = cfg.slots(), true
+	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
 	return timed(ctx, c, rc, run)

@@ -52,8 +52,9 @@ type SweepConfig struct {
 	// from its start (Rates then unused), or plays the conversations.
 	Trace         func() (ArrivalSource, error)
 	Conversations *ConversationLoad
-	// RequestIDPrefix is BenchConfig's, for every run.
+	// RequestIDPrefix and Ramp are BenchConfig's, for every run.
 	RequestIDPrefix string
+	Ramp            Ramp
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -157,7 +158,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
 			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
 			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock,
-			RequestIDPrefix: cfg.RequestIDPrefix}
+			RequestIDPrefix: cfg.RequestIDPrefix, Ramp: cfg.Ramp}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {

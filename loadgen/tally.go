@@ -42,6 +42,7 @@ type Tally struct {
 	kept      []timing // exact: each successful request's timings
 	keptBytes int
 	inFlight  spans
+	perReq    []perRequest
 	est       *estimates // past the bound: nil until then
 	detail    *detailSpill
 }
@@ -98,6 +99,7 @@ func (t *Tally) Add(r Result) {
 	if t.detail != nil {
 		t.detail.add(&r)
 	}
+	t.note(&r)
 	if !t.add(&r) {
 		return
 	}
@@ -152,6 +154,7 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 	defer t.mu.Unlock()
 	s := Summary{Duration: duration, FailuresByClass: map[ErrorClass]int{}, OutputFromUsage: t.fromUsage, RequestGoodput: math.NaN(),
 		Completed: t.completed, Failed: t.failed, TotalInputTokens: t.inTokens, TotalOutputTokens: t.outTokens}
+	s.Latencies, s.QueueTimes = t.arrays()
 	for c, n := range t.failures {
 		s.FailuresByClass[c] = n
 	}
@@ -166,12 +169,13 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 	if t.est != nil {
 		e := t.est
 		s.TTFT, s.TPOT, s.ITL, s.E2EL, s.Queue = e.ttft.dist(ps), e.tpot.dist(ps), e.itl.dist(ps), e.e2el.dist(ps), e.wait.dist(ps)
+		s.E2ELInclQueue = e.e2eq.dist(ps)
 		s.MaxOutputTokensPerS = e.peakTokens()
 		s.MaxConcurrent = t.inFlight.peak()
 		s.Estimated = true
 		return s
 	}
-	var ttft, tpot, itl, e2el, queue []float64
+	var ttft, tpot, itl, e2el, queue, e2eq []float64
 	for i := range t.kept {
 		tm := &t.kept[i]
 		ttft = append(ttft, ms(tm.ttft))
@@ -183,7 +187,9 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 		}
 		e2el = append(e2el, ms(tm.e2el))
 		queue = append(queue, ms(tm.wait))
+		e2eq = append(e2eq, ms(tm.e2el+tm.wait))
 	}
+	s.E2ELInclQueue = dist(e2eq, ps)
 	s.TTFT, s.TPOT, s.ITL, s.E2EL, s.Queue = dist(ttft, ps), dist(tpot, ps), dist(itl, ps), dist(e2el, ps), dist(queue, ps)
 	s.MaxOutputTokensPerS = peakTokens(t.kept)
 	s.MaxConcurrent = t.inFlight.peak()
@@ -241,12 +247,12 @@ func (b *bins) peak() float64 {
 
 // estimates are a run's statistics past the bound of exact timings.
 type estimates struct {
-	ttft, tpot, itl, e2el, wait *sketch
-	bins                        *bins
+	ttft, tpot, itl, e2el, wait, e2eq *sketch
+	bins                              *bins
 }
 
 func newEstimates(origin time.Time) *estimates {
-	return &estimates{ttft: newSketch(), tpot: newSketch(), itl: newSketch(), e2el: newSketch(), wait: newSketch(), bins: newBins(origin)}
+	return &estimates{ttft: newSketch(), tpot: newSketch(), itl: newSketch(), e2el: newSketch(), wait: newSketch(), e2eq: newSketch(), bins: newBins(origin)}
 }
 
 func (e *estimates) add(tm *timing) {
@@ -259,6 +265,7 @@ func (e *estimates) add(tm *timing) {
 	}
 	e.e2el.add(tm.e2el)
 	e.wait.add(tm.wait)
+	e.e2eq.add(tm.e2el + tm.wait)
 	e.bins.add(tm)
 }
 

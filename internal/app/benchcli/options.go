@@ -144,10 +144,12 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	cliflag.AddClient(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
 	o.defineVLLM(fs)
-	fs.SetNormalizeFunc(normalizeFlag)
+	names := &flagNames{}
+	fs.SetNormalizeFunc(names.normalize)
 	if simModel != "" {
 		cliflag.AddSim(fs, &o.simFlags, simDefaults)
 	}
+	names.defined = true
 	return o
 }
 

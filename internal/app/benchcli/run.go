@@ -125,7 +125,10 @@ func (b *Bench) Run(ctx context.Context) error {
 	if b.o.Save {
 		rep.Save = &b.o.SaveTo
 	}
-	if err := b.Runs(ctx, true, rep.Add); err != nil {
+	stop := b.startProfile(ctx)
+	err := b.Runs(ctx, true, rep.Add)
+	stop()
+	if err != nil {
 		return err
 	}
 	if err := rep.Close(); err != nil {

@@ -1,6 +1,7 @@
 package benchcli
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,8 @@ type vllmFlags struct {
 	logprobs                                int
 	sampling                                map[string]*float64
 	topK                                    int
+	ramp                                    loadgen.Ramp
+	profile                                 bool
 }
 
 // defineVLLM adds vllm bench serve's request flags to fs.
@@ -49,6 +52,10 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&v.headers, "header", nil, "KEY=VALUE header sent with each request (repeat the flag for several)")
 	fs.StringVar(&v.requestIDPrefix, "request-id-prefix", "", `Prefix of each request's x-request-id header, the request's index after it (default "bench-" and 8 random hex digits and "-")`)
 	fs.IntVar(&v.logprobs, "logprobs", 0, "Logprobs per token to ask for (completions API; default: not sent)")
+	fs.StringVar(&v.ramp.Strategy, "ramp-up-strategy", "", "Raise the request rate over the run from --ramp-up-start-rps to --ramp-up-end-rps: linear or exponential")
+	fs.IntVar(&v.ramp.StartRPS, "ramp-up-start-rps", 0, "The ramp-up's first rate (requests per second)")
+	fs.IntVar(&v.ramp.EndRPS, "ramp-up-end-rps", 0, "The ramp-up's last rate (requests per second)")
+	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler before the measured requests and stop it after (POST /start_profile, /stop_profile)")
 	fs.StringVar(&v.servedModel, "served-model-name", "", "The model name sent in requests, with --model naming the model in results (with --sim, also the name the simulator serves)")
 }
 
@@ -80,7 +87,7 @@ func (o *Options) finishVLLM(fs *pflag.FlagSet) error {
 	if len(body) > 0 {
 		e.Body = body
 	}
-	for _, h := range v.headers {
+	for _, h := range splitHeaders(v.headers) {
 		k, val, ok := strings.Cut(h, "=")
 		if !ok || strings.TrimSpace(k) == "" {
 			return cliflag.Usagef("--header %q: want KEY=VALUE", h)
@@ -98,9 +105,40 @@ func (o *Options) finishVLLM(fs *pflag.FlagSet) error {
 	if !fs.Changed("request-id-prefix") {
 		o.Runs.RequestIDPrefix = defaultRequestIDPrefix()
 	}
+	if err := o.finishRamp(fs); err != nil {
+		return err
+	}
 	if v.servedModel != "" && o.Sim {
 		o.SimArgs = append(o.SimArgs, "--served-model-name="+v.servedModel)
 	}
+	return nil
+}
+
+// finishRamp reads --ramp-up-strategy and its bounds, refusing what vLLM refuses and what a
+// ramp cannot go with here.
+func (o *Options) finishRamp(fs *pflag.FlagSet) error {
+	ramp, r := o.vf.ramp, &o.Runs
+	switch {
+	case ramp.Strategy == "" && (fs.Changed("ramp-up-start-rps") || fs.Changed("ramp-up-end-rps")):
+		return cliflag.Usagef("--ramp-up-start-rps and --ramp-up-end-rps go with --ramp-up-strategy")
+	case ramp.Strategy == "":
+		return nil
+	case fs.Changed("request-rate"):
+		return cliflag.Usagef("when using ramp-up, do not specify --request-rate: the ramp-up sets the rate")
+	case !fs.Changed("ramp-up-start-rps") || !fs.Changed("ramp-up-end-rps"):
+		return cliflag.Usagef("when using --ramp-up-strategy, both --ramp-up-start-rps and --ramp-up-end-rps must be specified")
+	case r.NumPrompts <= 0 || r.Duration > 0:
+		return cliflag.Usagef("a ramp-up spreads its rates over --num-prompts requests: give --num-prompts, not --duration")
+	case o.Dataset.MultiTurn.On || ((o.Dataset.Name == loadgen.DatasetBurstGPT || o.Dataset.Name == loadgen.DatasetMooncake) && !o.Dataset.Trace.Sample):
+		return cliflag.Usagef("--ramp-up-strategy sets arrival times; a replay brings its own")
+	}
+	if err := ramp.Check(); err != nil {
+		return cliflag.Usagef("%v", err)
+	}
+	if o.slaInline != "" || o.slaParams != "" {
+		return cliflag.Usagef("an SLO search sets the rate or concurrency itself; leave out --ramp-up-strategy")
+	}
+	r.Ramp, r.Info.Ramp = ramp, ramp
 	return nil
 }
 
@@ -111,8 +149,65 @@ func defaultRequestIDPrefix() string {
 	return "bench-" + hex.EncodeToString(b) + "-"
 }
 
-// normalizeFlag makes underscores and dashes alike in flag names, as argparse does
-// (--num_prompts is --num-prompts).
-func normalizeFlag(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+// flagNames reads flag names as vLLM's parser does: underscores and dashes alike
+// (--num_prompts is --num-prompts) and, once every flag is defined, a unique prefix for the
+// whole name (--random-input is --random-input-len).
+type flagNames struct{ defined bool }
+
+func (n *flagNames) normalize(fs *pflag.FlagSet, name string) pflag.NormalizedName {
+	name = strings.ReplaceAll(name, "_", "-")
+	if !n.defined {
+		return pflag.NormalizedName(name)
+	}
+	exact, match, matches := false, "", 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		switch {
+		case f.Name == name:
+			exact = true
+		case strings.HasPrefix(f.Name, name):
+			match, matches = f.Name, matches+1
+		}
+	})
+	if !exact && matches == 1 {
+		name = match
+	}
+	return pflag.NormalizedName(name)
+}
+
+// splitHeaders reads --header's values as vLLM's nargs reads them: several KEY=VALUE after one
+// flag (gathered into one value, space-separated), a word without "=" continuing the value
+// before it.
+func splitHeaders(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for i, word := range strings.Fields(v) {
+			if i > 0 && !strings.Contains(word, "=") {
+				out[len(out)-1] += " " + word
+				continue
+			}
+			out = append(out, word)
+		}
+	}
+	return out
+}
+
+// startProfile starts the server's profiler for --profile and returns what stops it.
+func (b *Bench) startProfile(ctx context.Context) (stop func()) {
+	if !b.o.vf.profile {
+		return func() {}
+	}
+	if b.client == nil {
+		b.env.Note("--profile: the simulator on its virtual clock has no profiler")
+		return func() {}
+	}
+	b.env.Note("Starting profiler...")
+	if b.client.Profile(ctx, true) {
+		b.env.Note("Profiler started")
+	}
+	return func() {
+		b.env.Note("Stopping profiler...")
+		if b.client.Profile(context.WithoutCancel(ctx), false) {
+			b.env.Note("Profiler stopped")
+		}
+	}
 }
