@@ -156,9 +156,15 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 // Finish completes the options from the arguments the flags left, and refuses what vllm bench
 // serve refuses. Its errors are *cliflag.UsageError.
 func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) string) error {
+	if err := checkRefused(fs); err != nil {
+		return err
+	}
 	before, after := args, []string(nil)
 	if n := fs.ArgsLenAtDash(); n >= 0 {
 		before, after = args[:n], args[n:]
+	}
+	if len(before) > 0 && before[0] == "serve" {
+		before = before[1:] // vllm bench serve's subcommand, written as vLLM's docs write it
 	}
 	o.SimArgs = append(append(strings.Fields(o.simArgsFlag), o.simFlags...), after...)
 	o.TargetGiven = o.Client.BaseURL != "" || fs.Changed("host") || fs.Changed("port")
