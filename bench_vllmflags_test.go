@@ -196,3 +196,32 @@ func TestBenchQueueMetricsNeedMaxConcurrency(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "Client", "vLLM reports client queueing only with --max-concurrency")
 }
+
+func TestBenchReportsTheServersSpeculativeDecoding(t *testing.T) {
+	benchNoKeys(t)
+	args := append(benchFastSim, "--num-prompts", "10", "--random-input-len", "32", "--random-output-len", "16", "--json",
+		"--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`)
+	code, out, errOut := benchRun(t, args...)
+	require.Equal(t, 0, code, errOut)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	drafts, _ := doc["spec_decode_num_drafts"].(float64)
+	draftTokens, _ := doc["spec_decode_draft_tokens"].(float64)
+	accepted, _ := doc["spec_decode_accepted_tokens"].(float64)
+	require.Positive(t, drafts, "the drafting server's /metrics, before and after the run: %v", doc)
+	assert.LessOrEqual(t, draftTokens, 3*drafts, "at most 3 draft tokens a draft")
+	assert.InDelta(t, 100*accepted/draftTokens, doc["spec_decode_acceptance_rate"], 1e-9)
+	assert.InDelta(t, 1+accepted/drafts, doc["spec_decode_acceptance_length"], 1e-9)
+	perPos, _ := doc["spec_decode_per_position_acceptance_rates"].([]any)
+	assert.Len(t, perPos, 3)
+
+	code, out, errOut = benchRun(t, append(benchFastSim, "--num-prompts", "10", "--random-input-len", "32", "--random-output-len", "16",
+		"--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "---------------Speculative Decoding---------------\n")
+	assert.Regexp(t, `(?m)^  Position 2: +[0-9.]+ +$`, out)
+
+	code, out, errOut = benchRun(t, append(benchFastSim, "--num-prompts", "4", "--random-input-len", "32", "--random-output-len", "4")...)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Speculative", "a server that does not draft has no such section")
+}

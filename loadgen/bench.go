@@ -68,6 +68,8 @@ type BenchRun struct {
 	Duration time.Duration
 	// Stopped is set when the run ended early because requests kept failing before any output.
 	Stopped *FailingError
+	// SpecDecode is the server's drafting during the measured requests (nil: none seen).
+	SpecDecode *SpecDecode
 }
 
 // ErrNoLimit is returned by Bench when neither a request count nor a duration bounds a run.
@@ -146,7 +148,23 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
-	return timed(ctx, c, rc, run)
+	return timedSpec(ctx, c, rc, run, cfg.Transport == nil)
+}
+
+// timedSpec is timed, reading the server's speculative-decoding counters before and after
+// the run when it sends over HTTP, as vllm bench serve does.
+func timedSpec(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun, scrape bool) (BenchRun, error) {
+	if !scrape || c == nil {
+		return timed(ctx, c, rc, run)
+	}
+	before, ok := c.specDecodeCounts(ctx)
+	run, err := timed(ctx, c, rc, run)
+	if ok {
+		if after, ok := c.specDecodeCounts(context.WithoutCancel(ctx)); ok {
+			run.SpecDecode = specDecodeDelta(before, after)
+		}
+	}
+	return run, err
 }
 
 // benchReplay is Bench for a trace or conversations: no warm-ups (a replay's first requests

@@ -200,6 +200,7 @@ func PrintResult(w io.Writer, s Summary, info RunInfo) error {
 			row("P"+percentileWord(p)+" "+name+" (ms):", fixed2(d.Percentiles[p]))
 		}
 	}
+	printSpecDecode(&b, s.SpecDecode)
 	return endTable(w, &b, tableWidth)
 }
 
@@ -583,6 +584,7 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"max_concurrent_requests", s.MaxConcurrent},
 		Field{"rtfx", PyFloat(0)},
 	)
+	d = append(d, s.SpecDecode.fields()...)
 	for _, m := range info.reported() {
 		dist := s.dist(m)
 		d = append(d,

@@ -107,6 +107,8 @@ type Summary struct {
 	// Latencies and QueueTimes are every measured request's E2EL (0 for a failure) and
 	// client-side queueing in seconds, in request order: vLLM's latencies and queue_times.
 	Latencies, QueueTimes []float64
+	// SpecDecode is the server's drafting during the run; nil when it does not draft.
+	SpecDecode *SpecDecode
 	// Estimated is true when the run's timings passed the Tally's bound of exact ones: the
 	// medians and percentiles are then HDR estimates (3 significant digits), the means and
 	// deviations streaming ones, and the peaks counted in seconds from the first start seen
