@@ -225,3 +225,30 @@ func TestBenchReportsTheServersSpeculativeDecoding(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "Speculative", "a server that does not draft has no such section")
 }
+
+func TestBenchProbesBesideTheLoad(t *testing.T) {
+	benchNoKeys(t)
+	rec := newBenchRecorder(t)
+	code, out, errOut := benchRun(t, "--base-url", rec.URL, "--num-prompts", "4", "--max-concurrency", "1", "--random-input-len", "8",
+		"--random-output-len", "2", "--probe-request-rate", "1000", "--header", "x-a=1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	completed, _ := doc["probe_completed"].(float64)
+	require.GreaterOrEqual(t, completed, 1.0, "the first probe goes at the start: %v", doc)
+	assert.Equal(t, 0.0, doc["probe_failed"])
+	assert.Positive(t, doc["probe_max_e2el_ms"])
+	assert.Equal(t, 4.0, doc["completed"], "probes are not the run's requests")
+	probes := 0
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, body := range rec.bodies {
+		if body["prompt"] == "Hi" {
+			probes++
+			assert.Equal(t, 1.0, body["max_tokens"])
+			assert.Empty(t, rec.headers[i].Get("X-Request-Id"), "a probe has no request id, as vLLM's")
+			assert.Equal(t, "1", rec.headers[i].Get("X-A"), "but the run's headers")
+		}
+	}
+	assert.Equal(t, int(completed), probes)
+}

@@ -16,12 +16,13 @@ import (
 	"github.com/vllmtop/vllmtop/internal/app/sweepcli"
 )
 
-// Where vLLM's own documentation writes its `vllm bench serve` command lines.
+// Where vLLM's own documentation writes its `vllm bench serve` command lines (the published
+// pages of docs/benchmarking/ and docs/contributing/ in vLLM's repository).
 const (
-	docCLI      = "https://github.com/vllm-project/vllm/blob/main/docs/benchmarking/cli.md"
-	docContrib  = "https://github.com/vllm-project/vllm/blob/main/docs/contributing/benchmarks.md"
-	docProfile  = "https://github.com/vllm-project/vllm/blob/main/docs/contributing/profiling.md"
-	docSweeps   = "https://github.com/vllm-project/vllm/blob/main/docs/benchmarking/sweeps.md"
+	docCLI      = "https://docs.vllm.ai/en/latest/benchmarking/cli/"
+	docContrib  = "https://docs.vllm.ai/en/latest/contributing/benchmarks/"
+	docProfile  = "https://docs.vllm.ai/en/latest/contributing/profiling/"
+	docSweeps   = "https://docs.vllm.ai/en/latest/benchmarking/sweeps/"
 	docSkillRnd = "https://skills.sh/vllm-project/vllm-skills/vllm-bench-random-synthetic"
 )
 

@@ -52,6 +52,9 @@ type BenchConfig struct {
 	RequestIDPrefix string
 	// Ramp, when on, raises the rate from request to request (RequestRate unused).
 	Ramp Ramp
+	// ProbeRate, when positive, sends vllm bench serve's probes at this rate during the
+	// measured requests (over HTTP only).
+	ProbeRate float64
 }
 
 // Replays reports whether the run's requests come from a trace or conversations rather than
@@ -70,6 +73,8 @@ type BenchRun struct {
 	Stopped *FailingError
 	// SpecDecode is the server's drafting during the measured requests (nil: none seen).
 	SpecDecode *SpecDecode
+	// Probes are what BenchConfig's probes measured (nil: none).
+	Probes *Probes
 }
 
 // ErrNoLimit is returned by Bench when neither a request count nor a duration bounds a run.
@@ -148,17 +153,22 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
-	return timedSpec(ctx, c, rc, run, cfg.Transport == nil)
+	return timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
 }
 
 // timedSpec is timed, reading the server's speculative-decoding counters before and after
-// the run when it sends over HTTP, as vllm bench serve does.
-func timedSpec(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun, scrape bool) (BenchRun, error) {
+// the run and sending probes during it, when it sends over HTTP, as vllm bench serve does.
+func timedSpec(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun, scrape bool, probeRate float64) (BenchRun, error) {
 	if !scrape || c == nil {
 		return timed(ctx, c, rc, run)
 	}
 	before, ok := c.specDecodeCounts(ctx)
+	stopProbes := func() *Probes { return nil }
+	if probeRate > 0 {
+		stopProbes = probeLoop(ctx, c, probeRate)
+	}
 	run, err := timed(ctx, c, rc, run)
+	run.Probes = stopProbes()
 	if ok {
 		if after, ok := c.specDecodeCounts(context.WithoutCancel(ctx)); ok {
 			run.SpecDecode = specDecodeDelta(before, after)

@@ -190,6 +190,7 @@ func PrintResult(w io.Writer, s Summary, info RunInfo) error {
 	row("Peak output token throughput (tok/s):", fixed2(s.MaxOutputTokensPerS))
 	row("Peak concurrent requests:", fixed2(float64(s.MaxConcurrent)))
 	row("Total token throughput (tok/s):", fixed2(s.TotalTokenThroughput))
+	printProbes(&b, s.Probes)
 	for _, m := range info.reported() {
 		name, header := metricHeaders[m][0], metricHeaders[m][1]
 		d := s.dist(m)
@@ -584,7 +585,7 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"max_concurrent_requests", s.MaxConcurrent},
 		Field{"rtfx", PyFloat(0)},
 	)
-	d = append(d, s.SpecDecode.fields()...)
+	d = append(append(d, s.Probes.fields()...), s.SpecDecode.fields()...)
 	for _, m := range info.reported() {
 		dist := s.dist(m)
 		d = append(d,

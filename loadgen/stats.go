@@ -109,6 +109,8 @@ type Summary struct {
 	Latencies, QueueTimes []float64
 	// SpecDecode is the server's drafting during the run; nil when it does not draft.
 	SpecDecode *SpecDecode
+	// Probes are the --probe-request-rate requests' figures; nil without probes.
+	Probes *Probes
 	// Estimated is true when the run's timings passed the Tally's bound of exact ones: the
 	// medians and percentiles are then HDR estimates (3 significant digits), the means and
 	// deviations streaming ones, and the peaks counted in seconds from the first start seen

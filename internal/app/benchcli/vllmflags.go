@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -34,6 +35,7 @@ type vllmFlags struct {
 	topK                                    int
 	ramp                                    loadgen.Ramp
 	profile                                 bool
+	probeRate                               float64
 }
 
 // defineVLLM adds vllm bench serve's request flags to fs.
@@ -56,6 +58,7 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 	fs.IntVar(&v.ramp.StartRPS, "ramp-up-start-rps", 0, "The ramp-up's first rate (requests per second)")
 	fs.IntVar(&v.ramp.EndRPS, "ramp-up-end-rps", 0, "The ramp-up's last rate (requests per second)")
 	defineVLLMCompat(fs)
+	fs.Float64Var(&v.probeRate, "probe-request-rate", 0, "Send one-token probe requests at this rate (per second) beside the load, outside --max-concurrency, and report their latency")
 	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler before the measured requests and stop it after (POST /start_profile, /stop_profile)")
 	fs.StringVar(&v.servedModel, "served-model-name", "", "The model name sent in requests, with --model naming the model in results (with --sim, also the name the simulator serves)")
 }
@@ -109,6 +112,13 @@ func (o *Options) finishVLLM(fs *pflag.FlagSet) error {
 	if err := o.finishRamp(fs); err != nil {
 		return err
 	}
+	switch {
+	case v.probeRate < 0 || math.IsInf(v.probeRate, 0) || math.IsNaN(v.probeRate):
+		return cliflag.Usagef("--probe-request-rate must be a finite rate, 0 for no probes")
+	case v.probeRate > 0 && o.Sim && o.SimClock == ClockVirtual:
+		return cliflag.Usagef("--probe-request-rate sends probes over HTTP; the virtual clock has none (use --sim-clock wall)")
+	}
+	o.Runs.ProbeRate = v.probeRate
 	if v.servedModel != "" && o.Sim {
 		o.SimArgs = append(o.SimArgs, "--served-model-name="+v.servedModel)
 	}

@@ -18,7 +18,6 @@ var vllmNoEffect = []struct{ name, usage string }{
 // vllmRefused are vllm bench serve flags vllmtop does not carry out, each with why: giving one
 // is a usage error that says so.
 var vllmRefused = []struct{ name, why string }{
-	{"probe-request-rate", "vllmtop does not send vLLM's side probes yet (single-token requests at this rate beside the load)"},
 	{"plot-timeline", "vllmtop does not draw vLLM's per-request timeline yet"},
 	{"timeline-itl-thresholds", "it colours vLLM's --plot-timeline, which vllmtop does not draw yet"},
 	{"plot-dataset-stats", "vllmtop does not draw vLLM's dataset statistics figure"},
