@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -251,4 +253,17 @@ func TestBenchProbesBesideTheLoad(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int(completed), probes)
+}
+
+func TestBenchAppendResultSavesAlone(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	for range 2 {
+		code, _, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "2",
+			"--append-result", "--result-dir", dir, "--result-filename", "r.json")
+		require.Equal(t, 0, code, "vLLM saves with --append-result alone: %s", errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(strings.TrimSpace(string(b)), "\n")+1, "one JSON line a run: %s", b)
 }

@@ -211,14 +211,15 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		return err
 	}
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
-	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed
+	// vLLM saves with --append-result alone too.
+	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed || o.SaveTo.Append
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
 	o.SaveTo.Overwrite = o.Overwrite
 	switch {
 	case o.SaveTo.Append && o.Overwrite:
 		return cliflag.Usagef("--append-result and --overwrite exclude each other: add to the result file or replace it")
-	case o.SaveTo.Append && (!o.Save || o.Search.On()):
-		return cliflag.Usagef("--append-result adds to a saved result: give --save-result (an SLO search saves its own layout)")
+	case o.SaveTo.Append && o.Search.On():
+		return cliflag.Usagef("--append-result adds to a saved result; an SLO search saves its own layout")
 	}
 	if c.APIKey == "" {
 		c.APIKey = loadgen.APIKeyFromEnv(getenv)
