@@ -143,6 +143,10 @@ type storm struct {
 func newStorm(t *testing.T) *storm {
 	s := &storm{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r) // a benchmark reads it for speculative decoding; not a request
+			return
+		}
 		s.seen.Add(1)
 		if !s.ok.Load() {
 			http.Error(w, `{"error":{"message":"Invalid API key"}}`, http.StatusUnauthorized)

@@ -47,6 +47,14 @@ type BenchConfig struct {
 	// the wall clock (see RunnerConfig); Bench's client may then be nil.
 	Transport Transport
 	Clock     Clock
+	// RequestIDPrefix, when set, names each measured request prefix+index in its
+	// x-request-id header (vllm bench serve's --request-id-prefix).
+	RequestIDPrefix string
+	// Ramp, when on, raises the rate from request to request (RequestRate unused).
+	Ramp Ramp
+	// ProbeRate, when positive, sends vllm bench serve's probes at this rate during the
+	// measured requests (over HTTP only).
+	ProbeRate float64
 }
 
 // Replays reports whether the run's requests come from a trace or conversations rather than
@@ -63,6 +71,10 @@ type BenchRun struct {
 	Duration time.Duration
 	// Stopped is set when the run ended early because requests kept failing before any output.
 	Stopped *FailingError
+	// SpecDecode is the server's drafting during the measured requests (nil: none seen).
+	SpecDecode *SpecDecode
+	// Probes are what BenchConfig's probes measured (nil: none).
+	Probes *Probes
 }
 
 // ErrNoLimit is returned by Bench when neither a request count nor a duration bounds a run.
@@ -95,7 +107,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
 		return BenchRun{}, ErrNoLimit
 	}
-	if cfg.closedLoop() && cfg.slots() <= 0 {
+	if cfg.closedLoop() && !cfg.Ramp.On() && cfg.slots() <= 0 {
 		return BenchRun{}, ErrUnboundedConcurrency
 	}
 	tally := NewTally(cfg.Goodput)
@@ -123,7 +135,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		}
 	}
 	rc := RunnerConfig{
-		Workload:    cfg.Workload,
+		Workload:    WithRequestIDs(cfg.Workload, cfg.RequestIDPrefix),
 		NumRequests: max(cfg.NumPrompts, 0),
 		Duration:    cfg.Duration,
 		Seed:        cfg.Seed,
@@ -132,12 +144,37 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		Transport:   cfg.Transport,
 		Clock:       cfg.Clock,
 	}
-	if cfg.closedLoop() {
-		rc.Concurrency = cfg.slots()
-	} else {
+	switch {
+	case cfg.Ramp.On():
+		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.Ramp.rate(0, cfg.NumPrompts), cfg.Burstiness, cfg.MaxConcurrency
+		rc.RampRate = func(i int) float64 { return cfg.Ramp.rate(i, cfg.NumPrompts) }
+	case cfg.closedLoop():
+		rc.Concurrency, rc.ArriveAtStart = cfg.slots(), true
+	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
 	}
-	return timed(ctx, c, rc, run)
+	return timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
+}
+
+// timedSpec is timed, reading the server's speculative-decoding counters before and after
+// the run and sending probes during it, when it sends over HTTP, as vllm bench serve does.
+func timedSpec(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun, scrape bool, probeRate float64) (BenchRun, error) {
+	if !scrape || c == nil {
+		return timed(ctx, c, rc, run)
+	}
+	before, ok := c.specDecodeCounts(ctx)
+	stopProbes := func() *Probes { return nil }
+	if probeRate > 0 {
+		stopProbes = probeLoop(ctx, c, probeRate)
+	}
+	run, err := timed(ctx, c, rc, run)
+	run.Probes = stopProbes()
+	if ok {
+		if after, ok := c.specDecodeCounts(context.WithoutCancel(ctx)); ok {
+			run.SpecDecode = specDecodeDelta(before, after)
+		}
+	}
+	return run, err
 }
 
 // benchReplay is Bench for a trace or conversations: no warm-ups (a replay's first requests

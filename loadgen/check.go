@@ -62,6 +62,7 @@ func (c *Client) Models(ctx context.Context) ([]ModelCard, error) {
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
+	c.cfg.Extras.setHeaders(req.Header, "")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, serverError(c.BaseURL(), 0, rootCause(ctx, err))

@@ -58,6 +58,8 @@ type ClientConfig struct {
 	// MaxBodyBytes caps the body of every call that is not a stream (DefaultMaxBodyBytes when
 	// 0).
 	MaxBodyBytes int
+	// Extras are what vllm bench serve adds to every request: body fields, headers, logprobs.
+	Extras RequestExtras
 }
 
 // Client sends streaming completion requests and measures them as bytes arrive.
@@ -150,11 +152,14 @@ type Prompt struct {
 	Messages []ChatMessage
 	// Parts are content parts (image_url) a chat endpoint sends after Text in its user message.
 	Parts []map[string]any
+	// RequestID, when set, is sent as the x-request-id header (vllm bench serve's
+	// --request-id-prefix and the request's index).
+	RequestID string
 }
 
 // zero reports whether p is the zero Prompt.
 func (p Prompt) zero() bool {
-	return p.Text == "" && p.InputTokens == 0 && p.OutputTokens == 0 && !p.IgnoreEOS && p.Messages == nil
+	return p.Text == "" && p.InputTokens == 0 && p.OutputTokens == 0 && !p.IgnoreEOS && p.Messages == nil && p.RequestID == ""
 }
 
 // ErrorClass names why a request failed; empty means it succeeded.
@@ -264,7 +269,10 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 		b.Prompt = p.Text
 		b.MaxTokens = p.OutputTokens
 	}
-	return json.Marshal(b)
+	if c.cfg.Extras.plain(c.chat) {
+		return json.Marshal(b)
+	}
+	return c.cfg.Extras.merge(b, c.chat)
 }
 
 // Do sends one streaming request and measures it. It never panics on bad input and always
@@ -299,6 +307,7 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
+	c.cfg.Extras.setHeaders(req.Header, p.RequestID)
 
 	start := time.Now()
 	res.Start = start

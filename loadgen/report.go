@@ -41,9 +41,9 @@ func Backend(backend, endpoint string, endpointGiven bool) (string, string, erro
 		if !endpointGiven {
 			endpoint = EndpointChat
 		}
-	case BackendCompletions, "vllm":
+	case BackendCompletions, BackendVLLM:
 	default:
-		return "", "", fmt.Errorf("--backend %q: want openai (completions) or openai-chat", backend)
+		return "", "", backendRefusal(backend)
 	}
 	if !strings.HasPrefix(endpoint, "/") {
 		return "", "", fmt.Errorf("--endpoint %q: want a path such as /v1/completions", endpoint)
@@ -73,6 +73,7 @@ type RunInfo struct {
 	Metrics     []string
 	Percentiles []float64
 	Metadata    []Field // --metadata key=value pairs, in order
+	Ramp        Ramp    // --ramp-up-strategy and its bounds
 }
 
 func (info RunInfo) selected(metric string) bool {
@@ -89,11 +90,11 @@ func ParsePercentileMetrics(s string) ([]string, error) {
 	var out []string
 	for _, m := range commaList(s) {
 		known := false
-		for _, k := range PercentileMetrics {
+		for _, k := range append(PercentileMetrics, QueueMetrics...) {
 			known = known || k == m
 		}
 		if !known {
-			return nil, fmt.Errorf("--percentile-metrics: unknown metric %q (want a comma list of ttft, tpot, itl, e2el)", m)
+			return nil, fmt.Errorf("--percentile-metrics: unknown metric %q (want a comma list of ttft, tpot, itl, e2el, client_queue_time, e2el_including_client_queue)", m)
 		}
 		out = append(out, m)
 	}
@@ -138,6 +139,9 @@ var metricHeaders = map[string][2]string{
 	"tpot": {"TPOT", "Time per Output Token (excl. 1st token)"},
 	"itl":  {"ITL", "Inter-token Latency"},
 	"e2el": {"E2EL", "End-to-end Latency"},
+	// Reported with --max-concurrency only, as vLLM reports them.
+	MetricClientQueue:   {"Client Queue Time", "Client-side Queueing"},
+	MetricE2ELInclQueue: {"E2EL incl. Client Queue", "Queue-inclusive End-to-end Latency"},
 }
 
 func (s *Summary) dist(metric string) Dist {
@@ -148,6 +152,10 @@ func (s *Summary) dist(metric string) Dist {
 		return s.TPOT
 	case "itl":
 		return s.ITL
+	case MetricClientQueue:
+		return s.Queue
+	case MetricE2ELInclQueue:
+		return s.E2ELInclQueue
 	}
 	return s.E2EL
 }
@@ -182,10 +190,8 @@ func PrintResult(w io.Writer, s Summary, info RunInfo) error {
 	row("Peak output token throughput (tok/s):", fixed2(s.MaxOutputTokensPerS))
 	row("Peak concurrent requests:", fixed2(float64(s.MaxConcurrent)))
 	row("Total token throughput (tok/s):", fixed2(s.TotalTokenThroughput))
-	for _, m := range PercentileMetrics {
-		if !info.selected(m) {
-			continue
-		}
+	printProbes(&b, s.Probes)
+	for _, m := range info.reported() {
 		name, header := metricHeaders[m][0], metricHeaders[m][1]
 		d := s.dist(m)
 		b.WriteString(center(header, '-', tableWidth) + "\n")
@@ -195,6 +201,7 @@ func PrintResult(w io.Writer, s Summary, info RunInfo) error {
 			row("P"+percentileWord(p)+" "+name+" (ms):", fixed2(d.Percentiles[p]))
 		}
 	}
+	printSpecDecode(&b, s.SpecDecode)
 	return endTable(w, &b, tableWidth)
 }
 
@@ -558,6 +565,11 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"request_rate", rate},
 		Field{"burstiness", PyFloat(info.Burstiness)},
 		Field{"max_concurrency", maxConc},
+	)
+	if info.Ramp.On() {
+		d = append(d, Field{"ramp_up_strategy", info.Ramp.Strategy}, Field{"ramp_up_start_rps", info.Ramp.StartRPS}, Field{"ramp_up_end_rps", info.Ramp.EndRPS})
+	}
+	d = append(d,
 		Field{"duration", PyFloat(s.Duration.Seconds())},
 		Field{"completed", s.Completed},
 		Field{"failed", s.Failed},
@@ -567,14 +579,14 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"request_goodput", goodput},
 		Field{"output_throughput", PyFloat(s.OutputThroughput)},
 		Field{"total_token_throughput", PyFloat(s.TotalTokenThroughput)},
+		Field{"latencies", pyFloats(s.Latencies)},
+		Field{"queue_times", pyFloats(s.QueueTimes)},
 		Field{"max_output_tokens_per_s", PyFloat(s.MaxOutputTokensPerS)},
 		Field{"max_concurrent_requests", s.MaxConcurrent},
 		Field{"rtfx", PyFloat(0)},
 	)
-	for _, m := range PercentileMetrics {
-		if !info.selected(m) {
-			continue
-		}
+	d = append(append(d, s.Probes.fields()...), s.SpecDecode.fields()...)
+	for _, m := range info.reported() {
 		dist := s.dist(m)
 		d = append(d,
 			Field{"mean_" + m + "_ms", PyFloat(dist.Mean)},
@@ -605,7 +617,11 @@ func ResultFilename(info RunInfo) string {
 	if info.MaxConcurrency > 0 {
 		conc = "-concurrency" + strconv.Itoa(info.MaxConcurrency)
 	}
-	return fmt.Sprintf("%s-%sqps%s-%s-%s.json", label, pyRepr(info.RequestRate), conc, modelBase(info.ModelID), info.Date.Format(ResultDateFormat))
+	rate := pyRepr(info.RequestRate) + "qps"
+	if r := info.Ramp; r.On() {
+		rate = fmt.Sprintf("ramp-up-%s-%dqps-%dqps", r.Strategy, r.StartRPS, r.EndRPS)
+	}
+	return fmt.Sprintf("%s-%s%s-%s-%s.json", label, rate, conc, modelBase(info.ModelID), info.Date.Format(ResultDateFormat))
 }
 
 // modelBase is the part of a model id after its last slash, as vLLM names result files, made

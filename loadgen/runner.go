@@ -23,10 +23,18 @@ type RunnerConfig struct {
 	// MaxConcurrency caps requests in flight in the open loop (0 = no cap). Requests that
 	// arrive while it is full wait on the client, and that wait is measured.
 	MaxConcurrency int
-	NumRequests    int           // stop after this many measured requests (0 = no limit)
-	Duration       time.Duration // stop starting requests after this long (0 = no limit)
-	Warmup         int           // requests sent first and marked Warmup (not counted)
-	Seed           int64
+	// RampRate, when set, is the open loop's rate for the i-th request (vllm bench serve's
+	// --ramp-up-strategy): the gap before request i is drawn at RampRate(i); Rate is then
+	// only the loop's marker that it is open.
+	RampRate func(i int) float64
+	// ArriveAtStart counts the closed loop's requests as arriving when the run starts, as
+	// vllm bench serve's do (it releases every request at once to its semaphore), so that
+	// each one's wait for a slot is its client-side queueing.
+	ArriveAtStart bool
+	NumRequests   int           // stop after this many measured requests (0 = no limit)
+	Duration      time.Duration // stop starting requests after this long (0 = no limit)
+	Warmup        int           // requests sent first and marked Warmup (not counted)
+	Seed          int64
 	// Backoff says how the runner slows down and pauses when requests fail before any output.
 	Backoff BackoffConfig
 	// Sinks receive every result, from the request goroutines (on a VirtualClock, from Run's).
@@ -395,10 +403,19 @@ type loadLoop struct {
 	rng      *rand.Rand
 	lastRate float64
 	end      time.Time // when the Duration runs out (zero: never)
+	began    time.Time // when the loop started
+}
+
+// rateFor is the open loop's rate for the i-th request.
+func (l *loadLoop) rateFor(i int, rate float64) float64 {
+	if l.r.cfg.RampRate != nil {
+		return l.r.cfg.RampRate(i)
+	}
+	return rate
 }
 
 func (r *Runner) runLoad(ctx context.Context) error {
-	l := &loadLoop{r: r}
+	l := &loadLoop{r: r, began: r.clock.Now()}
 	if r.cfg.Duration > 0 {
 		l.end = r.clock.Now().Add(r.cfg.Duration)
 	}
@@ -469,7 +486,7 @@ func (l *loadLoop) arrival(s settings, now time.Time, inFlight int) (bool, time.
 	}
 	if l.next.IsZero() || s.rate != l.lastRate {
 		// The schedule restarts from now at a new rate (or after a pause).
-		l.next = now.Add(interArrival(l.rng, s.rate, s.burstiness))
+		l.next = now.Add(interArrival(l.rng, l.rateFor(l.index, s.rate), s.burstiness))
 		l.lastRate = s.rate
 	}
 	switch {
@@ -490,7 +507,9 @@ func (l *loadLoop) send(ctx context.Context, g gate, intended time.Time) {
 	index, warm := l.index, l.index < r.cfg.Warmup
 	l.index++
 	if !intended.IsZero() {
-		l.next = l.next.Add(interArrival(l.rng, s.rate, s.burstiness))
+		l.next = l.next.Add(interArrival(l.rng, l.rateFor(l.index, s.rate), s.burstiness))
+	} else if r.cfg.ArriveAtStart {
+		intended = l.began
 	}
 	var itl func(time.Duration)
 	if r.cfg.ITL != nil {

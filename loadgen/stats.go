@@ -102,6 +102,15 @@ type Summary struct {
 	E2EL                 Dist
 	// Client-side queueing: intended start to actual send (open loop with a cap).
 	Queue Dist
+	// E2ELInclQueue is E2EL plus the client-side queueing, per request.
+	E2ELInclQueue Dist
+	// Latencies and QueueTimes are every measured request's E2EL (0 for a failure) and
+	// client-side queueing in seconds, in request order: vLLM's latencies and queue_times.
+	Latencies, QueueTimes []float64
+	// SpecDecode is the server's drafting during the run; nil when it does not draft.
+	SpecDecode *SpecDecode
+	// Probes are the --probe-request-rate requests' figures; nil without probes.
+	Probes *Probes
 	// Estimated is true when the run's timings passed the Tally's bound of exact ones: the
 	// medians and percentiles are then HDR estimates (3 significant digits), the means and
 	// deviations streaming ones, and the peaks counted in seconds from the first start seen

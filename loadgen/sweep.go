@@ -52,6 +52,10 @@ type SweepConfig struct {
 	// from its start (Rates then unused), or plays the conversations.
 	Trace         func() (ArrivalSource, error)
 	Conversations *ConversationLoad
+	// RequestIDPrefix, Ramp and ProbeRate are BenchConfig's, for every run.
+	RequestIDPrefix string
+	Ramp            Ramp
+	ProbeRate       float64
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -154,7 +158,8 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
 			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
-			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock}
+			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock,
+			RequestIDPrefix: cfg.RequestIDPrefix, Ramp: cfg.Ramp, ProbeRate: cfg.ProbeRate}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {
@@ -185,6 +190,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			info.NumPrompts = run.Tally.Count() // a run bound by time: what it sent
 		}
 		s := run.Tally.Summary(run.Duration, ps)
+		s.SpecDecode, s.Probes = run.SpecDecode, run.Probes
 		sr := SweepRun{Index: k, Of: len(values), Param: cfg.Param(), Value: v, Interrupted: ctx.Err() != nil,
 			Info: info, Summary: s, Doc: ResultJSON(s, info, run.Tally.DetailFields()), release: func() { _ = run.Tally.Close() }}
 		if run.Stopped != nil {

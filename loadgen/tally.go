@@ -26,8 +26,9 @@ const (
 // Tally turns a run's results into vllm bench serve's statistics as they finish, in bounded
 // memory: the successful requests' timings are kept while they fit in ExactBytes (then the
 // statistics are exact, as numpy computes them), and past that bound every metric goes on in an
-// HDR histogram with a streaming mean and deviation, and the peaks in one-second bins (memory
-// then grows with the run's length in seconds, not its requests). Safe for concurrent use.
+// HDR histogram with a streaming mean and deviation, and the token peak in one-second bins
+// (memory then grows with the run's length in seconds, and 16 bytes a request for the exact
+// peak of requests in flight). Safe for concurrent use.
 type Tally struct {
 	mu       sync.Mutex
 	goodput  Goodput
@@ -40,6 +41,8 @@ type Tally struct {
 
 	kept      []timing // exact: each successful request's timings
 	keptBytes int
+	inFlight  spans
+	perReq    []perRequest
 	est       *estimates // past the bound: nil until then
 	detail    *detailSpill
 }
@@ -96,6 +99,7 @@ func (t *Tally) Add(r Result) {
 	if t.detail != nil {
 		t.detail.add(&r)
 	}
+	t.note(&r)
 	if !t.add(&r) {
 		return
 	}
@@ -108,6 +112,7 @@ func (t *Tally) Add(r Result) {
 		tm.start = r.Intended // so that start + TTFT is still when the first token came
 	}
 	tm.tpot, tm.hasTPOT = r.TPOT()
+	t.inFlight.add(r.Start, tm.start.Add(tm.e2el))
 	if t.est != nil {
 		tm.itls = r.ITLs
 		t.est.add(&tm)
@@ -149,6 +154,7 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 	defer t.mu.Unlock()
 	s := Summary{Duration: duration, FailuresByClass: map[ErrorClass]int{}, OutputFromUsage: t.fromUsage, RequestGoodput: math.NaN(),
 		Completed: t.completed, Failed: t.failed, TotalInputTokens: t.inTokens, TotalOutputTokens: t.outTokens}
+	s.Latencies, s.QueueTimes = t.arrays()
 	for c, n := range t.failures {
 		s.FailuresByClass[c] = n
 	}
@@ -163,11 +169,13 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 	if t.est != nil {
 		e := t.est
 		s.TTFT, s.TPOT, s.ITL, s.E2EL, s.Queue = e.ttft.dist(ps), e.tpot.dist(ps), e.itl.dist(ps), e.e2el.dist(ps), e.wait.dist(ps)
-		s.MaxOutputTokensPerS, s.MaxConcurrent = e.peaks()
+		s.E2ELInclQueue = e.e2eq.dist(ps)
+		s.MaxOutputTokensPerS = e.peakTokens()
+		s.MaxConcurrent = t.inFlight.peak()
 		s.Estimated = true
 		return s
 	}
-	var ttft, tpot, itl, e2el, queue []float64
+	var ttft, tpot, itl, e2el, queue, e2eq []float64
 	for i := range t.kept {
 		tm := &t.kept[i]
 		ttft = append(ttft, ms(tm.ttft))
@@ -179,18 +187,20 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 		}
 		e2el = append(e2el, ms(tm.e2el))
 		queue = append(queue, ms(tm.wait))
+		e2eq = append(e2eq, ms(tm.e2el+tm.wait))
 	}
+	s.E2ELInclQueue = dist(e2eq, ps)
 	s.TTFT, s.TPOT, s.ITL, s.E2EL, s.Queue = dist(ttft, ps), dist(tpot, ps), dist(itl, ps), dist(e2el, ps), dist(queue, ps)
-	s.MaxOutputTokensPerS, s.MaxConcurrent = peaks(t.kept)
+	s.MaxOutputTokensPerS = peakTokens(t.kept)
+	s.MaxConcurrent = t.inFlight.peak()
 	return s
 }
 
-// peaks finds the busiest second for output tokens and for requests in flight, as vLLM does:
-// each chunk's arrival (start + TTFT + ITLs) and each request's span in one-second bins from
-// the first start.
-func peaks(kept []timing) (float64, int) {
+// peakTokens finds the busiest second for output tokens, as vLLM does: each chunk's arrival
+// (start + TTFT + ITLs) in one-second bins from the first start.
+func peakTokens(kept []timing) float64 {
 	if len(kept) == 0 {
-		return 0, 0
+		return 0
 	}
 	first := kept[0].start
 	for i := range kept {
@@ -202,17 +212,17 @@ func peaks(kept []timing) (float64, int) {
 	for i := range kept {
 		b.add(&kept[i])
 	}
-	return b.peaks()
+	return b.peak()
 }
 
-// bins counts chunk arrivals and requests in flight per second from an origin.
+// bins counts chunk arrivals per second from an origin.
 type bins struct {
-	origin         time.Time
-	tokens, active map[int64]int
+	origin time.Time
+	tokens map[int64]int
 }
 
 func newBins(origin time.Time) *bins {
-	return &bins{origin: origin, tokens: map[int64]int{}, active: map[int64]int{}}
+	return &bins{origin: origin, tokens: map[int64]int{}}
 }
 
 // sec is t's bin: whole seconds since the origin, truncated as Python's int() truncates.
@@ -225,30 +235,24 @@ func (b *bins) add(tm *timing) {
 		t = t.Add(d)
 		b.tokens[b.sec(t)]++
 	}
-	for s, end := b.sec(tm.start), b.sec(tm.start.Add(tm.e2el)); s <= end; s++ {
-		b.active[s]++
-	}
 }
 
-func (b *bins) peaks() (float64, int) {
-	maxTok, maxAct := 0, 0
+func (b *bins) peak() float64 {
+	top := 0
 	for _, n := range b.tokens {
-		maxTok = max(maxTok, n)
+		top = max(top, n)
 	}
-	for _, n := range b.active {
-		maxAct = max(maxAct, n)
-	}
-	return float64(maxTok), maxAct
+	return float64(top)
 }
 
 // estimates are a run's statistics past the bound of exact timings.
 type estimates struct {
-	ttft, tpot, itl, e2el, wait *sketch
-	bins                        *bins
+	ttft, tpot, itl, e2el, wait, e2eq *sketch
+	bins                              *bins
 }
 
 func newEstimates(origin time.Time) *estimates {
-	return &estimates{ttft: newSketch(), tpot: newSketch(), itl: newSketch(), e2el: newSketch(), wait: newSketch(), bins: newBins(origin)}
+	return &estimates{ttft: newSketch(), tpot: newSketch(), itl: newSketch(), e2el: newSketch(), wait: newSketch(), e2eq: newSketch(), bins: newBins(origin)}
 }
 
 func (e *estimates) add(tm *timing) {
@@ -261,10 +265,11 @@ func (e *estimates) add(tm *timing) {
 	}
 	e.e2el.add(tm.e2el)
 	e.wait.add(tm.wait)
+	e.e2eq.add(tm.e2el + tm.wait)
 	e.bins.add(tm)
 }
 
-func (e *estimates) peaks() (float64, int) { return e.bins.peaks() }
+func (e *estimates) peakTokens() float64 { return e.bins.peak() }
 
 // sketch is one metric in constant memory: an HDR histogram for the percentiles, Welford's
 // running mean and variance (in milliseconds) for the mean and deviation.

@@ -57,6 +57,7 @@ type Options struct {
 	backend              string
 	slaInline, slaParams string
 	simless              bool // defined without the simulator's flags
+	vf                   vllmFlags
 }
 
 // Search is an SLO search's settings.
@@ -143,18 +144,28 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
 	cliflag.AddClient(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
+	o.defineVLLM(fs)
+	names := &flagNames{}
+	fs.SetNormalizeFunc(names.normalize)
 	if simModel != "" {
 		cliflag.AddSim(fs, &o.simFlags, simDefaults)
 	}
+	names.defined = true
 	return o
 }
 
 // Finish completes the options from the arguments the flags left, and refuses what vllm bench
 // serve refuses. Its errors are *cliflag.UsageError.
 func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) string) error {
+	if err := checkRefused(fs); err != nil {
+		return err
+	}
 	before, after := args, []string(nil)
 	if n := fs.ArgsLenAtDash(); n >= 0 {
 		before, after = args[:n], args[n:]
+	}
+	if len(before) > 0 && before[0] == "serve" {
+		before = before[1:] // vllm bench serve's subcommand, written as vLLM's docs write it
 	}
 	o.SimArgs = append(append(strings.Fields(o.simArgsFlag), o.simFlags...), after...)
 	o.TargetGiven = o.Client.BaseURL != "" || fs.Changed("host") || fs.Changed("port")
@@ -179,6 +190,9 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	if r.Info.Backend, c.Endpoint, err = loadgen.Backend(o.backend, c.Endpoint, fs.Changed("endpoint")); err != nil {
 		return cliflag.Usagef("%v", err)
 	}
+	if err := o.finishVLLM(fs); err != nil {
+		return err
+	}
 	if o.outLen > 0 {
 		d.Random.OutputLen, d.ShareGPTOutputLen = o.outLen, o.outLen
 	}
@@ -198,14 +212,15 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		return err
 	}
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
-	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed
+	// vLLM saves with --append-result alone too.
+	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed || o.SaveTo.Append
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
 	o.SaveTo.Overwrite = o.Overwrite
 	switch {
 	case o.SaveTo.Append && o.Overwrite:
 		return cliflag.Usagef("--append-result and --overwrite exclude each other: add to the result file or replace it")
-	case o.SaveTo.Append && (!o.Save || o.Search.On()):
-		return cliflag.Usagef("--append-result adds to a saved result: give --save-result (an SLO search saves its own layout)")
+	case o.SaveTo.Append && o.Search.On():
+		return cliflag.Usagef("--append-result adds to a saved result; an SLO search saves its own layout")
 	}
 	if c.APIKey == "" {
 		c.APIKey = loadgen.APIKeyFromEnv(getenv)

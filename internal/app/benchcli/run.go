@@ -53,6 +53,10 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		o.Runs.NumPrompts, o.Runs.Info.NumPrompts = n, n
 	}
 	b := &Bench{o: o, env: env, virtual: v}
+	named := o.Client.Model // vLLM: --model names the results, --served-model-name the requests
+	if o.vf.servedModel != "" && named != "" {
+		o.Client.Model = o.vf.servedModel
+	}
 	var tok loadgen.Tokenizer = v
 	if v != nil {
 		b.card = v.Model()
@@ -75,6 +79,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		}
 	}
 	o.Client.Model, o.Runs.Info.ModelID = b.card.ID, b.card.ID
+	if o.vf.servedModel != "" && named != "" {
+		o.Runs.Info.ModelID = named
+	}
 	if v == nil {
 		if b.client, err = loadgen.NewClient(o.Client); err != nil {
 			b.Close()
@@ -121,7 +128,10 @@ func (b *Bench) Run(ctx context.Context) error {
 	if b.o.Save {
 		rep.Save = &b.o.SaveTo
 	}
-	if err := b.Runs(ctx, true, rep.Add); err != nil {
+	stop := b.startProfile(ctx)
+	err := b.Runs(ctx, true, rep.Add)
+	stop()
+	if err != nil {
 		return err
 	}
 	if err := rep.Close(); err != nil {

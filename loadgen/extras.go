@@ -1,0 +1,76 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// RequestExtras are what vllm bench serve adds to each generation request besides the prompt:
+// the sampling parameters and --extra-body merged over the standard fields (the extras win, as
+// vLLM's payload.update does), --header's headers, and --logprobs (sent by the completions API
+// only, as vLLM sends it).
+type RequestExtras struct {
+	Body     map[string]any
+	Headers  map[string]string
+	Logprobs *int
+}
+
+// plain reports whether a request body needs none of the extras.
+func (e RequestExtras) plain(chat bool) bool {
+	return len(e.Body) == 0 && (chat || e.Logprobs == nil)
+}
+
+// merge encodes b with the extras merged over its fields.
+func (e RequestExtras) merge(b requestBody, chat bool) ([]byte, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	if e.Logprobs != nil && !chat {
+		fields["logprobs"] = json.RawMessage(strconv.Itoa(*e.Logprobs))
+	}
+	for k, v := range e.Body {
+		enc, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("--extra-body %q: %w", k, err)
+		}
+		fields[k] = enc
+	}
+	return json.Marshal(fields)
+}
+
+// setHeaders sets --header's headers on h, then the request id (vLLM's order: the id wins).
+func (e RequestExtras) setHeaders(h http.Header, requestID string) {
+	for k, v := range e.Headers {
+		h.Set(k, v)
+	}
+	if requestID != "" {
+		h.Set("X-Request-Id", requestID)
+	}
+}
+
+// WithRequestIDs gives the i-th prompt of w the request id prefix+i ("" prefix: none).
+func WithRequestIDs(w Workload, prefix string) Workload {
+	if prefix == "" || w == nil {
+		return w
+	}
+	return requestIDs{w, prefix}
+}
+
+type requestIDs struct {
+	w      Workload
+	prefix string
+}
+
+func (r requestIDs) Prompt(i int) Prompt {
+	p := r.w.Prompt(i)
+	p.RequestID = r.prefix + strconv.Itoa(i)
+	return p
+}
+func (r requestIDs) Name() string { return r.w.Name() }
