@@ -19,11 +19,11 @@ import (
 // Where vLLM's own documentation writes its `vllm bench serve` command lines (the published
 // pages of docs/benchmarking/ and docs/contributing/ in vLLM's repository).
 const (
-	docCLI      = "https://docs.vllm.ai/en/latest/benchmarking/cli/"
-	docContrib  = "https://docs.vllm.ai/en/latest/contributing/benchmarks/"
-	docProfile  = "https://docs.vllm.ai/en/latest/contributing/profiling/"
-	docSweepsPage   = "https://docs.vllm.ai/en/latest/benchmarking/sweeps/"
-	docSkillRnd = "https://skills.sh/vllm-project/vllm-skills/vllm-bench-random-synthetic"
+	docCLI        = "https://docs.vllm.ai/en/latest/benchmarking/cli/"
+	docContrib    = "https://docs.vllm.ai/en/latest/contributing/benchmarks/"
+	docProfile    = "https://docs.vllm.ai/en/latest/contributing/profiling/"
+	docSweepsPage = "https://docs.vllm.ai/en/latest/benchmarking/sweeps/"
+	docSkillRnd   = "https://skills.sh/vllm-project/vllm-skills/vllm-bench-random-synthetic"
 )
 
 // vllmDocsBenchLines are command lines from vLLM's documentation, copied as written (the
@@ -46,18 +46,18 @@ var vllmDocsBenchLines = []struct{ source, line, want string }{
 	{docCLI, `vllmtop bench serve --model TIGER-Lab/VLM2Vec-Full --backend openai-embeddings-vlm2vec --endpoint /v1/embeddings --dataset-name sharegpt --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json`, "refuse"},
 	{docCLI, `vllmtop bench serve --model TIGER-Lab/VLM2Vec-Full --backend openai-embeddings-vlm2vec --endpoint /v1/embeddings --dataset-name hf --dataset-path lmarena-ai/VisionArena-Chat`, "refuse"},
 	{docCLI, `vllmtop bench serve --model BAAI/bge-reranker-v2-m3 --backend vllm-rerank --endpoint /v1/rerank --dataset-name random-rerank --tokenizer BAAI/bge-reranker-v2-m3 --random-input-len 512 --num-prompts 10 --random-batch-size 5`, "refuse"},
-	{docCLI, `vllmtop bench serve --port 9001 --save-result --save-detailed --backend vllm --model meta-llama/Llama-3.1-8B-Instruct --endpoint /v1/completions --dataset-name custom --dataset-path <path-to-your-data-jsonl> --custom-skip-chat-template --num-prompts 80 --max-concurrency 1 --temperature=0.3 --top-p=0.75 --result-dir "./log/"`, "skip-until-dataset custom"},
-	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path lmarena-ai/VisionArena-Chat --hf-split train --num-prompts 1000`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name hf --dataset-path likaixin/InstructCoder --num-prompts 2048`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name spec_bench --dataset-path "<YOUR_DOWNLOADED_PATH>/data/spec_bench/question.jsonl" --num-prompts -1`, "skip-until-dataset spec_bench"},
-	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name spec_bench --dataset-path "<YOUR_DOWNLOADED_PATH>/data/spec_bench/question.jsonl" --num-prompts -1 --spec-bench-category "summarization"`, "skip-until-dataset spec_bench"},
-	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path lmms-lab/LLaVA-OneVision-Data --hf-split train --hf-subset "chart2text(cauldron)" --num-prompts 10`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path Aeala/ShareGPT_Vicuna_unfiltered --hf-split train --num-prompts 10`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path AI-MO/aimo-validation-aime --num-prompts 10 --seed 42`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path philschmid/mt-bench --num-prompts 80`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path vdaita/edit_5k_char --num-prompts 90 --blazedit-min-distance 0.01 --blazedit-max-distance 0.99`, "skip-until-dataset hf"},
-	{docCLI, `vllmtop bench serve --backend openai --model meta-llama/Llama-2-7b-chat-hf --dataset-name prefix_repetition --num-prompts 100 --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 128 --prefix-repetition-num-prefixes 5 --prefix-repetition-output-len 128`, "skip-until-dataset prefix_repetition"},
-	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2.5-VL-3B-Instruct --endpoint /v1/chat/completions --dataset-name random-mm --num-prompts 100 --max-concurrency 10 --random-prefix-len 25 --random-input-len 300 --random-output-len 40 --random-range-ratio 0.2 --random-mm-base-items-per-request 2 --random-mm-limit-mm-per-prompt '{"image": 3, "video": 0}' --random-mm-bucket-config '{(224, 224, 1): 1.0}' --request-rate inf --ignore-eos --seed 42`, "skip-until-dataset random-mm"},
+	{docCLI, `vllmtop bench serve --port 9001 --save-result --save-detailed --backend vllm --model meta-llama/Llama-3.1-8B-Instruct --endpoint /v1/completions --dataset-name custom --dataset-path <path-to-your-data-jsonl> --custom-skip-chat-template --num-prompts 80 --max-concurrency 1 --temperature=0.3 --top-p=0.75 --result-dir "./log/"`, "run"},
+	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path lmarena-ai/VisionArena-Chat --hf-split train --num-prompts 1000`, "refuse"},
+	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name hf --dataset-path likaixin/InstructCoder --num-prompts 2048`, "skip-until-dataset hf (no local export of InstructCoder here)"},
+	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name spec_bench --dataset-path "<YOUR_DOWNLOADED_PATH>/data/spec_bench/question.jsonl" --num-prompts -1`, "run"},
+	{docCLI, `vllmtop bench serve --model meta-llama/Meta-Llama-3-8B-Instruct --dataset-name spec_bench --dataset-path "<YOUR_DOWNLOADED_PATH>/data/spec_bench/question.jsonl" --num-prompts -1 --spec-bench-category "summarization"`, "run"},
+	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path lmms-lab/LLaVA-OneVision-Data --hf-split train --hf-subset "chart2text(cauldron)" --num-prompts 10`, "refuse"},
+	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2-VL-7B-Instruct --endpoint /v1/chat/completions --dataset-name hf --dataset-path Aeala/ShareGPT_Vicuna_unfiltered --hf-split train --num-prompts 10`, "run"},
+	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path AI-MO/aimo-validation-aime --num-prompts 10 --seed 42`, "skip-until-dataset hf (no local export of AIMO here)"},
+	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path philschmid/mt-bench --num-prompts 80`, "run"},
+	{docCLI, `vllmtop bench serve --model Qwen/QwQ-32B --dataset-name hf --dataset-path vdaita/edit_5k_char --num-prompts 90 --blazedit-min-distance 0.01 --blazedit-max-distance 0.99`, "refuse"},
+	{docCLI, `vllmtop bench serve --backend openai --model meta-llama/Llama-2-7b-chat-hf --dataset-name prefix_repetition --num-prompts 100 --prefix-repetition-prefix-len 512 --prefix-repetition-suffix-len 128 --prefix-repetition-num-prefixes 5 --prefix-repetition-output-len 128`, "run"},
+	{docCLI, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2.5-VL-3B-Instruct --endpoint /v1/chat/completions --dataset-name random-mm --num-prompts 100 --max-concurrency 10 --random-prefix-len 25 --random-input-len 300 --random-output-len 40 --random-range-ratio 0.2 --random-mm-base-items-per-request 2 --random-mm-limit-mm-per-prompt '{"image": 3, "video": 0}' --random-mm-bucket-config '{(224, 224, 1): 1.0}' --request-rate inf --ignore-eos --seed 42`, "run"},
 }
 
 // docsShareGPT writes a small ShareGPT file for the lines that name one.
@@ -75,6 +75,34 @@ func docsShareGPT(t *testing.T) string {
 	return path
 }
 
+// docsHFExports are the local exports of the Hugging Face datasets the lines name.
+var docsHFExports = map[string]string{
+	"Aeala/ShareGPT_Vicuna_unfiltered": "testdata/vllm-hf-sharegpt-vicuna.json",
+	"philschmid/mt-bench":              "testdata/vllm-hf-mt-bench.jsonl",
+}
+
+// docsDataset is the local file that stands for a line's --dataset-path.
+func docsDataset(t *testing.T, args []string, path, sharegpt string) string {
+	name := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--dataset-name" {
+			name = args[i+1]
+		}
+	}
+	switch name {
+	case "custom":
+		return "testdata/vllm-custom-prompts.jsonl"
+	case "spec_bench":
+		return "testdata/vllm-spec-bench-questions.jsonl"
+	case "hf":
+		if local, ok := docsHFExports[path]; ok {
+			return local
+		}
+		return path // a hub id: refused, nothing downloaded
+	}
+	return sharegpt
+}
+
 // docsArgs points a documented line at the simulator: files in a temporary directory, at most
 // 8 prompts, the server at url.
 func docsArgs(t *testing.T, line, sharegpt, url string) []string {
@@ -85,7 +113,11 @@ func docsArgs(t *testing.T, line, sharegpt, url string) []string {
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
 		case "--dataset-path":
-			args[i+1] = sharegpt
+			hub := args[i+1]
+			args[i+1] = docsDataset(t, args, hub, sharegpt)
+			if local, ok := docsHFExports[hub]; ok && args[i+1] == local {
+				args = append(args, "--hf-name", hub) // the hub id names the local export's format
+			}
 		case "--result-dir":
 			args[i+1] = t.TempDir()
 		case "--num-prompts":
@@ -118,7 +150,7 @@ func TestVLLMDocsBenchServeLines(t *testing.T) {
 			if c.want == "refuse" {
 				assert.Equal(t, 2, code, "%s\n%s", c.source, errOut)
 				assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
-				assert.Regexp(t, `--backend |unknown flag: --random-batch-size`, errOut, "the backend's reason (or the rerank dataset's flag)")
+				assert.Regexp(t, `--backend |unknown flag: --random-batch-size|--dataset-name hf|multimodal|image`, errOut, "the backend's or the dataset's reason")
 				return
 			}
 			require.Equal(t, 0, code, "%s: %s\n%s", c.source, c.line, errOut)

@@ -24,6 +24,8 @@ func defineDatasets(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
 	fs.Bool("no-stream", false, "Accepted for compatibility: dataset files are read whole, never streamed from a hub")
 	fs.BoolVar(&x.NoOversample, "no-oversample", false, "Send only the file's prompts when it has fewer than --num-prompts")
 	fs.BoolVar(&x.SkipChatTemplate, "skip-chat-template", false, "Send custom, spec_bench and hf prompts as written (vLLM applies the model's chat template on the client otherwise)")
+	// The name vLLM's benchmark docs still write for the custom dataset.
+	fs.BoolVar(&x.SkipChatTemplate, "custom-skip-chat-template", false, "The same as --skip-chat-template")
 	fs.Bool("enable-multimodal-chat", false, "Accepted for compatibility: random-mm's images always go in the chat message")
 	fs.BoolVar(&x.DisableShuffle, "disable-shuffle", false, "Keep the dataset's order instead of shuffling it with --seed")
 	fs.IntVar(&x.CustomOutputLen, "custom-output-len", 256, "Output tokens of each custom request; -1 takes each line's output_tokens")
