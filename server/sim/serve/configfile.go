@@ -98,6 +98,11 @@ func readConfigFile(path string) ([]string, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxConfigBytes)
 	}
+	return parseConfigYAML(data)
+}
+
+// parseConfigYAML is readConfigFile on the file's bytes.
+func parseConfigYAML(data []byte) ([]string, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
