@@ -328,7 +328,7 @@ func TestDashboardEndsOnEverySignal(t *testing.T) {
 		}, "ready", func(t *testing.T, d *dashRun) {
 			_, err := d.master.Write([]byte("W"))
 			require.NoError(t, err)
-			d.waitFor(t, "sweep restarts the server", 30*time.Second) // W asks first
+			d.waitFor(t, "W: restart 3 times", 30*time.Second) // W asks first
 			_, err = d.master.Write([]byte("y"))
 			require.NoError(t, err)
 			d.waitFor(t, "restarting", 30*time.Second)

@@ -224,8 +224,13 @@ func (m *Model) startTune(kind int) tea.Cmd {
 
 // showAsk puts the sweep's question in the status line.
 func (m *Model) showAsk() {
+	// Short enough for an 80-column status line beside "? help · q quit".
 	us := m.sweepUtils()
-	m.c.setStatus(fmt.Sprintf("sweep restarts the server %d times (--gpu-memory-utilization %s)? enter/y start · esc/n cancel", len(us), joinUtils(us)), false)
+	span := joinUtils(us)
+	if len(us) > 1 {
+		span = joinUtils(us[:1]) + "–" + joinUtils(us[len(us)-1:])
+	}
+	m.c.setStatus(fmt.Sprintf("W: restart %d times, util %s? y/enter go · n/esc no", len(us), span), false)
 }
 
 // askKey answers the sweep's question.

@@ -219,7 +219,8 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 	}
 	r.press("W")
 	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind, "W asks before its first restart")
-	assert.Equal(t, "sweep restarts the server 3 times (--gpu-memory-utilization 0.80,0.85,0.90)? enter/y start · esc/n cancel", r.m.c.s.status)
+	assert.Equal(t, "W: restart 3 times, util 0.80–0.90? y/enter go · n/esc no", r.m.c.s.status)
+	assert.LessOrEqual(t, len([]rune(r.m.c.s.status)), 80-len([]rune("? help · q quit"))-3, "the question whole at 80 columns")
 	r.press("+")
 	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind, "other keys leave the question")
 	r.press("esc")
