@@ -22,7 +22,9 @@ type Probes struct {
 // probeLoop sends probes at rate until stop is called, which returns what they measured (nil
 // when none succeeded).
 func probeLoop(ctx context.Context, c *Client, rate float64) (stop func() *Probes) {
-	ctx, cancel := context.WithCancel(ctx)
+	// A probe under way when the run ends is let finish (within its request deadline), so
+	// the first one, sent at the start, is always measured however short the run.
+	done := make(chan struct{})
 	var (
 		wg      sync.WaitGroup
 		results []Result
@@ -39,13 +41,19 @@ func probeLoop(ctx context.Context, c *Client, rate float64) (stop func() *Probe
 			t := time.NewTimer(interval)
 			select {
 			case <-ctx.Done():
+			case <-done:
 			case <-t.C:
 			}
 			t.Stop()
+			select {
+			case <-done:
+				return
+			default:
+			}
 		}
 	}()
 	return func() *Probes {
-		cancel()
+		close(done)
 		wg.Wait()
 		return probeStats(results)
 	}
