@@ -130,5 +130,9 @@ func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 		t.Logf("%s: %d of %d return data", file, data-fileData, len(queries))
 	}
 	assert.Equal(t, 84+36+17+27+76, total)
+	// The TTFT SLO panel reads the bucket vLLM writes as le="1.0"; a Go-style le="1" would leave it empty.
+	v, _, _, err := prom.Query(context.Background(), `count(vllm:time_to_first_token_seconds_bucket{le="1"})`, now)
+	require.NoError(t, err)
+	assert.Zero(t, samples(v), `no le="1" series`)
 	t.Logf("Grafana on -dp 2: %d of %d expressions return data; %d excluded: %s", data, total, len(excluded), strings.Join(excluded, "; "))
 }
