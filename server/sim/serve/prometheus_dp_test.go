@@ -15,9 +15,12 @@ import (
 )
 
 // grafanaFiles are the dashboards' expressions in testdata: vLLM's generated Overview and
-// Speculative Decoding dashboards and the legacy prometheus_grafana one.
+// Speculative Decoding and KV Cache dashboards and the legacy prometheus_grafana one.
 var grafanaFiles = []string{"vllm-grafana-overview-promql.txt", "vllm-grafana-instances-promql.txt",
-	"vllm-grafana-speculative-decoding-promql.txt", "vllm-grafana-prometheus-grafana-promql.txt"}
+	"vllm-grafana-speculative-decoding-promql.txt", "vllm-grafana-prometheus-grafana-promql.txt",
+	kvCacheFile}
+
+const kvCacheFile = "vllm-grafana-kv-cache-promql.txt"
 
 // dpExpectedEmpty adds the Instances dashboard's panels of features the simulated server does
 // not run, empty on vLLM too: its series appear only with --enable-lora, or once a sleep-mode
@@ -44,6 +47,9 @@ func loadUntilDone(t *testing.T, url string) {
 			defer wg.Done()
 			for n := 0; ctx.Err() == nil; n++ {
 				body := bodies[(i+n)%len(bodies)]
+				if n%3 == 2 {
+					body = churnBody(i, n/3)
+				}
 				path := "/v1/completions"
 				if strings.Contains(body, "messages") {
 					path = "/v1/chat/completions"
@@ -61,16 +67,20 @@ func loadUntilDone(t *testing.T, url string) {
 }
 
 // TestGrafanaDashboardsOnADataParallelSim: with --data-parallel-size 2 (and speculative
-// decoding, which the Speculative Decoding dashboard needs) every expression of the dashboards
-// returns data on a real Prometheus, but for those real vLLM leaves empty too (expectedEmpty),
-// and the per-engine panels have a series for each engine.
+// decoding, which the Speculative Decoding dashboard needs, and --kv-cache-metrics on a small
+// cache, which the KV Cache dashboard's residency panels need) every expression of the
+// dashboards returns data on one real Prometheus, but for those real vLLM leaves empty too
+// (expectedEmpty, dpExpectedEmpty, kvFamilyRules), and the per-engine panels have a series for
+// each engine.
 func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts prometheus; skipped with -short")
 	}
 	const interval = 250 * time.Millisecond
-	s := startServerClock(t, nil, "-dp", "2", "--sim-speed", "4", "--max-model-len", "4096",
-		"--speculative-config", `{"method": "ngram", "num_speculative_tokens": 3}`)
+	s := startServerClock(t, nil, "-dp", "2", "--sim-speed", "4", "--max-model-len", "1024",
+		"--speculative-config", `{"method": "ngram", "num_speculative_tokens": 3}`,
+		// The KV Cache dashboard's block residency panels: every block sampled, and evicted.
+		"--enable-prefix-caching", "--kv-cache-metrics", "--kv-cache-metrics-sample", "1.0", "--num-gpu-blocks-override", "80")
 	prom := startPrometheus(t, strings.TrimPrefix(s.URL, "http://"), interval)
 	loadUntilDone(t, s.URL)
 	require.Eventually(t, func() bool {
@@ -78,6 +88,11 @@ func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 		vec, ok := v.(model.Vector)
 		return err == nil && ok && len(vec) == 2
 	}, 60*time.Second, 100*time.Millisecond, "prometheus scraped both engines under load")
+	require.Eventually(t, func() bool {
+		v, _, _, err := prom.Query(context.Background(), `sum(rate(vllm:kv_block_lifetime_seconds_count[2s])) > 0 and sum(rate(vllm:kv_block_reuse_gap_seconds_count[2s])) > 0`, time.Now())
+		vec, ok := v.(model.Vector)
+		return err == nil && ok && len(vec) == 1
+	}, 60*time.Second, 100*time.Millisecond, "the churn evicts blocks, some of them after a hit")
 
 	vars := strings.NewReplacer("$__rate_interval", "2s", "$__range", "4s", "$job", ".*", "$instance", ".*", "$engine", ".*",
 		`model_name=~"$model_name"`, `model_name=~".*"`, "$ttft_slo", "1.0", "$tpot_slo", "0.1", "$model_name", "Qwen/Qwen3-0.6B")
@@ -85,7 +100,8 @@ func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 	data, total := 0, 0
 	var excluded []string
 	for _, file := range grafanaFiles {
-		for _, q := range readQueries(t, file) {
+		fileData, queries := data, readQueries(t, file)
+		for _, q := range queries {
 			total++
 			key := q.panel + "/" + q.ref
 			v, warnings, _, err := prom.Query(context.Background(), vars.Replace(q.expr), now)
@@ -95,6 +111,9 @@ func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 			reason, ok := expectedEmpty[key]
 			if r, dp := dpExpectedEmpty[key]; dp {
 				reason, ok = r, true
+			}
+			if file == kvCacheFile {
+				reason, ok = kvExpectedEmpty(q.expr)
 			}
 			if ok {
 				assert.Zero(t, n, "%s is expected empty (%s)", key, reason)
@@ -108,7 +127,12 @@ func TestGrafanaDashboardsOnADataParallelSim(t *testing.T) {
 				assert.Equal(t, 2, n, "%s: a series per engine", key)
 			}
 		}
+		t.Logf("%s: %d of %d return data", file, data-fileData, len(queries))
 	}
-	assert.Equal(t, 84+36+17+27, total)
+	assert.Equal(t, 84+36+17+27+76, total)
+	// The TTFT SLO panel reads the bucket vLLM writes as le="1.0"; a Go-style le="1" would leave it empty.
+	v, _, _, err := prom.Query(context.Background(), `count(vllm:time_to_first_token_seconds_bucket{le="1"})`, now)
+	require.NoError(t, err)
+	assert.Zero(t, samples(v), `no le="1" series`)
 	t.Logf("Grafana on -dp 2: %d of %d expressions return data; %d excluded: %s", data, total, len(excluded), strings.Join(excluded, "; "))
 }
