@@ -40,7 +40,7 @@ var vllmDocsBenchLines = []struct{ source, line, want string }{
 	{docProfile, `vllmtop bench serve --backend vllm --model meta-llama/Llama-3.1-8B-Instruct --num-prompts 1 --dataset-name random --random-input 1024 --random-output 512`, "run"},
 	{docSweepsPage, `vllmtop bench serve --model meta-llama/Llama-2-7b-chat-hf --backend vllm --endpoint /v1/completions --dataset-name sharegpt --dataset-path benchmarks/ShareGPT_V3_unfiltered_cleaned_split.json`, "run"},
 	{docSkillRnd, `vllmtop bench serve --backend openai-chat --model Qwen/Qwen2.5-1.5B-Instruct --endpoint /v1/chat/completions --dataset-name random --num-prompts 10`, "run"},
-	{docCLI, `vllmtop bench serve --model jinaai/jina-embeddings-v3 --backend openai-embeddings --endpoint /v1/embeddings --dataset-name sharegpt --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json`, "refuse"},
+	{docCLI, `vllmtop bench serve --model jinaai/jina-embeddings-v3 --backend openai-embeddings --endpoint /v1/embeddings --dataset-name sharegpt --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json`, "run"},
 	{docCLI, `vllmtop bench serve --model openai/clip-vit-base-patch32 --backend openai-embeddings-clip --endpoint /v1/embeddings --dataset-name sharegpt --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json`, "refuse"},
 	{docCLI, `vllmtop bench serve --model openai/clip-vit-base-patch32 --backend openai-embeddings-clip --endpoint /v1/embeddings --dataset-name hf --dataset-path lmarena-ai/VisionArena-Chat`, "refuse"},
 	{docCLI, `vllmtop bench serve --model TIGER-Lab/VLM2Vec-Full --backend openai-embeddings-vlm2vec --endpoint /v1/embeddings --dataset-name sharegpt --dataset-path <your data path>/ShareGPT_V3_unfiltered_cleaned_split.json`, "refuse"},
@@ -144,7 +144,11 @@ func TestVLLMDocsBenchServeLines(t *testing.T) {
 			model := docsModel(t, c.line)
 			url := "http://127.0.0.1:1" // a refused line never reaches a server
 			if c.want == "run" {
-				url = simtest.StartVirtual(t, "Qwen/Qwen2.5-0.5B-Instruct", "--served-model-name", model)
+				simArgs := []string{"Qwen/Qwen2.5-0.5B-Instruct", "--served-model-name", model}
+				if strings.Contains(c.line, "--backend openai-embeddings ") {
+					simArgs = append(simArgs, "--runner", "pooling") // an embedding model's server
+				}
+				url = simtest.StartVirtual(t, simArgs...)
 			}
 			code, out, errOut := benchRun(t, docsArgs(t, c.line, sharegpt, url)...)
 			if c.want == "refuse" {

@@ -10,7 +10,6 @@ const (
 
 // refusedBackends are vllm bench serve's other backends, each with why vllmtop does not run it.
 var refusedBackends = map[string]string{
-	BackendEmbeddings:           "is not measured by vllmtop yet (its result has no tokens, only end-to-end latency)",
 	"openai-audio":              "sends audio files from vLLM's ASR datasets on the Hugging Face hub, which vllmtop does not read",
 	"openai-embeddings-chat":    "embeds chat messages with images from multimodal datasets; use openai-embeddings for text",
 	"openai-embeddings-clip":    "embeds images from multimodal datasets; use openai-embeddings for text",
@@ -26,7 +25,7 @@ func backendRefusal(backend string) error {
 	if why, ok := refusedBackends[backend]; ok {
 		return fmt.Errorf("--backend %s %s", backend, why)
 	}
-	return fmt.Errorf("--backend %q: want openai, vllm or openai-chat", backend)
+	return fmt.Errorf("--backend %q: want openai, vllm, openai-chat or openai-embeddings", backend)
 }
 
 // PoolingBackend reports whether backend answers with embeddings rather than generated text

@@ -60,6 +60,8 @@ type ClientConfig struct {
 	MaxBodyBytes int
 	// Extras are what vllm bench serve adds to every request: body fields, headers, logprobs.
 	Extras RequestExtras
+	// Pooling sends embeddings requests (PoolingBackend), not streamed completions.
+	Pooling bool
 }
 
 // Client sends streaming completion requests and measures them as bytes arrive.
@@ -285,6 +287,9 @@ func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
 // in the Result (itl nil: Do). A live view needs no per-request list, whose memory grows with
 // every token of every stream in flight: 64 KB a stream at 8,192 output tokens.
 func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(time.Duration)) Result {
+	if c.cfg.Pooling {
+		return c.doEmbeddings(ctx, p)
+	}
 	res := Result{PromptTokens: p.InputTokens}
 	timer := NewRequestTimer(&res, p.OutputTokens, itl)
 	body, err := c.body(p)

@@ -42,6 +42,11 @@ func Backend(backend, endpoint string, endpointGiven bool) (string, string, erro
 			endpoint = EndpointChat
 		}
 	case BackendCompletions, BackendVLLM:
+	case BackendEmbeddings:
+		// vLLM's check of the URL its embeddings request function posts to.
+		if !strings.HasSuffix(endpoint, "embeddings") {
+			return "", "", fmt.Errorf("--backend %s: OpenAI Embeddings API URL must end with 'embeddings' (use --endpoint %s)", backend, EndpointEmbeddings)
+		}
 	default:
 		return "", "", backendRefusal(backend)
 	}
@@ -165,6 +170,9 @@ func (s *Summary) dist(metric string) Dist {
 // vLLM's output read this one. One addition: when requests failed, indented rows under
 // "Failed requests:" count them by class.
 func PrintResult(w io.Writer, s Summary, info RunInfo) error {
+	if PoolingBackend(info.Backend) {
+		return printPoolingResult(w, s, info)
+	}
 	var b bytes.Buffer
 	b.WriteString(center(" Serving Benchmark Result ", '=', tableWidth) + "\n")
 	row := func(label, value string) { fmt.Fprintf(&b, "%-40s %-10s\n", label, value) }
@@ -568,6 +576,9 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 	)
 	if info.Ramp.On() {
 		d = append(d, Field{"ramp_up_strategy", info.Ramp.Strategy}, Field{"ramp_up_start_rps", info.Ramp.StartRPS}, Field{"ramp_up_end_rps", info.Ramp.EndRPS})
+	}
+	if PoolingBackend(info.Backend) {
+		return append(d, poolingResultFields(s, info, detailed)...)
 	}
 	d = append(d,
 		Field{"duration", PyFloat(s.Duration.Seconds())},

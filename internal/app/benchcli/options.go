@@ -190,6 +190,9 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	if r.Info.Backend, c.Endpoint, err = loadgen.Backend(o.backend, c.Endpoint, fs.Changed("endpoint")); err != nil {
 		return cliflag.Usagef("%v", err)
 	}
+	if err := o.finishPooling(fs); err != nil {
+		return err
+	}
 	if err := o.finishVLLM(fs); err != nil {
 		return err
 	}

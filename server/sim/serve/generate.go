@@ -190,6 +190,11 @@ func (s *Server) logprobsOf(req *genRequest, chat bool) (k int, msg, param strin
 // generate serves /v1/completions (chat=false) and /v1/chat/completions. A completions
 // prompt may be a list: each prompt is a request of n choices, numbered prompt*n+choice.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	if s.opts.Pooling {
+		// A pooling runner's server has no generation routes.
+		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
+		return
+	}
 	var req genRequest
 	if !decodeBody(w, r, &req) {
 		return

@@ -38,6 +38,8 @@ type Options struct {
 	EnableLoRA  bool
 	MaxLoras    int
 	LoRAModules []LoRAModule
+	// Pooling is the pooling runner (--runner pooling): /v1/embeddings, no completions.
+	Pooling bool
 	// PromptTokensDetails is --enable-prompt-tokens-details.
 	PromptTokensDetails bool
 	// Metrics are the metric families and buckets the observability flags ask for.
@@ -98,6 +100,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.SetInterspersed(true)
 	raw := defineFlags(fs, o)
 	extra := defineExtraFlags(fs, o)
+	runner := defineRunnerFlags(fs)
 
 	args, err := expandConfig(expandNargs(expandShortAliases(args)))
 	if err != nil {
@@ -135,6 +138,9 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		return nil, err
 	}
 	if err := o.applyExtraArgs(fs, extra); err != nil {
+		return nil, err
+	}
+	if err := o.applyRunner(runner); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -272,6 +272,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
+	s.mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if methods, ok := routeMethods[r.URL.Path]; ok {
 			// A route with another method: Starlette's partial match, FastAPI's 405.
