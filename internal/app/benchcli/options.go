@@ -45,6 +45,8 @@ type Options struct {
 	Search Search
 	// Plot is --plot: a PNG or SVG of the SLO search's curve.
 	Plot string
+	// Timeline is --plot-timeline and its thresholds.
+	Timeline Timeline
 	// TargetGiven is true when --base-url, --host or --port named the server.
 	TargetGiven bool
 	// Overwrite is --overwrite: output files that exist are replaced instead of refused.
@@ -206,6 +208,9 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		return err
 	}
 	if err := o.finishReplay(fs); err != nil {
+		return err
+	}
+	if err := o.finishTimeline(fs); err != nil {
 		return err
 	}
 	if err := checkRuns(*r, *d); err != nil {
