@@ -135,3 +135,36 @@ func TestBenchTimelineNotWithSearch(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "an SLO search draws its curve with --plot")
 }
+
+func TestBenchPlotDatasetStats(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	args := append(benchTimelineRun, "--random-range-ratio", "0.5", "--plot-dataset-stats", "--result-dir", dir, "--result-filename", "d.json")
+	code, _, errOut := benchRun(t, args...)
+	require.Equal(t, 0, code, errOut)
+	path := filepath.Join(dir, "d.dataset_stats.png")
+	assert.Contains(t, errOut, "Dataset statistics plot saved to: "+path)
+	assert.NoFileExists(t, filepath.Join(dir, "d.timeline.png"), "only the figure asked for")
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	img, err := png.Decode(f)
+	f.Close()
+	require.NoError(t, err)
+	assert.Equal(t, image.Pt(1344, 960), img.Bounds().Size(), "14 by 10 inches, as vLLM's figure")
+	counts := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, a := img.At(x, y).RGBA()
+			counts[color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8), uint8(a >> 8)}]++
+		}
+	}
+	for name, c := range map[string]color.RGBA{"prompt": {0x46, 0x82, 0xB4, 0xFF}, "output": {0xFF, 0x7F, 0x50, 0xFF}, "total": {0x3C, 0xB3, 0x71, 0xFF}} {
+		assert.Greater(t, counts[c], 5000, "the %s tokens' panel is drawn", name)
+	}
+
+	code, out, errOut := benchRun(t, args...)
+	assert.Equal(t, 2, code, "the figure exists: refused before the run")
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "d.dataset_stats.png exists: give --overwrite")
+}

@@ -135,7 +135,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern), inside --result-dir when given")
 		fs.BoolVar(&o.SaveTo.Append, "append-result", false, "Append each result to an existing result file as one JSON line (as vLLM does)")
 	}
-	fs.BoolVar(&o.Overwrite, "overwrite", false, "Replace output files that exist (saved results, summary.csv, the plot) instead of refusing to start")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "Replace output files that exist (saved results, summary.csv, the plots) instead of refusing to start")
 	fs.StringVar(&r.Info.Label, "label", "", "Label of the run, in saved results and their file names")
 	fs.Var(cliflag.Fields(&r.Info.Metadata), "metadata", `key=value pairs added to saved results, e.g. "version=0.9 tp=1"`)
 	if simModel != "" {

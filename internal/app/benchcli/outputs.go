@@ -83,7 +83,7 @@ func (o *Options) outputs() []output {
 	case o.Save:
 		out = append(out, o.resultOutputs()...)
 	}
-	if o.Timeline.On {
+	if o.Timeline.drawn() {
 		out = append(out, o.timelineOutputs()...)
 	}
 	return out

@@ -150,7 +150,7 @@ func (b *Bench) Run(ctx context.Context) error {
 func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepRun)) error {
 	cfg := b.o.Runs
 	cfg.OnStart = b.progress(cfg, traffic)
-	if b.o.Timeline.On {
+	if b.o.Timeline.drawn() {
 		cfg.OnStart, done = b.withTimeline(cfg.OnStart, done)
 	}
 	if b.offset > 0 {

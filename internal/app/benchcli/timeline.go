@@ -25,19 +25,21 @@ const DefaultITLThresholds = "25,50"
 const TimelineSuffix = ".timeline.png"
 
 // Timeline is --plot-timeline: each request of a run drawn on a time axis, its time to first
-// token and then each inter-token gap coloured by the thresholds.
+// token and then each inter-token gap coloured by the thresholds; and --plot-dataset-stats
+// (Stats), the run's token counts, drawn from the same requests.
 type Timeline struct {
-	On bool
+	On, Stats bool
 	// ITL are the two bounds (milliseconds) between the fast, middling and slow gaps.
 	ITL        [2]float64
 	thresholds string
 }
 
-// defineTimeline adds --plot-timeline and --timeline-itl-thresholds.
+// defineTimeline adds --plot-timeline, --timeline-itl-thresholds and --plot-dataset-stats.
 func (o *Options) defineTimeline(fs *pflag.FlagSet) {
 	t := &o.Timeline
 	fs.BoolVar(&t.On, "plot-timeline", false, "Draw each request's timeline (time to first token, then each inter-token gap coloured by --timeline-itl-thresholds) to a PNG named as the result file with "+TimelineSuffix+" for its extension (vLLM writes .timeline.html)")
 	fs.StringVar(&t.thresholds, "timeline-itl-thresholds", DefaultITLThresholds, "Two comma-separated inter-token latencies in milliseconds: the bounds between the timeline's green, orange and red gaps")
+	fs.BoolVar(&t.Stats, "plot-dataset-stats", false, "Draw the run's prompt, output and total tokens (three histograms, and each request's tokens stacked) to a PNG named as the result file with "+DatasetStatsSuffix+" for its extension, as vLLM does")
 }
 
 // finishTimeline reads the timeline's flags.
@@ -48,6 +50,8 @@ func (o *Options) finishTimeline(fs *pflag.FlagSet) error {
 		return cliflag.Usagef("--timeline-itl-thresholds colours --plot-timeline: give it too")
 	case t.On && o.Search.On():
 		return cliflag.Usagef("--plot-timeline draws a run's requests; an SLO search draws its curve with --plot")
+	case t.Stats && o.Search.On():
+		return cliflag.Usagef("--plot-dataset-stats draws a run's requests; an SLO search draws its curve with --plot")
 	}
 	itl, err := ParseITLThresholds(t.thresholds)
 	if err != nil {
@@ -85,29 +89,41 @@ func ParseITLThresholds(s string) ([2]float64, error) {
 	return out, nil
 }
 
-// timelinePath is where a run's timeline goes: its result file's path, the extension
-// replaced as vLLM's Path.with_suffix replaces it.
-func (o *Options) timelinePath(info loadgen.RunInfo, sweep string) (string, error) {
-	opts := o.SaveTo
-	opts.Sweep = sweep
-	p, err := loadgen.ResultPath(info, opts)
-	if err != nil {
-		return "", err
+// drawn reports whether a figure of the run's requests is drawn.
+func (t Timeline) drawn() bool { return t.On || t.Stats }
+
+// suffixes are the figures' suffixes, each replacing the result file's extension.
+func (t Timeline) suffixes() []string {
+	var out []string
+	if t.On {
+		out = append(out, TimelineSuffix)
 	}
-	return strings.TrimSuffix(p, filepath.Ext(p)) + TimelineSuffix, nil
+	if t.Stats {
+		out = append(out, DatasetStatsSuffix)
+	}
+	return out
 }
 
-// timelineOutputs are the timelines' paths, checked before the run as the results' are.
+// withSuffix replaces a path's extension as Python's Path.with_suffix does (vLLM's naming).
+func withSuffix(path, suffix string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + suffix
+}
+
+// figureHint is what a refused figure path says to do.
+const figureHint = "give --overwrite to replace it, or another --result-filename"
+
+// timelineOutputs are the figures' paths, checked before the run as the results' are.
 func (o *Options) timelineOutputs() []output {
 	res := o.resultOutputs()
-	out := make([]output, 0, len(res))
-	opts := replaceable(o.Overwrite, "give --overwrite to replace it, or another --result-filename")
+	var out []output
 	for _, r := range res {
 		if r.err != nil {
 			out = append(out, r)
 			continue
 		}
-		out = append(out, output{path: strings.TrimSuffix(r.path, filepath.Ext(r.path)) + TimelineSuffix, opts: opts})
+		for _, s := range o.Timeline.suffixes() {
+			out = append(out, output{path: withSuffix(r.path, s), opts: replaceable(o.Overwrite, figureHint)})
+		}
 	}
 	return out
 }
@@ -119,6 +135,8 @@ type timelineReq struct {
 	ttft  time.Duration
 	itls  []time.Duration
 	ok    bool
+	// prompt and output are the request's tokens, for --plot-dataset-stats.
+	prompt, output int
 }
 
 // timelineRun gathers one run's requests as they finish, from the request goroutines.
@@ -135,9 +153,9 @@ func (t *timelineRun) add(r loadgen.Result) {
 	if r.FromIntended && !r.Intended.IsZero() {
 		start = r.Intended // a replay's TTFT counts from when the trace wanted it sent
 	}
-	q := timelineReq{index: r.Index, start: start, ok: r.OK()}
-	if q.ok {
-		q.ttft, q.itls = r.TTFT, append([]time.Duration(nil), r.ITLs...)
+	q := timelineReq{index: r.Index, start: start, ok: r.OK(), prompt: r.PromptTokens}
+	if q.ok { // a failed request's output counts 0, as in vLLM's output_lens
+		q.ttft, q.itls, q.output = r.TTFT, append([]time.Duration(nil), r.ITLs...), r.OutputTokens
 	}
 	t.mu.Lock()
 	t.reqs = append(t.reqs, q)
@@ -164,27 +182,38 @@ func (b *Bench) withTimeline(start func(loadgen.RunInfo) ([]func(loadgen.Result)
 	onDone := func(run loadgen.SweepRun) {
 		done(run)
 		if cur != nil {
-			b.drawTimeline(run, cur.sorted())
+			b.drawFigures(run, cur.sorted())
 		}
 	}
 	return onStart, onDone
 }
 
-// drawTimeline writes one run's timeline and says where, or why it could not.
-func (b *Bench) drawTimeline(run loadgen.SweepRun, reqs []timelineReq) {
-	sweep := ""
+// drawFigures writes one run's figures beside its result file and says where, or why one
+// could not be drawn.
+func (b *Bench) drawFigures(run loadgen.SweepRun, reqs []timelineReq) {
+	opts := b.o.SaveTo
 	if run.Of > 1 {
-		sweep = run.Param
+		opts.Sweep = run.Param
 	}
-	path, err := b.o.timelinePath(run.Info, sweep)
-	if err == nil {
-		opts := replaceable(b.o.Overwrite, "give --overwrite to replace it, or another --result-filename")
-		err = writeTimeline(path, reqs, b.o.Timeline.ITL, opts)
-	}
+	result, err := loadgen.ResultPath(run.Info, opts)
 	if err != nil {
 		b.plotFailed = true
-		b.env.Say("cannot draw the timeline: %s", textfmt.OneLine(err.Error(), 0))
+		b.env.Say("cannot draw the figures: %s", textfmt.OneLine(err.Error(), 0))
 		return
 	}
-	b.env.Note("Timeline plot saved to: %s", filepath.Clean(path))
+	t, file := b.o.Timeline, replaceable(b.o.Overwrite, figureHint)
+	for _, s := range t.suffixes() {
+		path, what := withSuffix(result, s), "Timeline plot"
+		if s == TimelineSuffix {
+			err = writeTimeline(path, reqs, t.ITL, file)
+		} else {
+			what, err = "Dataset statistics plot", writeDatasetStats(path, reqs, file)
+		}
+		if err != nil {
+			b.plotFailed = true
+			b.env.Say("cannot draw the %s: %s", strings.ToLower(what), textfmt.OneLine(err.Error(), 0))
+			continue
+		}
+		b.env.Note("%s saved to: %s", what, filepath.Clean(path))
+	}
 }

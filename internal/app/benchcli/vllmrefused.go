@@ -18,7 +18,6 @@ var vllmNoEffect = []struct{ name, usage string }{
 // vllmRefused are vllm bench serve flags vllmtop does not carry out, each with why: giving one
 // is a usage error that says so.
 var vllmRefused = []struct{ name, why string }{
-	{"plot-dataset-stats", "vllmtop does not draw vLLM's dataset statistics figure"},
 	{"lora-modules", "vllmtop does not spread requests over LoRA adapters yet; name one adapter with --model"},
 	{"lora-assignment", "it goes with --lora-modules, which vllmtop does not carry out yet"},
 }
@@ -34,7 +33,7 @@ func defineVLLMCompat(fs *pflag.FlagSet) {
 	}
 	for _, f := range vllmRefused {
 		fs.String(f.name, "", "Refused: "+f.why)
-		fs.Lookup(f.name).NoOptDefVal = "true" // --plot-dataset-stats takes no value
+		fs.Lookup(f.name).NoOptDefVal = "true" // given without a value, still refused
 	}
 }
 
