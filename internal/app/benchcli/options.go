@@ -45,6 +45,8 @@ type Options struct {
 	Search Search
 	// Plot is --plot: a PNG or SVG of the SLO search's curve.
 	Plot string
+	// Timeline is --plot-timeline and its thresholds.
+	Timeline Timeline
 	// TargetGiven is true when --base-url, --host or --port named the server.
 	TargetGiven bool
 	// Overwrite is --overwrite: output files that exist are replaced instead of refused.
@@ -133,7 +135,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern), inside --result-dir when given")
 		fs.BoolVar(&o.SaveTo.Append, "append-result", false, "Append each result to an existing result file as one JSON line (as vLLM does)")
 	}
-	fs.BoolVar(&o.Overwrite, "overwrite", false, "Replace output files that exist (saved results, summary.csv, the plot) instead of refusing to start")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "Replace output files that exist (saved results, summary.csv, the plots) instead of refusing to start")
 	fs.StringVar(&r.Info.Label, "label", "", "Label of the run, in saved results and their file names")
 	fs.Var(cliflag.Fields(&r.Info.Metadata), "metadata", `key=value pairs added to saved results, e.g. "version=0.9 tp=1"`)
 	if simModel != "" {
@@ -209,6 +211,9 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		return err
 	}
 	if err := o.finishReplay(fs); err != nil {
+		return err
+	}
+	if err := o.finishTimeline(fs); err != nil {
 		return err
 	}
 	if err := checkRuns(*r, *d); err != nil {

@@ -83,6 +83,9 @@ func (o *Options) outputs() []output {
 	case o.Save:
 		out = append(out, o.resultOutputs()...)
 	}
+	if o.Timeline.drawn() {
+		out = append(out, o.timelineOutputs()...)
+	}
 	return out
 }
 

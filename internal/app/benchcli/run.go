@@ -39,6 +39,8 @@ type Bench struct {
 	// onDiscard, when set, hears each discarded probe after its line (a test restarts its
 	// server there).
 	onDiscard func(loadgen.SLODiscard)
+	// plotFailed is a run whose --plot-timeline could not be drawn.
+	plotFailed bool
 }
 
 // Prepare reads the dataset, reaches the server at o.Client.BaseURL (or, when v is not nil,
@@ -137,7 +139,7 @@ func (b *Bench) Run(ctx context.Context) error {
 	if err := rep.Close(); err != nil {
 		return err
 	}
-	if rep.Failed() {
+	if rep.Failed() || b.plotFailed {
 		return ErrFailed
 	}
 	return nil
@@ -148,6 +150,9 @@ func (b *Bench) Run(ctx context.Context) error {
 func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepRun)) error {
 	cfg := b.o.Runs
 	cfg.OnStart = b.progress(cfg, traffic)
+	if b.o.Timeline.drawn() {
+		cfg.OnStart, done = b.withTimeline(cfg.OnStart, done)
+	}
 	if b.offset > 0 {
 		cfg.Workload = loadgen.Offset(cfg.Workload, b.offset)
 	}

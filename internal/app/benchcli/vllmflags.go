@@ -58,6 +58,7 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 	fs.IntVar(&v.ramp.StartRPS, "ramp-up-start-rps", 0, "The ramp-up's first rate (requests per second)")
 	fs.IntVar(&v.ramp.EndRPS, "ramp-up-end-rps", 0, "The ramp-up's last rate (requests per second)")
 	defineVLLMCompat(fs)
+	o.defineTimeline(fs)
 	fs.Float64Var(&v.probeRate, "probe-request-rate", 0, "Send one-token probe requests at this rate (per second) beside the load, outside --max-concurrency, and report their latency")
 	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler before the measured requests and stop it after (POST /start_profile, /stop_profile)")
 	fs.StringVar(&v.servedModel, "served-model-name", "", "The model name sent in requests, with --model naming the model in results (with --sim, also the name the simulator serves)")

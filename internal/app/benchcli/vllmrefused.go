@@ -18,9 +18,6 @@ var vllmNoEffect = []struct{ name, usage string }{
 // vllmRefused are vllm bench serve flags vllmtop does not carry out, each with why: giving one
 // is a usage error that says so.
 var vllmRefused = []struct{ name, why string }{
-	{"plot-timeline", "vllmtop does not draw vLLM's per-request timeline yet"},
-	{"timeline-itl-thresholds", "it colours vLLM's --plot-timeline, which vllmtop does not draw yet"},
-	{"plot-dataset-stats", "vllmtop does not draw vLLM's dataset statistics figure"},
 	{"lora-modules", "vllmtop does not spread requests over LoRA adapters yet; name one adapter with --model"},
 	{"lora-assignment", "it goes with --lora-modules, which vllmtop does not carry out yet"},
 }
@@ -36,7 +33,7 @@ func defineVLLMCompat(fs *pflag.FlagSet) {
 	}
 	for _, f := range vllmRefused {
 		fs.String(f.name, "", "Refused: "+f.why)
-		fs.Lookup(f.name).NoOptDefVal = "true" // --plot-timeline takes no value
+		fs.Lookup(f.name).NoOptDefVal = "true" // given without a value, still refused
 	}
 }
 
