@@ -52,7 +52,7 @@ var commands = []command{
 		define: defineDashboard, gather: []string{"--goodput"}},
 	{name: "bench", usage: "[--base-url URL | --sim [simulator flags]] [flags] [-- simulator flags]",
 		summary: "headless benchmark with vllm bench serve's flags, table and result files", about: benchAbout,
-		footer: benchFooter, define: defineBench, gather: []string{"--goodput", "--metadata", "--header"}},
+		footer: benchFooter, define: defineBench, gather: []string{"--goodput", "--metadata", "--header", "--lora-modules"}},
 	{name: "metrics", usage: "URL [flags]", summary: "one /metrics scrape, parsed (two with --window: rates, quantiles)",
 		about: metricsAbout, define: defineMetrics},
 	{name: "sweep", usage: "--serve-cmd CMD [--serve-params FILE] [--bench-params FILE] [--sla-params JSON] [flags]",

@@ -50,6 +50,8 @@ type BenchConfig struct {
 	// RequestIDPrefix, when set, names each measured request prefix+index in its
 	// x-request-id header (vllm bench serve's --request-id-prefix).
 	RequestIDPrefix string
+	// LoRA spreads the measured requests over LoRA adapters (--lora-modules).
+	LoRA LoRA
 	// Ramp, when on, raises the rate from request to request (RequestRate unused).
 	Ramp Ramp
 	// ProbeRate, when positive, sends vllm bench serve's probes at this rate during the
@@ -135,7 +137,7 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		}
 	}
 	rc := RunnerConfig{
-		Workload:    WithRequestIDs(cfg.Workload, cfg.RequestIDPrefix),
+		Workload:    WithRequestIDs(WithLoRA(cfg.Workload, cfg.LoRA), cfg.RequestIDPrefix),
 		NumRequests: max(cfg.NumPrompts, 0),
 		Duration:    cfg.Duration,
 		Seed:        cfg.Seed,

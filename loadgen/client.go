@@ -157,6 +157,9 @@ type Prompt struct {
 	// RequestID, when set, is sent as the x-request-id header (vllm bench serve's
 	// --request-id-prefix and the request's index).
 	RequestID string
+	// Model, when set, is the model this request names instead of the client's (a LoRA
+	// adapter of vllm bench serve's --lora-modules).
+	Model string
 }
 
 // zero reports whether p is the zero Prompt.
@@ -254,7 +257,11 @@ type requestBody struct {
 }
 
 func (c *Client) body(p Prompt) ([]byte, error) {
-	b := requestBody{Model: c.cfg.Model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
+	model := c.cfg.Model
+	if p.Model != "" {
+		model = p.Model
+	}
+	b := requestBody{Model: model, Stream: true, StreamOptions: map[string]bool{"include_usage": true}, IgnoreEOS: p.IgnoreEOS}
 	if c.chat {
 		b.Messages = []map[string]any{{"role": "user", "content": p.Text}}
 		if len(p.Parts) > 0 {

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -74,3 +76,41 @@ func (r requestIDs) Prompt(i int) Prompt {
 	return p
 }
 func (r requestIDs) Name() string { return r.w.Name() }
+
+// LoRA spreads requests over LoRA adapters as vllm bench serve's --lora-modules and
+// --lora-assignment do: each request names one adapter as its model, drawn at random (seeded)
+// or in turn.
+type LoRA struct {
+	Modules    []string
+	RoundRobin bool
+	Seed       int64
+}
+
+// WithLoRA names each prompt's adapter; no modules leaves w as it is.
+func WithLoRA(w Workload, l LoRA) Workload {
+	if len(l.Modules) == 0 || w == nil {
+		return w
+	}
+	return loraPrompts{w, l}
+}
+
+type loraPrompts struct {
+	w Workload
+	l LoRA
+}
+
+func (r loraPrompts) Prompt(i int) Prompt {
+	p := r.w.Prompt(i)
+	n := len(r.l.Modules)
+	if r.l.RoundRobin {
+		p.Model = r.l.Modules[i%n]
+		return p
+	}
+	// A draw of its own per index, so a request's adapter does not depend on the order in
+	// which prompts are asked for.
+	h := fnv.New64a()
+	_ = binary.Write(h, binary.LittleEndian, [2]int64{r.l.Seed, int64(i)})
+	p.Model = r.l.Modules[h.Sum64()%uint64(n)]
+	return p
+}
+func (r loraPrompts) Name() string { return r.w.Name() }

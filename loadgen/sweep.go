@@ -54,6 +54,7 @@ type SweepConfig struct {
 	Conversations *ConversationLoad
 	// RequestIDPrefix, Ramp and ProbeRate are BenchConfig's, for every run.
 	RequestIDPrefix string
+	LoRA            LoRA
 	Ramp            Ramp
 	ProbeRate       float64
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
@@ -159,7 +160,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
 			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
 			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock,
-			RequestIDPrefix: cfg.RequestIDPrefix, Ramp: cfg.Ramp, ProbeRate: cfg.ProbeRate}
+			RequestIDPrefix: cfg.RequestIDPrefix, LoRA: cfg.LoRA, Ramp: cfg.Ramp, ProbeRate: cfg.ProbeRate}
 		if cfg.FreshPrompts && len(values) > 1 {
 			stride := cfg.NumPrompts + cfg.Warmups
 			if stride == 0 {

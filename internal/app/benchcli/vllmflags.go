@@ -36,6 +36,8 @@ type vllmFlags struct {
 	ramp                                    loadgen.Ramp
 	profile                                 bool
 	probeRate                               float64
+	loraModules                             []string
+	loraAssignment                          string
 }
 
 // defineVLLM adds vllm bench serve's request flags to fs.
@@ -61,6 +63,8 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 	o.defineTimeline(fs)
 	fs.Float64Var(&v.probeRate, "probe-request-rate", 0, "Send one-token probe requests at this rate (per second) beside the load, outside --max-concurrency, and report their latency")
 	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler before the measured requests and stop it after (POST /start_profile, /stop_profile)")
+	fs.StringArrayVar(&v.loraModules, "lora-modules", nil, "LoRA adapters the server was started with; each request names one of them as its model (several values after the flag, or the flag repeated)")
+	fs.StringVar(&v.loraAssignment, "lora-assignment", "random", "How requests get their adapter: random (seeded by --seed) or round-robin")
 	fs.StringVar(&v.servedModel, "served-model-name", "", "The model name sent in requests, with --model naming the model in results (with --sim, also the name the simulator serves)")
 }
 
@@ -120,6 +124,15 @@ func (o *Options) finishVLLM(fs *pflag.FlagSet) error {
 		return cliflag.Usagef("--probe-request-rate sends probes over HTTP; the virtual clock has none (use --sim-clock wall)")
 	}
 	o.Runs.ProbeRate = v.probeRate
+	switch v.loraAssignment {
+	case "random", "round-robin":
+	default:
+		return cliflag.Usagef("--lora-assignment %q: want random or round-robin", v.loraAssignment)
+	}
+	for _, m := range v.loraModules {
+		o.Runs.LoRA.Modules = append(o.Runs.LoRA.Modules, strings.Fields(strings.ReplaceAll(m, ",", " "))...)
+	}
+	o.Runs.LoRA.RoundRobin, o.Runs.LoRA.Seed = v.loraAssignment == "round-robin", o.Runs.Seed
 	if v.servedModel != "" && o.Sim {
 		o.SimArgs = append(o.SimArgs, "--served-model-name="+v.servedModel)
 	}

@@ -18,8 +18,6 @@ var vllmNoEffect = []struct{ name, usage string }{
 // vllmRefused are vllm bench serve flags vllmtop does not carry out, each with why: giving one
 // is a usage error that says so.
 var vllmRefused = []struct{ name, why string }{
-	{"lora-modules", "vllmtop does not spread requests over LoRA adapters yet; name one adapter with --model"},
-	{"lora-assignment", "it goes with --lora-modules, which vllmtop does not carry out yet"},
 }
 
 // defineVLLMCompat adds the flags above.

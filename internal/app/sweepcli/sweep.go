@@ -585,7 +585,7 @@ func ParseBench(args []string, getenv func(string) string) (*benchcli.Options, e
 	fs := pflag.NewFlagSet("vllmtop bench", pflag.ContinueOnError)
 	fs.SetOutput(ioDiscard{})
 	o := benchcli.Define(fs, nil, "", "")
-	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput", "--metadata", "--header"})); err != nil {
+	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput", "--metadata", "--header", "--lora-modules"})); err != nil {
 		return nil, cliflag.Usagef("the benchmark command: %s", cliflag.Message(err))
 	}
 	if err := o.Finish(fs, fs.Args(), getenv); err != nil {
