@@ -2,9 +2,9 @@ package loadgen
 
 import (
 	"encoding/binary"
-	"hash/fnv"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"strconv"
 )

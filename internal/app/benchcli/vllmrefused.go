@@ -17,8 +17,7 @@ var vllmNoEffect = []struct{ name, usage string }{
 
 // vllmRefused are vllm bench serve flags vllmtop does not carry out, each with why: giving one
 // is a usage error that says so.
-var vllmRefused = []struct{ name, why string }{
-}
+var vllmRefused = []struct{ name, why string }{}
 
 // defineVLLMCompat adds the flags above.
 func defineVLLMCompat(fs *pflag.FlagSet) {
