@@ -108,6 +108,7 @@ func TestDataParallelStartupLogsEachRank(t *testing.T) {
 	log := out.String()
 	for _, rank := range []string{"0", "1"} {
 		assert.Regexp(t, `(?m)^\(EngineCore_DP`+rank+` pid=\d+\) INFO .*GPU KV cache size: `, log)
+		assert.Regexp(t, `(?m)^\(EngineCore_DP`+rank+` pid=\d+\) INFO .*Initializing a V1 LLM engine .*data_parallel_size=2,`, log)
 	}
 	assert.Equal(t, 1, bytes.Count([]byte(log), []byte("non-default args:")), "the API server's lines once")
 	assert.Contains(t, log, "'data_parallel_size': 2")

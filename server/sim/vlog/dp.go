@@ -31,7 +31,9 @@ func (l *Logger) StartupEngines(s *sim.Setup, nonDefaultArgs []KV, loadSeconds f
 	defer l.mu.Unlock()
 	l.startupAPI(s, nonDefaultArgs)
 	for r := range engines {
-		l.DPRank(r).startupEngine(s, t)
+		e := l.DPRank(r)
+		e.dpSize = engines
+		e.startupEngine(s, t)
 	}
 }
 

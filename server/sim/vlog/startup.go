@@ -91,7 +91,7 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	version := s.Version.String()
 	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
 
-	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s)))
+	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s, max(1, l.dpSize))))
 	if lay := c.Layout; lay.BlockSizeRaised {
 		// The hybrid alignment (Platform._align_hybrid_block_size), before the model loads.
 		l.record(eng, Info, "interface.py:911", fmt.Sprintf("Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size.", lay.BlockSize))
@@ -157,7 +157,7 @@ func floorDiv(a, b int64) int64 {
 
 // engineConfig is the config string of "Initializing a V1 LLM engine", with the nested config
 // objects abbreviated.
-func engineConfig(s *sim.Setup) string {
+func engineConfig(s *sim.Setup, dpSize int) string {
 	quant := "None"
 	if s.Quantization != "" {
 		quant = strings.ToLower(s.Quantization)
@@ -187,7 +187,7 @@ func engineConfig(s *sim.Setup) string {
 		"load_format=auto",
 		fmt.Sprintf("tensor_parallel_size=%d", s.TensorParallelSize),
 		"pipeline_parallel_size=1",
-		"data_parallel_size=1",
+		fmt.Sprintf("data_parallel_size=%d", dpSize),
 		"decode_context_parallel_size=1",
 		"dcp_comm_backend=ag_rs",
 		"disable_custom_all_reduce=False",

@@ -44,6 +44,7 @@ type Logger struct {
 	apiPID    int
 	enginePID int
 	dp        string // "_DP1" in a data-parallel engine's process names, else ""
+	dpSize    int    // the data-parallel engines of the server, in each one's config line
 	buf       []byte
 }
 
