@@ -284,6 +284,20 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	return c.cfg.Extras.merge(b, c.chat)
 }
 
+// newPost is a request of body to the endpoint with the key and the extra headers.
+func (c *Client) newPost(ctx context.Context, body []byte, requestID string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	c.cfg.Extras.setHeaders(req.Header, requestID)
+	return req, nil
+}
+
 // Do sends one streaming request and measures it. It never panics on bad input and always
 // returns within the request deadline; failures come back as a Result with an ErrorClass.
 func (c *Client) Do(ctx context.Context, p Prompt, watch TokenSink) Result {
@@ -309,17 +323,12 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 	stall := newStallTimer(c.cfg.StallTimeout, cancel)
 	defer stall.timer.Stop()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := c.newPost(ctx, body, p.RequestID)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrConnect, err.Error()
 		return res
 	}
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	c.cfg.Extras.setHeaders(req.Header, p.RequestID)
 
 	start := time.Now()
 	res.Start = start

@@ -61,16 +61,11 @@ func (c *Client) doEmbeddings(ctx context.Context, p Prompt) Result {
 	defer cancel()
 	stall := newStallTimer(c.cfg.StallTimeout, cancel)
 	defer stall.timer.Stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := c.newPost(ctx, body, p.RequestID)
 	if err != nil {
 		res.Error, res.ErrorMessage = ErrConnect, err.Error()
 		return res
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	c.cfg.Extras.setHeaders(req.Header, p.RequestID)
 
 	res.Start = time.Now()
 	resp, err := c.hc.Do(req)
