@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 
 	"github.com/stretchr/testify/assert"
@@ -312,7 +313,7 @@ func sseReference(in []byte, maxBytes int) (events []string, tooLarge bool) {
 // text found verbatim in its event, unless the event was JSON that the slow path decoded;
 // usage counts in bounds; messages sanitised and short). No panic.
 func FuzzSSE(f *testing.F) {
-	for _, b := range hostileSeeds(f, "sse") {
+	for _, b := range hostileseed.Files(f, "sse") {
 		f.Add(b, uint16(4096))
 		f.Add(b, uint16(64))
 	}
@@ -539,7 +540,7 @@ func FuzzChunkParser(f *testing.F) {
 	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`\"x\\`), 1))
 	f.Add(data(chunk), bytes.Replace(data(chunk), []byte(" word"), []byte(`x\`), 1))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{"content":""}}]}`))
-	for _, b := range hostileSeeds(f, "sse") {
+	for _, b := range hostileseed.Files(f, "sse") {
 		// Each event's data, after the one before it.
 		var prev []byte
 		for _, ev := range bytes.Split(b, []byte("\n\n")) {

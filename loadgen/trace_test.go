@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 // readAll drains a trace reader, going on past malformed lines, and returns the entries and
@@ -380,7 +382,7 @@ func TestTracesStreamInConstantMemory(t *testing.T) {
 }
 
 func FuzzMooncakeReader(f *testing.F) {
-	for _, b := range hostileSeeds(f, "traces") {
+	for _, b := range hostileseed.Files(f, "traces") {
 		f.Add(b)
 	}
 	for _, name := range []string{"mooncake-sample.jsonl", "mooncake-sessions.jsonl", "mooncake-malformed.jsonl"} {
@@ -419,7 +421,7 @@ func FuzzMooncakeReader(f *testing.F) {
 }
 
 func FuzzBurstGPTReader(f *testing.F) {
-	for _, b := range hostileSeeds(f, "traces") {
+	for _, b := range hostileseed.Files(f, "traces") {
 		f.Add(b)
 	}
 	for _, name := range []string{"burstgpt-sample.csv", "burstgpt-malformed.csv"} {

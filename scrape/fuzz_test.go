@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 // FuzzParse feeds arbitrary bytes to the parser and mapper. Properties: no panic; a parse
@@ -15,7 +17,7 @@ import (
 // never panics and never yields a negative rate or a quantile outside the bucket bounds.
 // The seed corpus is every /metrics fixture in testdata, so `go test` runs them all.
 func FuzzParse(f *testing.F) {
-	for _, b := range hostileSeeds(f, "metrics") {
+	for _, b := range hostileseed.Files(f, "metrics") {
 		f.Add(b)
 	}
 	for _, pattern := range []string{"*.prom", "vllm-metrics-*.txt"} {

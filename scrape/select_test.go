@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 // testSelection keeps every family a rule maps, the queue, prefill and prompt-length
@@ -141,7 +143,7 @@ func TestParseSelectedRefusesWhatParseRefuses(t *testing.T) {
 // FuzzParseSelected: whatever the bytes, the selective parse refuses exactly what Parse
 // refuses, with the same message, and otherwise gives the same mapped fields.
 func FuzzParseSelected(f *testing.F) {
-	for _, b := range hostileSeeds(f, "metrics") {
+	for _, b := range hostileseed.Files(f, "metrics") {
 		f.Add(b[:min(len(b), 6000)])
 	}
 	for _, file := range metricsFixtures(f) {

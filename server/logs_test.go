@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 type splitLine struct {
@@ -86,7 +88,7 @@ func TestSplitterNeverHoldsMoreThanTheCap(t *testing.T) {
 }
 
 func FuzzLineSplitter(f *testing.F) {
-	for _, b := range hostileSeeds(f, "logs") {
+	for _, b := range hostileseed.Files(f, "logs") {
 		f.Add(b, uint8(5), uint8(40))
 	}
 	f.Add([]byte("a\nb\r\nc\rd"), uint8(3), uint8(8))

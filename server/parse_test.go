@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 func TestParseLogLine(t *testing.T) {
@@ -481,7 +483,7 @@ func assertNumbersFromLine(t *testing.T, line string, ev Event) {
 }
 
 func FuzzParseLogLine(f *testing.F) {
-	for _, b := range hostileSeeds(f, "logs") {
+	for _, b := range hostileseed.Files(f, "logs") {
 		for _, l := range strings.Split(string(b), "\n") {
 			f.Add(l)
 		}

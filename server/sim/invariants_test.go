@@ -1,6 +1,10 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
+)
 
 // checkPool verifies the block accounting: every block in use is held by a live request
 // (privately or through a cached block with holders), and use never exceeds capacity.
@@ -38,7 +42,7 @@ func checkPool(t *testing.T, e *Engine, live map[*Sequence]bool) {
 // exceed the total, every request ends (finished or aborted) exactly once, and a request that
 // finishes emitted exactly its output length.
 func FuzzEngineInvariants(f *testing.F) {
-	for _, b := range hostileSeeds(f, "traces") {
+	for _, b := range hostileseed.Files(f, "traces") {
 		f.Add(b[:min(len(b), 200)]) // arbitrary bytes as operations
 	}
 	f.Add([]byte{0, 10, 20, 0, 30, 5, 2, 2, 2, 1, 0, 2, 2, 2})

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 func TestText(t *testing.T) {
@@ -219,7 +221,7 @@ func singleRunes(s string) string {
 // acts on; FileName's is a safe single component; URL's hides every password and query value
 // that net/url finds in it; each is idempotent.
 func FuzzSanitize(f *testing.F) {
-	for _, b := range hostileSeeds(f, "logs", "sse", "metrics") {
+	for _, b := range hostileseed.Files(f, "logs", "sse", "metrics") {
 		f.Add(string(b))
 	}
 	for _, s := range []string{

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 func TestThousands(t *testing.T) {
@@ -38,7 +40,7 @@ func TestOneLine(t *testing.T) {
 }
 
 func FuzzOneLine(f *testing.F) {
-	for _, b := range hostileSeeds(f, "logs", "sse") {
+	for _, b := range hostileseed.Files(f, "logs", "sse") {
 		f.Add(string(b), 80)
 	}
 	for _, s := range []string{"a\nb", "naïve café", "\xff\xfe", strings.Repeat("x ", 200)} {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 func TestText(t *testing.T) {
@@ -31,7 +33,7 @@ func TestFileNameAndURL(t *testing.T) {
 }
 
 func FuzzText(f *testing.F) {
-	for _, b := range hostileSeeds(f, "logs", "sse", "metrics") {
+	for _, b := range hostileseed.Files(f, "logs", "sse", "metrics") {
 		f.Add(string(b))
 	}
 	f.Add("Qwen\x1b[2J\u202e")

@@ -1,24 +1,16 @@
 package serve
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
 )
 
 // FuzzConfigYAML: whatever the bytes of a --config file, the reader returns an error or
 // flags, never panics, and never makes more arguments than the file has values.
 func FuzzConfigYAML(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "testdata", "hostile", "yaml", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no hostile yaml seeds: %v", err)
-	}
-	for _, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+	for _, b := range hostileseed.Files(f, "yaml") {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
