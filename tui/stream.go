@@ -241,7 +241,13 @@ func (p *stream) pane(i int, r request, scale barScale, w, rows int) []string {
 	if len(r.gaps) > 0 {
 		itl = st.Muted.Render(" · ITL " + fmtDur(r.decode/time.Duration(len(r.gaps))))
 	}
-	out := []string{truncate(st.Title.Render(kind)+st.Muted.Render(fmt.Sprintf(" %d→%d tok · ", v.Prompt.InputTokens, len(v.Tokens)))+state+itl, w)}
+	counts := fmt.Sprintf(" %d→%d tok · ", v.Prompt.InputTokens, len(v.Tokens))
+	if len(v.Tokens) == 0 && v.Result == nil {
+		// "4096→0" reads as a request that produced nothing; it is one still in prefill or queued.
+		counts = fmt.Sprintf(" %d tok in · ", v.Prompt.InputTokens)
+		state = st.Warn.Render("waiting for the first token")
+	}
+	out := []string{truncate(st.Title.Render(kind)+st.Muted.Render(counts)+state+itl, w)}
 	ttft, detail := p.ttftBar(p.slots[i], r, scale, w)
 	out = append(out, ttft, p.decodeBar(r, scale, w))
 	out = append(out, scale.line(st, w)...)

@@ -141,3 +141,15 @@ func TestStreamFastestStepsIgnoreTokensReadTogether(t *testing.T) {
 	assert.NotContains(t, out, "µs):", "no microsecond reference")
 	assert.Contains(t, out, "its fastest steps (9.0ms)")
 }
+
+func TestStreamSaysARequestWithoutTokensIsWaiting(t *testing.T) {
+	d, p := streamDriver(t)
+	now := *d.td.clock
+	p.slots[0] = watchSlot{cur: watchedRequest(now, 256, 60, 30*time.Millisecond, 9*time.Millisecond, false, true)}
+	p.slots[1] = watchSlot{cur: watchedRequest(now, 4096, 0, 0, 0, false, false)}
+	d.second()
+	out := d.view()
+	assert.Contains(t, out, "long prompt 4096 tok in · waiting for the first token")
+	assert.NotContains(t, out, "4096→0", "a request in prefill has not produced nothing")
+	assert.Contains(t, out, "short prompt 256→60 tok")
+}
