@@ -39,6 +39,10 @@ type Config struct {
 	AllowLongMaxModelLen bool
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
 	VLLMVersion string
+	// EntryPoint is how the imitated vLLM was started (--sim-entry-point): EntryServe, the
+	// OpenAI API server (default), or EntryLLM, the offline LLM class, whose scheduler
+	// defaults differ and so does the memory its profiling pass takes.
+	EntryPoint string
 	// Speculative is --speculative-config (nil: no speculative decoding).
 	Speculative *SpeculativeConfig
 	// SchedulingPolicy is --scheduling-policy: "fcfs" (default) or PolicyPriority.
@@ -55,6 +59,8 @@ const (
 	DefaultModel                = "Qwen/Qwen3-0.6B"
 	DefaultGPU                  = "H100-SXM-80GB"
 	DefaultHost                 = "v1"
+	EntryServe                  = "serve"
+	EntryLLM                    = "llm"
 )
 
 // Setup is a Config resolved against profiles: every default applied, every value checked,
@@ -156,6 +162,13 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	}
 	if cfg.VLLMVersion == "" {
 		cfg.VLLMVersion = DefaultVersion
+	}
+	switch cfg.EntryPoint {
+	case "":
+		cfg.EntryPoint = EntryServe
+	case EntryServe, EntryLLM:
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--sim-entry-point must be %s (vllm serve) or %s (the offline LLM class), got %q", EntryServe, EntryLLM, cfg.EntryPoint)}
 	}
 	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}

@@ -74,6 +74,9 @@ func defaultBatch(cfg *Config, g GPU, v Version) {
 	if v.V1Engine() {
 		if cfg.MaxNumBatchedTokens == 0 {
 			cfg.MaxNumBatchedTokens = g.DefaultMaxNumBatchedTokens
+			if cfg.EntryPoint == EntryLLM {
+				cfg.MaxNumBatchedTokens = llmClassBatchedTokens(g.DefaultMaxNumBatchedTokens)
+			}
 			if cfg.ChunkedPrefill == Off && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
 				cfg.MaxNumBatchedTokens = cfg.MaxModelLen
 			}
@@ -86,7 +89,8 @@ func defaultBatch(cfg *Config, g GPU, v Version) {
 	}
 	if cfg.ChunkedPrefill == Default {
 		cfg.ChunkedPrefill = Off
-		if v.AtLeast("0.5.4") && cfg.MaxModelLen > 32768 {
+		// Only the OpenAI API server's usage context turned it on, not the LLM class.
+		if v.AtLeast("0.5.4") && cfg.MaxModelLen > 32768 && cfg.EntryPoint != EntryLLM {
 			cfg.ChunkedPrefill = On
 		}
 	}
@@ -103,6 +107,16 @@ func defaultBatch(cfg *Config, g GPU, v Version) {
 	if cfg.MaxNumSeqs == 0 {
 		cfg.MaxNumSeqs = min(256, cfg.MaxNumBatchedTokens)
 	}
+}
+
+// llmClassBatchedTokens is the offline LLM class's default token budget for a GPU whose API
+// server default is serverDefault: get_batch_defaults gives the LLM class 16384 where the server
+// gets 8192 (large GPUs) and 8192 where it gets 2048; both take the same max_num_seqs.
+func llmClassBatchedTokens(serverDefault int) int {
+	if serverDefault >= 8192 {
+		return 2 * serverDefault
+	}
+	return 4 * serverDefault
 }
 
 // v0StartupError is V0's check after profiling (raise_if_cache_size_invalid): no block at

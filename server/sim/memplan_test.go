@@ -42,6 +42,33 @@ func TestV0SchedulerDefaults(t *testing.T) {
 	}
 }
 
+func TestOfflineLLMClassDefaults(t *testing.T) {
+	cases := []struct {
+		gpu, version, entry string
+		maxModelLen         int
+		batched, seqs       int
+		chunked             bool
+	}{
+		{"H100-SXM-80GB", "0.10.0", EntryServe, 8192, 8192, 1024, true},
+		{"H100-SXM-80GB", "0.10.0", EntryLLM, 8192, 16384, 1024, true},
+		{"L4", "0.10.0", EntryServe, 8192, 2048, 256, true},
+		{"L4", "0.10.0", EntryLLM, 8192, 8192, 256, true},
+		// V0: only the API server turned chunked prefill on for long contexts.
+		{"A100-SXM-80GB", "0.6.4", EntryServe, 65536, 2048, 256, true},
+		{"A100-SXM-80GB", "0.6.4", EntryLLM, 65536, 65536, 256, false},
+	}
+	for _, c := range cases {
+		s, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: c.gpu, MaxModelLen: c.maxModelLen, VLLMVersion: c.version, EntryPoint: c.entry}, nil)
+		require.NoError(t, err)
+		name := c.gpu + " " + c.version + " " + c.entry
+		assert.Equal(t, c.batched, s.MaxNumBatchedTokens, name)
+		assert.Equal(t, c.seqs, s.MaxNumSeqs, name)
+		assert.Equal(t, c.chunked, s.ChunkedPrefillEnabled(), name)
+	}
+	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", EntryPoint: "offline"}, nil)
+	assert.EqualError(t, err, `--sim-entry-point must be serve (vllm serve) or llm (the offline LLM class), got "offline"`)
+}
+
 func TestV0RefusalsUseV0Messages(t *testing.T) {
 	// vllm#10517: at 29,000 batched tokens the 3090 keeps 1,478 blocks (23,648 tokens).
 	_, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "RTX-3090", GPUMemoryUtilization: 0.9,

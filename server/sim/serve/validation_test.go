@@ -106,8 +106,6 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		return nil, "model not identified"
 	case c.GPUProfile == "":
 		return nil, "GPU not identified"
-	case strings.Contains(c.EntryPoint, "LLM") && offlineDefaultsDiffer(c.SimVersion):
-		return nil, "offline LLM-class defaults not modelled"
 	case c.TP <= 0 || c.PP <= 0:
 		return nil, "parallel layout not identified"
 	case c.PP > 1:
@@ -119,6 +117,9 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		return nil, why
 	}
 	args := []string{catalogueModel(c.Model), "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
+	if strings.Contains(c.EntryPoint, "LLM") {
+		args = append(args, "--sim-entry-point", "llm")
+	}
 	add := func(flag string, v int) {
 		if v > 0 {
 			args = append(args, flag, strconv.Itoa(v))
@@ -162,13 +163,6 @@ func catalogueGap(c corpusCase, p *sim.Profiles) string {
 		return "not in catalogue: GPU " + c.GPUProfile
 	}
 	return ""
-}
-
-// offlineDefaultsDiffer: from the V1 engine (0.8) the LLM class gets batching defaults of its
-// own; before, it shared the server's.
-func offlineDefaultsDiffer(version string) bool {
-	v, err := sim.ParseVersion(version)
-	return err != nil || v.AtLeast("0.8.0")
 }
 
 // predicted is what the simulator plans for args: its KV tokens and available KV memory, and
