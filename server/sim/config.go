@@ -235,7 +235,7 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 		return &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
 	}
 
-	defaultBatch(cfg, g, v)
+	defaultBatch(cfg, m, g, v)
 	chunked := cfg.ChunkedPrefill != Off
 	if cfg.MaxNumBatchedTokens < 0 {
 		return &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}

@@ -68,9 +68,9 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 
 // defaultBatch applies the scheduler's defaults of release v: V1 takes them from the GPU
 // (get_batch_defaults); V0 schedules 256 sequences and, without chunked prefill, a budget
-// of max(max_model_len, 2048) tokens. V0's API server turned chunked prefill on by itself
-// for contexts over 32K from 0.5.4, with a budget of 512 tokens until 0.6 and 2048 after.
-func defaultBatch(cfg *Config, g GPU, v Version) {
+// of max(max_model_len, 2048) tokens. V0's engine arguments turned chunked prefill on by itself
+// for contexts over 32K from 0.5.4 (for the server and the LLM class alike), with a budget of 512 tokens until 0.6 and 2048 after.
+func defaultBatch(cfg *Config, m Model, g GPU, v Version) {
 	if v.V1Engine() {
 		if cfg.MaxNumBatchedTokens == 0 {
 			cfg.MaxNumBatchedTokens = g.DefaultMaxNumBatchedTokens
@@ -89,8 +89,8 @@ func defaultBatch(cfg *Config, g GPU, v Version) {
 	}
 	if cfg.ChunkedPrefill == Default {
 		cfg.ChunkedPrefill = Off
-		// Only the OpenAI API server's usage context turned it on, not the LLM class.
-		if v.AtLeast("0.5.4") && cfg.MaxModelLen > 32768 && cfg.EntryPoint != EntryLLM {
+		// Not for sliding-window or multimodal models, whose V0 kernels lacked it.
+		if v.AtLeast("0.5.4") && cfg.MaxModelLen > 32768 && m.SlidingWindow == 0 && m.EncoderParams == 0 {
 			cfg.ChunkedPrefill = On
 		}
 	}

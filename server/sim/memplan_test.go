@@ -53,9 +53,9 @@ func TestOfflineLLMClassDefaults(t *testing.T) {
 		{"H100-SXM-80GB", "0.10.0", EntryLLM, 8192, 16384, 1024, true},
 		{"L4", "0.10.0", EntryServe, 8192, 2048, 256, true},
 		{"L4", "0.10.0", EntryLLM, 8192, 8192, 256, true},
-		// V0: only the API server turned chunked prefill on for long contexts.
+		// V0: the server and the LLM class shared their defaults.
 		{"A100-SXM-80GB", "0.6.4", EntryServe, 65536, 2048, 256, true},
-		{"A100-SXM-80GB", "0.6.4", EntryLLM, 65536, 65536, 256, false},
+		{"A100-SXM-80GB", "0.6.4", EntryLLM, 65536, 2048, 256, true},
 	}
 	for _, c := range cases {
 		s, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: c.gpu, MaxModelLen: c.maxModelLen, VLLMVersion: c.version, EntryPoint: c.entry}, nil)
@@ -65,7 +65,12 @@ func TestOfflineLLMClassDefaults(t *testing.T) {
 		assert.Equal(t, c.seqs, s.MaxNumSeqs, name)
 		assert.Equal(t, c.chunked, s.ChunkedPrefillEnabled(), name)
 	}
-	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", EntryPoint: "offline"}, nil)
+	// V0 kept chunked prefill off for sliding-window and multimodal models whatever the length.
+	s, err := Resolve(Config{Model: "google/gemma-3-12b-it", GPU: "A100-SXM-80GB", MaxModelLen: 65536, VLLMVersion: "0.6.4"}, nil)
+	require.NoError(t, err)
+	assert.False(t, s.ChunkedPrefillEnabled())
+	assert.Equal(t, 65536, s.MaxNumBatchedTokens)
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", EntryPoint: "offline"}, nil)
 	assert.EqualError(t, err, `--sim-entry-point must be serve (vllm serve) or llm (the offline LLM class), got "offline"`)
 }
 
