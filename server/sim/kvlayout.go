@@ -21,6 +21,9 @@ type KVLayout struct {
 	// padded to the attention page ("Padding mamba page size by P%").
 	BlockSizeRaised     bool
 	MambaPaddingPercent float64
+	// BlockSizeForcedBy is the MLA backend that raised the block size ("Forcing kv cache block
+	// size to N for B backend."), "" when none did (docs/hybrid-kv.md#mla-by-version).
+	BlockSizeForcedBy string
 
 	// Layers per kind, and the grouping: GroupSize tensors are shared by one layer of each
 	// group, and each kind is split into ceil(layers / GroupSize) groups.
@@ -139,6 +142,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 		l.SlidingReserveTokens = 2 * s.MaxNumBatchedTokens
 	}
 	spec := s.NumSpeculativeTokens()
+	l.BlockSize, l.BlockSizeForcedBy = mlaBlockSize(s, l.BlockSize)
 	l.PageBytes = int64(l.BlockSize) * l.AttentionBytesPerToken
 	if l.MambaLayers > 0 {
 		if m.LinearNumValueHeads%tp != 0 || m.LinearNumKeyHeads%tp != 0 {
@@ -181,20 +185,15 @@ func kvLayout(s *Setup) (KVLayout, error) {
 }
 
 // attentionBytesPerToken is one attention layer's cache for one token on one GPU: keys and
-// values of the rank's KV heads, or for multi-head latent attention from 0.7.1 the latent and
-// the rotary key, which every rank keeps whole. Before 0.7.1 vLLM ran DeepSeek-V2 as plain
-// attention over all heads with keys and values padded to 256 (docs/catalogue.md#mla).
+// values of the rank's KV heads; multi-head latent attention as vLLM of that release kept it
+// (mlaBytesPerToken, docs/hybrid-kv.md#mla-by-version).
 func attentionBytesPerToken(s *Setup) int64 {
 	m := s.ModelProfile
-	tp := s.TensorParallelSize
-	kvBytes, _ := dtypeBytes(s.KVDType)
 	if m.IsMLA() {
-		if s.Version.AtLeast("0.7.1") {
-			return int64(math.Round(float64(m.KVLoraRank+m.QKRopeHeadDim) * kvBytes))
-		}
-		return int64(math.Round(2 * float64(max(1, m.NumAttentionHeads/tp)*256) * kvBytes))
+		return mlaBytesPerToken(s)
 	}
-	kvHeads := max(1, m.NumKeyValueHeads/tp)
+	kvBytes, _ := dtypeBytes(s.KVDType)
+	kvHeads := max(1, m.NumKeyValueHeads/s.TensorParallelSize)
 	return int64(math.Round(2 * float64(kvHeads*m.HeadDim) * kvBytes))
 }
 

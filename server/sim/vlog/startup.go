@@ -82,6 +82,10 @@ func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
 	if s.ChunkedPrefillEnabled() {
 		l.record(api, Info, "scheduler.py:242", fmt.Sprintf("Chunked prefill is enabled with max_num_batched_tokens=%d.", s.MaxNumBatchedTokens))
 	}
+	if lay := s.Capacity.Layout; lay.BlockSizeForcedBy != "" {
+		// CudaPlatform.check_and_update_config, for the MLA decode backend it will pick.
+		l.record(api, Info, "cuda.py:210", fmt.Sprintf("Forcing kv cache block size to %d for %s backend.", lay.BlockSize, lay.BlockSizeForcedBy))
+	}
 }
 
 // startupEngine writes one engine core's start-up lines, under its process names. The caller
