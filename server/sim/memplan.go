@@ -3,9 +3,9 @@ package sim
 import "math"
 
 // The memory plan changed with vLLM's engine and profiler (docs/calibration.md#memory-model-by-version):
-// V0 (before 0.8) measured the profiling peak from the free memory until 0.6.4, from torch's
-// allocated peak after, and ran the sampler's full top-p/top-k pass over max_num_seqs rows on
-// the driver rank only; the V1 engine (0.8 on) samples greedily in its dummy sampler run, on
+// V0 (before 0.8) measured the profiling peak from torch's allocated peak before 0.2.5, from
+// the free memory from 0.2.5 until 0.6.4 and from torch's allocated peak again after, and ran
+// the sampler's full top-p/top-k pass over max_num_seqs rows on the driver rank only; the V1 engine (0.8 on) samples greedily in its dummy sampler run, on
 // every rank, and counts more non-torch memory.
 
 // V0 figures, fitted on the fit split of the validation corpus (docs/validation.md).
@@ -60,10 +60,30 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	}
 	// The driver rank samples, and the engine sizes every rank's cache by the smallest.
 	peak := max(forward, v0SamplerBytesPerSeqVocab*entries)
+	if !s.Version.AtLeast("0.2.5") {
+		// total x utilisation - torch's allocated peak: nothing outside torch was counted
+		// until vllm#2031 read the free memory instead.
+		return int64(peak), 0
+	}
 	if !s.Version.AtLeast("0.6.4") {
-		peak *= v0ReservedFactor
+		peak = peak*v0ReservedFactor + heldAllReduceBytes(s)
 	}
 	return int64(peak), int64(math.Round(v0NonTorchGiB * gib))
+}
+
+// heldAllReduceBytes is what the profile run of a release before 0.2.6 left reserved at tensor
+// parallelism through torch.distributed's recordStream: an all-reduced tensor's block is not
+// reused until the NCCL stream has passed it, and the host queues the whole forward before the
+// GPU gets there, so every all-reduce output of the pass (the embedding's and two a layer, each
+// batched tokens x hidden in the model dtype) stays reserved and the free-memory reading counts
+// it. 0.2.6 set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (vllm#2151), which frees them at once.
+func heldAllReduceBytes(s *Setup) float64 {
+	if s.TensorParallelSize <= 1 || s.Version.AtLeast("0.2.6") {
+		return 0
+	}
+	m := s.ModelProfile
+	b, _ := dtypeBytes(s.ModelDType)
+	return float64(2*m.NumLayers+1) * float64(s.MaxNumBatchedTokens) * float64(m.HiddenSize) * b
 }
 
 // defaultBatch applies the scheduler's defaults of release v: V1 takes them from the GPU
