@@ -26,65 +26,92 @@ import (
 const speedCorpusPath = "../../../testdata/vllm-bench/cases.json"
 
 type speedCase struct {
-	ID             string        `json:"id"`
-	Set            string        `json:"set"`
-	URL            string        `json:"url"`
-	Model          string        `json:"model"`
-	GPUProfile     string        `json:"gpu_profile"`
-	TP             int           `json:"tp"`
-	SimVersion     string        `json:"sim_version"`
-	MaxModelLen    int           `json:"max_model_len"`
-	InputLen       int           `json:"input_len"`
-	OutputLen      int           `json:"output_len"`
+	ID          string   `json:"id"`
+	Set         string   `json:"set"`
+	URL         string   `json:"url"`
+	Model       string   `json:"model"`
+	GPUProfile  string   `json:"gpu_profile"`
+	TP          int      `json:"tp"`
+	SimVersion  string   `json:"sim_version"`
+	MaxModelLen int      `json:"max_model_len"`
+	SimArgs     []string `json:"sim_args"` // further server flags the run was launched with
+	InputLen    int      `json:"input_len"`
+	OutputLen   int      `json:"output_len"`
+	// MaxConcurrency caps the requests in flight; 0 sends every prompt at once.
 	MaxConcurrency int           `json:"max_concurrency"`
 	NumPrompts     int           `json:"num_prompts"`
+	Exclude        string        `json:"exclude"` // why the run is listed but not predicted
 	Measured       speedFigures  `json:"measured"`
 	Baseline       *speedFigures `json:"baseline"` // the errors in percent recorded last
 }
 
-// speedFigures are a run's mean TTFT and TPOT (ms) and output throughput (tokens/s); in a
-// baseline, the errors of those figures in percent. Nil is not given.
+// speedFigures are a run's published figures: mean and median TTFT and TPOT (ms) and output
+// throughput (tokens/s); in a baseline, the errors of those figures in percent. Nil is not
+// given.
 type speedFigures struct {
-	TTFT       *float64 `json:"mean_ttft_ms"`
-	TPOT       *float64 `json:"mean_tpot_ms"`
-	Throughput *float64 `json:"output_throughput_tok_s"`
+	TTFT       *float64 `json:"mean_ttft_ms,omitempty"`
+	MedianTTFT *float64 `json:"median_ttft_ms,omitempty"`
+	TPOT       *float64 `json:"mean_tpot_ms,omitempty"`
+	MedianTPOT *float64 `json:"median_tpot_ms,omitempty"`
+	Throughput *float64 `json:"output_throughput_tok_s,omitempty"`
 }
 
-func (f speedFigures) list() []*float64 { return []*float64{f.TTFT, f.TPOT, f.Throughput} }
+// speedFigureNames name the figures in list order.
+var speedFigureNames = []string{"mean TTFT", "median TTFT", "mean TPOT", "median TPOT", "output throughput"}
+
+func (f *speedFigures) list() []**float64 {
+	return []**float64{&f.TTFT, &f.MedianTTFT, &f.TPOT, &f.MedianTPOT, &f.Throughput}
+}
+
+// speedColumns are the table's three columns, each the mean figure or, where the source
+// publishes only the median, the median: the summary lines count one figure per case and
+// column, compared like with like.
+var speedColumns = [][2]int{{0, 1}, {2, 3}, {4, 4}}
 
 // predictSpeed runs the case's benchmark on the simulator's virtual clock.
 func predictSpeed(t *testing.T, c speedCase) speedFigures {
 	t.Helper()
-	target := predict.New(plan(t, c.Model, "--sim-gpu", c.GPUProfile, "--tensor-parallel-size", strconv.Itoa(c.TP),
-		"--sim-vllm-version", c.SimVersion, "--max-model-len", strconv.Itoa(c.MaxModelLen)), loadgen.EndpointCompletions)
+	args := append([]string{c.Model, "--sim-gpu", c.GPUProfile, "--tensor-parallel-size", strconv.Itoa(c.TP),
+		"--sim-vllm-version", c.SimVersion, "--max-model-len", strconv.Itoa(c.MaxModelLen)}, c.SimArgs...)
+	target := predict.New(plan(t, args...), loadgen.EndpointCompletions)
 	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
 	_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
 		MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1})
 	require.NoError(t, err, c.ID)
 	require.Equal(t, c.NumPrompts, s.Completed, c.ID)
-	return speedFigures{TTFT: &s.TTFT.Mean, TPOT: &s.TPOT.Mean, Throughput: &s.OutputThroughput}
+	return speedFigures{TTFT: &s.TTFT.Mean, MedianTTFT: &s.TTFT.Median, TPOT: &s.TPOT.Mean,
+		MedianTPOT: &s.TPOT.Median, Throughput: &s.OutputThroughput}
 }
 
 // speedErrors are the predicted figures' errors against the measured ones, in percent to
 // one decimal.
 func speedErrors(measured, got speedFigures) speedFigures {
 	var e speedFigures
-	for i := range 3 {
-		m, g := measured.list()[i], got.list()[i]
+	ms, gs, es := measured.list(), got.list(), e.list()
+	for i := range ms {
+		m, g := *ms[i], *gs[i]
 		if m == nil || *m == 0 {
 			continue
 		}
 		v := math.Round((*g-*m)/(*m)*1000) / 10
-		switch i {
-		case 0:
-			e.TTFT = &v
-		case 1:
-			e.TPOT = &v
-		case 2:
-			e.Throughput = &v
-		}
+		*es[i] = &v
 	}
 	return e
+}
+
+// speedCell is one column of a case's row, and the figure it compares (-1: none published).
+func speedCell(c speedCase, got, e speedFigures, col [2]int) (string, int) {
+	ms, gs, es := c.Measured.list(), got.list(), e.list()
+	for _, i := range []int{col[0], col[1]} {
+		if *ms[i] != nil && *es[i] != nil {
+			tag := ""
+			if i != col[0] {
+				tag = "p50 "
+			}
+			return fmt.Sprintf("%s%.1f / %.1f (%+.1f%%)", tag, **ms[i], **gs[i], **es[i]), i
+		}
+	}
+	return fmt.Sprintf("%.1f pred", **gs[col[0]]), -1
 }
 
 func TestSpeedCorpus(t *testing.T) {
@@ -96,28 +123,35 @@ func TestSpeedCorpus(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &cor))
 	require.GreaterOrEqual(t, len(cor.Cases), 10)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-44s %-17s %-20s %-24s %-20s %s\n", "case", "GPU", "TTFT ms (err)", "TPOT ms (err)", "out tok/s (err)", "")
+	fmt.Fprintf(&b, "\n%-48s %-17s %-26s %-24s %-24s\n", "case", "GPU", "TTFT ms (err)", "TPOT ms (err)", "out tok/s (err)")
 	errs := map[string]speedFigures{}
 	var abs [3][]float64
+	var excluded []string
 	for _, c := range cor.Cases {
 		require.Equal(t, "heldout", c.Set, "%s: every published result is held out", c.ID)
+		if c.Exclude != "" {
+			excluded = append(excluded, c.ID+": "+c.Exclude)
+			continue
+		}
 		got := predictSpeed(t, c)
 		e := speedErrors(c.Measured, got)
 		errs[c.ID] = e
 		cells := make([]string, 3)
-		for i := range cells {
-			m, g, pe := c.Measured.list()[i], got.list()[i], e.list()[i]
-			cells[i] = fmt.Sprintf("%.1f pred", *g)
-			if m != nil && pe != nil {
-				cells[i] = fmt.Sprintf("%.1f / %.1f (%+.1f%%)", *m, *g, *pe)
-				abs[i] = append(abs[i], math.Abs(*pe))
+		for k, col := range speedColumns {
+			var i int
+			cells[k], i = speedCell(c, got, e, col)
+			if i >= 0 {
+				abs[k] = append(abs[k], math.Abs(**e.list()[i]))
 			}
 		}
-		fmt.Fprintf(&b, "%-44s %-17s %-20s %-24s %-20s\n", c.ID, fmt.Sprintf("%s TP%d", c.GPUProfile, c.TP), cells[0], cells[1], cells[2])
+		fmt.Fprintf(&b, "%-48s %-17s %-26s %-24s %-24s\n", c.ID, fmt.Sprintf("%s TP%d", c.GPUProfile, c.TP), cells[0], cells[1], cells[2])
 		checkSpeedBaseline(t, c, e)
 	}
 	for i, name := range []string{"TTFT", "TPOT", "output throughput"} {
 		fmt.Fprintf(&b, "%s: %s\n", name, within15(abs[i]))
+	}
+	for _, x := range excluded {
+		fmt.Fprintf(&b, "excluded %s\n", x)
 	}
 	t.Log(b.String())
 	if path := os.Getenv("VLLMTOP_SPEED_BASELINE_OUT"); path != "" {
@@ -134,10 +168,11 @@ func checkSpeedBaseline(t *testing.T, c speedCase, e speedFigures) {
 	if c.Baseline == nil {
 		return
 	}
-	for i, name := range []string{"TTFT", "TPOT", "output throughput"} {
-		b, now := c.Baseline.list()[i], e.list()[i]
-		if b != nil && now != nil && math.Abs(*now) > math.Abs(*b)+1 {
-			t.Errorf("%s: %s error %+.1f%%, the baseline was %+.1f%%", c.ID, name, *now, *b)
+	bs, now := c.Baseline.list(), e.list()
+	for i, name := range speedFigureNames {
+		b, n := *bs[i], *now[i]
+		if b != nil && n != nil && math.Abs(*n) > math.Abs(*b)+1 {
+			t.Errorf("%s: %s error %+.1f%%, the baseline was %+.1f%%", c.ID, name, *n, *b)
 		}
 	}
 }
