@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -135,4 +136,47 @@ func TestQuantizedCheckpointWeights(t *testing.T) {
 	// nvidia/Qwen3.6-35B-A3B-NVFP4: 23.5 GB of files with a BF16 MTP layer of about 0.845e9
 	// parameters (its 256 experts of 512, attention and fc).
 	within(t, 23.5e9-2*0.845e9, weights("nvidia/Qwen3.6-35B-A3B-NVFP4"), 0.02, "Qwen3.6-35B-A3B-NVFP4 weights")
+}
+
+// gemma4Config is the part of google/gemma-4-26B-A4B's config.json that sizes the model, as
+// the copies cited in its catalogue entry give it (layer_types: five sliding layers, then one
+// full, five times).
+const gemma4Config = `{"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+ "tie_word_embeddings": true,
+ "text_config": {"model_type": "gemma4_text", "dtype": "bfloat16", "num_hidden_layers": 30, "hidden_size": 2816,
+  "intermediate_size": 2112, "moe_intermediate_size": 704, "num_attention_heads": 16, "num_key_value_heads": 8,
+  "num_global_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512, "attention_k_eq_v": true,
+  "vocab_size": 262144, "max_position_embeddings": 262144, "sliding_window": 1024, "num_kv_shared_layers": 0,
+  "enable_moe_block": true, "num_experts": 128, "top_k_experts": 8, "tie_word_embeddings": true,
+  "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+   "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+   "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+   "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+   "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]},
+ "vision_config": {"model_type": "gemma4_vision", "hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27}}`
+
+// TestHFConfigGemma4 reads Gemma-4's config as --sim-model-config does and finds the
+// catalogue entry's shape: the full layers' own KV heads and head dimension, the dense MLP
+// beside the experts, and the same text parameters.
+func TestHFConfigGemma4(t *testing.T) {
+	m, err := ModelFromHFConfig("test/gemma-4", []byte(gemma4Config))
+	require.NoError(t, err)
+	c, err := BuiltinProfiles().Model("google/gemma-4-26B-A4B")
+	require.NoError(t, err)
+	assert.Equal(t, []int{512, 2, 25, 1024, 128, 8, 2112},
+		[]int{m.FullAttentionHeadDim, m.FullAttentionKVHeads, m.NumSlidingWindowLayers, m.SlidingWindow, m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	assert.Equal(t, []int{c.FullAttentionHeadDim, c.FullAttentionKVHeads, c.NumSlidingWindowLayers, c.SlidingWindow, c.NumExperts, c.ExpertsPerToken, c.IntermediateSize},
+		[]int{m.FullAttentionHeadDim, m.FullAttentionKVHeads, m.NumSlidingWindowLayers, m.SlidingWindow, m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	// The shape count leaves out the norms the reader counts (two a layer and one at the end).
+	within(t, gemma4MoE()+2816*61, m.Params-m.EncoderParams, 0.001, "text parameters")
+	within(t, c.ActiveParams, m.ActiveParams, 0.01, "active parameters")
+	within(t, c.ExpertParams(), m.ExpertParams(), 0.001, "one expert across the layers")
+	t.Logf("Gemma-4 26B-A4B from its config: %.4g parameters (%.4g text, %.4g active), encoder %.3g",
+		m.Params, m.Params-m.EncoderParams, m.ActiveParams, m.EncoderParams)
+
+	// Without attention_k_eq_v the full layers keep num_key_value_heads.
+	m2, err := ModelFromHFConfig("test/gemma-4", []byte(strings.Replace(gemma4Config, `"attention_k_eq_v": true`, `"attention_k_eq_v": false`, 1)))
+	require.NoError(t, err)
+	assert.Equal(t, 0, m2.FullAttentionKVHeads)
+	assert.Equal(t, 512, m2.FullAttentionHeadDim)
 }
