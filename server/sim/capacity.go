@@ -113,7 +113,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	}
 	c.Layout = l
 	c.BytesPerToken = l.AttentionBytesPerToken * int64(l.FullLayers)
-	c.SlidingBytesPerToken = l.AttentionBytesPerToken * int64(l.SlidingLayers)
+	c.SlidingBytesPerToken = l.SlidingBytesPerToken * int64(l.SlidingLayers)
 	c.StateBytesPerSeq = l.MambaStateBytes * int64(l.MambaLayers)
 	c.BlockBytes = l.BlockBytes()
 	c.BlocksPerRequest = l.BlocksPerRequest(s.MaxModelLen)
@@ -180,7 +180,7 @@ func KVCapacity(l KVLayout, availableBytes int64, maxModelLen int, v Version) (n
 	if v.AtLeast("0.21.0") {
 		tokens = int(maxConcurrency * float64(maxModelLen))
 	} else {
-		tokens = numBlocks / l.NumGroups() * l.BlockSize
+		tokens = numBlocks / l.NumGroups() * l.MinBlockSize()
 	}
 	return numBlocks, maxConcurrency, tokens
 }

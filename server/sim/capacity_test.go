@@ -194,7 +194,7 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		msg  string
 	}{
-		{"unknown model lists the known ones", Config{Model: "acme/Nonexistent-7B"}, "known models: Qwen/QwQ-32B, Qwen/Qwen1.5-7B-Chat"},
+		{"unknown model lists the known ones", Config{Model: "acme/Nonexistent-7B"}, "known models: MiniMaxAI/MiniMax-M2.7, Qwen/QwQ-32B, Qwen/Qwen1.5-7B-Chat"},
 		{"unknown gpu", Config{GPU: "TPU-v5"}, "known GPUs: H200, H100-SXM-80GB"},
 		{"utilisation above 1", Config{GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization must be greater than 0 and at most 1"},
 		{"utilisation negative", Config{GPUMemoryUtilization: -0.1}, "--gpu-memory-utilization must be greater than 0"},

@@ -63,6 +63,7 @@ type hfConfig struct {
 	hfMoE
 	hfMLA
 	hfLinear
+	hfGemma4
 
 	Quant        *hfQuant  `json:"quantization_config"`
 	TextConfig   *hfConfig `json:"text_config"`

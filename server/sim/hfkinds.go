@@ -90,7 +90,7 @@ func (c *hfConfig) moe(s *hfShape) error {
 	if s.experts, err = hfInt("num_experts", 0, 1<<12, 0, c.NumExperts, c.NumLocalExperts, c.NRoutedExperts); err != nil {
 		return err
 	}
-	if s.topK, err = hfInt("num_experts_per_tok", 0, max(s.experts, 1), 0, c.ExpertsPerTok, c.MoETopK); err != nil {
+	if s.topK, err = hfInt("num_experts_per_tok", 0, max(s.experts, 1), 0, c.ExpertsPerTok, c.MoETopK, c.TopKExperts); err != nil {
 		return err
 	}
 	if s.experts == 0 || s.topK == 0 {
@@ -111,6 +111,7 @@ func (c *hfConfig) moe(s *hfShape) error {
 			s.moeLayers++
 		}
 	}
+	s.parallelMLP = c.EnableMoEBlock != nil && *c.EnableMoEBlock
 	if c.InterMLP != nil {
 		s.denseInter, _ = hfInt("intermediate_size_mlp", 1, 1<<22, s.inter, c.InterMLP)
 	}

@@ -15,6 +15,9 @@ type hfShape struct {
 	moeLayers, denseInter    int
 	sharedInter              int // shared experts' total intermediate size per MoE layer
 	nonGated                 bool
+	// parallelMLP: every layer runs its dense MLP beside the experts (Gemma-4's
+	// enable_moe_block); kEqV: full layers' values are their keys.
+	parallelMLP, kEqV bool
 }
 
 // nonGatedMLP are the families whose MLP has two matrices (up and down), not three.
@@ -50,6 +53,10 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 	if err = c.linearState(&m, s); err != nil {
 		return Model{}, err
 	}
+	if err = c.fullAttention(&m); err != nil {
+		return Model{}, err
+	}
+	s.kEqV = c.kEqV()
 	if m.DType = strings.ToLower(firstNonEmpty(c.TorchDType, c.DType, top.TorchDType, top.DType, "float32")); m.DType == "float" {
 		m.DType = "float32"
 	}
@@ -57,15 +64,15 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 		return Model{}, fmt.Errorf("torch_dtype: %w", err)
 	}
 	if s.experts > 0 {
-		m.NumExperts, m.ExpertsPerToken, m.IntermediateSize = s.experts, s.topK, s.moeInter
+		m.NumExperts, m.ExpertsPerToken = s.experts, s.topK
+		if !s.parallelMLP {
+			m.IntermediateSize = s.moeInter
+		}
 	}
 	m.Params, m.ActiveParams = hfParams(s, m)
 	if top.VisionConfig != nil {
 		m.EncoderParams = top.VisionConfig.params()
 		m.Params += m.EncoderParams
-		if m.ActiveParams > 0 {
-			m.ActiveParams += m.EncoderParams // so the inactive experts stay what they are
-		}
 	}
 	if err := quantize(&m, firstQuant(c.Quant, top.Quant)); err != nil {
 		return Model{}, err

@@ -20,6 +20,7 @@ func hfParams(s hfShape, m Model) (total, active float64) {
 	attn := attentionParams(m)
 	full := s.layers - s.mlpOnly - s.linear
 	total = embed + float64(full)*attn + float64(s.linear)*linearParams(m, s.mamba) + h*float64(2*s.layers+1)
+	total += float64(full-s.sliding) * fullAttentionParamsDelta(m, s.kEqV)
 	mats := 3.0
 	if s.nonGated {
 		mats = 2
@@ -29,6 +30,9 @@ func hfParams(s hfShape, m Model) (total, active float64) {
 		mlpLayers = s.mlpOnly // Nemotron-H: mixers and MLPs are layers of their own
 	}
 	denseLayers := mlpLayers - s.moeLayers
+	if s.parallelMLP {
+		denseLayers = mlpLayers
+	}
 	total += float64(denseLayers) * mats * h * float64(s.denseInter)
 	if s.experts == 0 {
 		return total, 0

@@ -13,7 +13,12 @@ type KVLayout struct {
 	BlockSize int   // tokens per block, after the hybrid alignment
 	PageBytes int64 // one layer's share of one block
 
-	AttentionBytesPerToken int64 // one attention layer, one token: 2 x KV heads x head dim x dtype
+	AttentionBytesPerToken int64 // one full-attention layer, one token: 2 x KV heads x head dim x dtype
+	// SlidingBytesPerToken is one sliding-window layer's; it differs from the full layers'
+	// when those have their own KV shape (Gemma-4), and then SlidingBlockSize differs from
+	// BlockSize so that both kinds fill the same page (docs/hybrid-kv.md#layers-of-two-shapes).
+	SlidingBytesPerToken int64
+	SlidingBlockSize     int
 	// MambaStateBytes is one linear-attention layer's state (conv and temporal), unpadded.
 	MambaStateBytes int64
 	// BlockSizeRaised is set when the hybrid alignment raised the block size ("Setting
@@ -75,7 +80,29 @@ func (l KVLayout) slidingBlocks(tokens, scheduled int) int {
 	if l.SlidingGroups == 0 {
 		return 0
 	}
-	return min(ceilDiv(tokens, l.BlockSize), ceilDiv(l.SlidingWindow-1+scheduled, l.BlockSize)+1)
+	bs := l.slidingBlockSize()
+	return min(ceilDiv(tokens, bs), ceilDiv(l.SlidingWindow-1+scheduled, bs)+1)
+}
+
+// slidingBlockSize is the block size of the sliding-window groups.
+func (l KVLayout) slidingBlockSize() int {
+	if l.SlidingBlockSize > 0 {
+		return l.SlidingBlockSize
+	}
+	return l.BlockSize
+}
+
+// MinBlockSize is the smallest block size of any group, which the old token line counts in.
+func (l KVLayout) MinBlockSize() int {
+	if l.SlidingGroups > 0 {
+		return min(l.BlockSize, l.slidingBlockSize())
+	}
+	return l.BlockSize
+}
+
+// slidingCapBlocks is what one sliding-window layer holds for a maxModelLen request at most.
+func (l KVLayout) slidingCapBlocks(maxModelLen int) int {
+	return ceilDiv(min(l.SlidingWindow-1+l.SlidingReserveTokens, maxModelLen), l.slidingBlockSize()) + 1
 }
 
 // ExtraBlocks is what a request holds outside the full-attention groups: sliding-window
@@ -89,7 +116,7 @@ func (l KVLayout) ExtraBlocks(tokens, scheduled int) int {
 func (l KVLayout) BlocksPerRequest(maxModelLen int) int {
 	n := l.FullGroups * ceilDiv(maxModelLen, l.BlockSize)
 	if l.SlidingGroups > 0 {
-		n += l.SlidingGroups * (ceilDiv(min(l.SlidingWindow-1+l.SlidingReserveTokens, maxModelLen), l.BlockSize) + 1)
+		n += l.SlidingGroups * l.slidingCapBlocks(maxModelLen)
 	}
 	return n + l.MambaGroups*l.MambaBlocks
 }
@@ -99,7 +126,7 @@ func (l KVLayout) BlocksPerRequest(maxModelLen int) int {
 func (l KVLayout) neededBytes(maxModelLen int) int64 {
 	perLayer := int64(l.FullLayers) * int64(ceilDiv(maxModelLen, l.BlockSize))
 	if l.SlidingLayers > 0 {
-		perLayer += int64(l.SlidingLayers) * int64(ceilDiv(min(l.SlidingWindow-1+l.SlidingReserveTokens, maxModelLen), l.BlockSize)+1)
+		perLayer += int64(l.SlidingLayers) * int64(l.slidingCapBlocks(maxModelLen))
 	}
 	perLayer += int64(l.MambaLayers) * int64(l.MambaBlocks)
 	return perLayer * l.PageBytes
@@ -130,6 +157,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 	l := KVLayout{
 		BlockSize:              s.BlockSize,
 		AttentionBytesPerToken: attentionBytesPerToken(s),
+		SlidingBytesPerToken:   attentionBytesPerToken(s),
 		FullLayers:             m.NumFullAttentionLayers(),
 		SlidingLayers:          m.NumSlidingWindowLayers,
 		MambaLayers:            m.NumLinearAttentionLayers,
@@ -144,6 +172,9 @@ func kvLayout(s *Setup) (KVLayout, error) {
 	spec := s.NumSpeculativeTokens()
 	l.BlockSize, l.BlockSizeForcedBy = mlaBlockSize(s, l.BlockSize)
 	l.PageBytes = int64(l.BlockSize) * l.AttentionBytesPerToken
+	if err := l.unifyPages(s); err != nil {
+		return l, err
+	}
 	if l.MambaLayers > 0 {
 		if m.LinearNumValueHeads%tp != 0 || m.LinearNumKeyHeads%tp != 0 {
 			return l, &ConfigError{fmt.Sprintf("linear attention heads (%d key, %d value) must be divisible by tensor parallel size (%d).", m.LinearNumKeyHeads, m.LinearNumValueHeads, tp)}
@@ -213,6 +244,55 @@ func gdnStateBytes(s *Setup) int64 {
 	conv := float64((m.LinearConvKernelDim-1+s.NumSpeculativeTokens())*convDim) * modelBytes
 	temporal := float64(m.LinearNumValueHeads/tp*m.LinearValueHeadDim*m.LinearKeyHeadDim) * ssmBytes
 	return int64(conv + temporal)
+}
+
+// unifyPages gives the full-attention layers their own KV shape when the model has one, and
+// scales the block size of the kind with the smaller page until both pages are equal, as
+// vLLM's unify_kv_cache_spec_page_size does (docs/hybrid-kv.md#layers-of-two-shapes).
+func (l *KVLayout) unifyPages(s *Setup) error {
+	m := s.ModelProfile
+	if m.FullAttentionHeadDim == 0 && m.FullAttentionKVHeads == 0 {
+		return nil
+	}
+	if l.MambaLayers > 0 || m.IsMLA() {
+		return &ConfigError{"full-attention layers of their own KV shape are simulated beside sliding-window layers only"}
+	}
+	full := fullAttentionBytesPerToken(s)
+	l.AttentionBytesPerToken = full
+	if l.SlidingLayers == 0 {
+		l.PageBytes = int64(l.BlockSize) * full
+		return nil
+	}
+	sliding := l.SlidingBytesPerToken
+	small, large := min(full, sliding), max(full, sliding)
+	if large%small != 0 {
+		return &ConfigError{fmt.Sprintf("KV page sizes of %d and %d bytes per token are not multiples of each other; vLLM cannot unify them.", full, sliding)}
+	}
+	ratio := int(large / small)
+	l.SlidingBlockSize = l.BlockSize
+	if full < sliding {
+		l.BlockSize *= ratio
+	} else {
+		l.SlidingBlockSize *= ratio
+	}
+	l.PageBytes = int64(l.BlockSize) * full
+	return nil
+}
+
+// fullAttentionBytesPerToken is a full-attention layer's cache for one token on one GPU when
+// those layers have their own head dimension or KV head count.
+func fullAttentionBytesPerToken(s *Setup) int64 {
+	m := s.ModelProfile
+	kvBytes, _ := dtypeBytes(s.KVDType)
+	heads, dim := m.NumKeyValueHeads, m.HeadDim
+	if m.FullAttentionKVHeads > 0 {
+		heads = m.FullAttentionKVHeads
+	}
+	if m.FullAttentionHeadDim > 0 {
+		dim = m.FullAttentionHeadDim
+	}
+	kvHeads := max(1, heads/s.TensorParallelSize)
+	return int64(math.Round(2 * float64(kvHeads*dim) * kvBytes))
 }
 
 func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }

@@ -66,6 +66,10 @@ type Model struct {
 	// (num_layers minus these) are full attention.
 	NumSlidingWindowLayers int `json:"num_sliding_window_layers,omitempty"`
 	SlidingWindow          int `json:"sliding_window,omitempty"` // tokens
+	// Full-attention layers with their own KV shape (Gemma-4's global_head_dim and
+	// num_global_key_value_heads); 0 means the model's head_dim and num_key_value_heads.
+	FullAttentionHeadDim int `json:"full_attention_head_dim,omitempty"`
+	FullAttentionKVHeads int `json:"full_attention_kv_heads,omitempty"`
 	// Gated-DeltaNet ("linear_attention") layers keep a fixed-size state per request instead
 	// of a growing KV cache: a conv state in the model dtype and a temporal state in
 	// mamba_ssm_dtype.
@@ -115,12 +119,13 @@ func (m Model) IsMLA() bool { return m.KVLoraRank > 0 }
 func (m Model) IsMoE() bool { return m.NumExperts > 0 && m.ExpertsPerToken > 0 && m.ActiveParams > 0 }
 
 // ExpertParams is the size of one expert across all layers, from the totals: the parameters
-// a token does not touch are the embedding table and the inactive experts.
+// a token does not touch are the embedding table, a vision or audio encoder and the inactive
+// experts.
 func (m Model) ExpertParams() float64 {
 	if !m.IsMoE() {
 		return 0
 	}
-	inactive := m.Params - m.ActiveParams - m.EmbeddingParams()
+	inactive := m.Params - m.ActiveParams - m.EmbeddingParams() - m.EncoderParams
 	if m.TieWordEmbeddings {
 		inactive += m.EmbeddingParams() // the tied table is the LM head, counted as active
 	}
@@ -154,6 +159,8 @@ func (m Model) validateLayers() error {
 		return fmt.Errorf("linear-attention layers need linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim (> 1)")
 	case m.EncoderParams < 0 || m.EncoderParams >= m.Params:
 		return fmt.Errorf("encoder_params must be between 0 and params")
+	case m.FullAttentionHeadDim < 0 || m.FullAttentionKVHeads < 0:
+		return fmt.Errorf("full_attention_head_dim and full_attention_kv_heads must not be negative")
 	case m.ExpertBytesPerParam < 0 || m.MTPLayers < 0:
 		return fmt.Errorf("expert_bytes_per_param and mtp_num_hidden_layers must not be negative")
 	case m.KVLoraRank < 0 || (m.KVLoraRank > 0 && (m.QKRopeHeadDim <= 0 || m.QKNopeHeadDim <= 0 || m.VHeadDim <= 0)):

@@ -56,6 +56,11 @@ type corpusCase struct {
 	Logged       logged   `json:"logged"`
 	Exclude      string   `json:"exclude"`
 	Baseline     *result  `json:"baseline"`
+
+	// SimModel is the catalogue entry a local or re-quantized checkpoint is sized as, and
+	// SimQuantization the --quantization that gives the entry the checkpoint's weights.
+	SimModel        string `json:"sim_model"`
+	SimQuantization string `json:"sim_quantization"`
 }
 
 type logged struct {
@@ -116,9 +121,12 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 	if why := catalogueGap(c, p); why != "" {
 		return nil, why
 	}
-	args := []string{catalogueModel(c.Model), "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
+	args := []string{simModel(c), "--sim-gpu", c.GPUProfile, "--sim-vllm-version", c.SimVersion}
 	if strings.Contains(c.EntryPoint, "LLM") {
 		args = append(args, "--sim-entry-point", "llm")
+	}
+	if c.SimQuantization != "" {
+		args = append(args, "--quantization", c.SimQuantization)
 	}
 	add := func(flag string, v int) {
 		if v > 0 {
@@ -154,9 +162,17 @@ func catalogueModel(model string) string {
 	return model
 }
 
+// simModel is the catalogue name the case runs as: its sim_model, else its model.
+func simModel(c corpusCase) string {
+	if c.SimModel != "" {
+		return c.SimModel
+	}
+	return catalogueModel(c.Model)
+}
+
 // catalogueGap says what of the case's model and GPU the built-in catalogue lacks, or "".
 func catalogueGap(c corpusCase, p *sim.Profiles) string {
-	if _, err := p.Model(catalogueModel(c.Model)); err != nil {
+	if _, err := p.Model(simModel(c)); err != nil {
 		return "not in catalogue: model " + c.Model
 	}
 	if _, err := p.GPU(c.GPUProfile); err != nil {
