@@ -274,6 +274,9 @@ func TestValidationCorpus(t *testing.T) {
 		t.Log(validationTable(cor.Cases, results, set))
 	}
 	t.Log(catalogueCoverage(cor.Cases, profiles))
+	if path := os.Getenv("VLLMTOP_VALIDATION_MARKDOWN_OUT"); path != "" {
+		require.NoError(t, os.WriteFile(filepath.Clean(path), []byte(markdownTables(cor.Cases, results)), 0o644))
+	}
 	if path := os.Getenv("VLLMTOP_VALIDATION_BASELINE_OUT"); path != "" {
 		b, err := json.MarshalIndent(results, "", " ")
 		require.NoError(t, err)
