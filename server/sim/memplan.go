@@ -5,8 +5,9 @@ import "math"
 // The memory plan changed with vLLM's engine and profiler (docs/calibration.md#memory-model-by-version):
 // V0 (before 0.8) measured the profiling peak from torch's allocated peak before 0.2.5, from
 // the free memory from 0.2.5 until 0.6.4 and from torch's allocated peak again after, and ran
-// the sampler's full top-p/top-k pass over max_num_seqs rows on the driver rank only; the V1 engine (0.8 on) samples greedily in its dummy sampler run, on
-// every rank, and counts more non-torch memory.
+// the sampler's full top-p/top-k pass over max_num_seqs rows on the driver rank only; the V1
+// engine (0.8 on) runs its dummy sampler with top-p/top-k on every rank, through the release's
+// default kernel (sampler.go).
 
 // V0 figures, fitted on the fit split of the validation corpus (docs/validation.md).
 const (
@@ -51,7 +52,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	}
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	if s.Version.V1Engine() {
-		peak := max(forward, h.SamplerBytesPerSeqVocab*entries)
+		peak := max(forward, v1SamplerPeak(s, entries))
 		nonTorch := h.NonTorchGiB
 		if s.TensorParallelSize > 1 {
 			nonTorch += h.NonTorchTPGiB
@@ -84,6 +85,19 @@ func heldAllReduceBytes(s *Setup) float64 {
 	m := s.ModelProfile
 	b, _ := dtypeBytes(s.ModelDType)
 	return float64(2*m.NumLayers+1) * float64(s.MaxNumBatchedTokens) * float64(m.HiddenSize) * b
+}
+
+// v1SamplerPeak is the V1 dummy sampler run's peak: the release's default top-k/top-p path,
+// or sampler_bytes_per_seq_vocab per entry where a host profile sets it.
+func v1SamplerPeak(s *Setup, entries float64) float64 {
+	if b := s.HostProfile.SamplerBytesPerSeqVocab; b > 0 {
+		return b * entries
+	}
+	logitsBytes, err := dtypeBytes(s.ModelDType)
+	if err != nil || logitsBytes < 2 {
+		logitsBytes = 2
+	}
+	return v1SamplerPeakBytes(v1SamplerPath(s.Version), s.MaxNumSeqs, s.ModelProfile.VocabSize, logitsBytes)
 }
 
 // defaultBatch applies the scheduler's defaults of release v: V1 takes them from the GPU

@@ -202,7 +202,10 @@ type Host struct {
 	// ActivationBytesPerTokenIntermediate is the dense MLP's share: per batched token and unit
 	// of intermediate size (split across tensor-parallel ranks).
 	ActivationBytesPerTokenIntermediate float64 `json:"activation_bytes_per_token_intermediate,omitempty"`
-	SamplerBytesPerSeqVocab             float64 `json:"sampler_bytes_per_seq_vocab"`
+	// SamplerBytesPerSeqVocab, when set, replaces the V1 dummy sampler's peak per sequence and
+	// vocabulary entry that the release's code gives (an install without FlashInfer runs the
+	// sort-based path, 38 B); the built-in hosts leave it unset.
+	SamplerBytesPerSeqVocab float64 `json:"sampler_bytes_per_seq_vocab,omitempty"`
 	// MoEActivationBytes is the fused-MoE buffers of the profiling forward, in bytes per token,
 	// active expert and expert intermediate size (split across tensor-parallel ranks).
 	MoEActivationBytes float64 `json:"moe_activation_bytes_per_token_expert_intermediate,omitempty"`
