@@ -90,6 +90,9 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	c := s.Capacity
 	version := s.Version.String()
 	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
+	if s.PipelineParallelSize > 1 {
+		wrk = l.stageWorker(s.TensorParallelSize, 0)
+	}
 
 	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s, max(1, l.dpSize))))
 	if lay := c.Layout; lay.BlockSizeRaised {
@@ -99,6 +102,7 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if lay := c.Layout; lay.MambaPaddingPercent > 0 {
 		l.record(eng, Info, "interface.py:935", fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", lay.MambaPaddingPercent))
 	}
+	l.partitionLines(s)
 	if s.V2ModelRunner() {
 		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
 		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
@@ -123,12 +127,19 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if s.NumGPUBlocksOverride > 0 {
 		profiled = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
 	}
-	l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+	if len(c.Stages) > 1 {
+		l.stageKVLines(s)
+	} else {
+		l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+	}
 	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
 		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
 	}
-	l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
-	l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
+	// The engine reports the unified cache once per worker (get_kv_cache_configs).
+	for range s.WorldSize() {
+		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
+		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
+	}
 	l.record(wrk, Info, "model_runner.py:766", fmt.Sprintf("Graph capturing finished in %.0f secs, took %.2f GiB", t.GraphCapture, graphPoolGiB(s)))
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
 }
@@ -186,7 +197,7 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		"download_dir=None",
 		"load_format=auto",
 		fmt.Sprintf("tensor_parallel_size=%d", s.TensorParallelSize),
-		"pipeline_parallel_size=1",
+		fmt.Sprintf("pipeline_parallel_size=%d", max(1, s.PipelineParallelSize)),
 		fmt.Sprintf("data_parallel_size=%d", dpSize),
 		"decode_context_parallel_size=1",
 		"dcp_comm_backend=ag_rs",
