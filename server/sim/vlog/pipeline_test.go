@@ -23,6 +23,12 @@ func TestPipelineStartupLines(t *testing.T) {
 	}
 	assert.Len(t, grep(ls, "GPU KV cache size: "), 6, "world size 2 x 3")
 	assert.Len(t, grep(ls, "pipeline_parallel_size=3, "), 1)
+	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PipelineParallelSize: 3, TensorParallelSize: 2}, nil)
+	require.NoError(t, err)
+	loading := grep(ls, "Model loading took ")
+	require.Len(t, loading, 1)
+	assert.Contains(t, loading[0], "(Worker_PP0_TP0 pid=")
+	assert.Contains(t, loading[0], "took "+sim.FormatGiB(s.Capacity.Stages[0].WeightsBytes)+" GiB", "the first stage's own weights")
 
 	even := startupLines(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PipelineParallelSize: 3, PPLayerPartition: "10,9,9"})
 	assert.Empty(t, grep(even, "unevenly"), "a split the user set is not noted")

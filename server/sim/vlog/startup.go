@@ -90,8 +90,10 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	c := s.Capacity
 	version := s.Version.String()
 	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
-	if s.PipelineParallelSize > 1 {
-		wrk = l.stageWorker(s.TensorParallelSize, 0)
+	weights := c.WeightsBytes
+	if len(c.Stages) > 1 {
+		// The model runner's lines are the first stage's worker's, with its own weights.
+		wrk, weights = l.stageWorker(s.TensorParallelSize, 0), c.Stages[0].WeightsBytes
 	}
 
 	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s, max(1, l.dpSize))))
@@ -107,11 +109,11 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
 		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(c.WeightsBytes), t.ModelLoad))
+		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
 	} else {
 		l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, c.WeightsBytes, t.ModelLoad))
+		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
 	}
 	if s.CUDAGraphProfiled() {
 		est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
