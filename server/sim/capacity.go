@@ -40,6 +40,9 @@ type Capacity struct {
 	// KVCacheTokens is the "GPU KV cache size: N tokens" figure: int(MaxConcurrency x
 	// max_model_len) from 0.21 on, num_blocks // groups x block size before.
 	KVCacheTokens int
+	// Stages is every pipeline stage's plan with --pipeline-parallel-size above 1 (nil
+	// without); the figures above are then those of the stage with the fewest blocks.
+	Stages []Stage
 }
 
 // StartupKind says which of vLLM's startup failures a StartupError is.
@@ -93,7 +96,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), PyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
 	}
 
-	c.WeightsBytes = int64(weightBytes(s) / tp)
+	c.WeightsBytes = int64(stageWeightBytes(s) / tp)
 	if c.WeightsBytes > c.FreeBytes {
 		return c, &StartupError{Kind: LoadOOM, Exception: "torch.OutOfMemoryError", Capacity: c, Message: fmt.Sprintf(
 			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original error: CUDA out of memory. Tried to allocate %s GiB. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.)",

@@ -29,6 +29,8 @@ type Config struct {
 	DType                string  // --dtype (default "auto": the checkpoint dtype)
 	Quantization         string  // --quantization: "", "awq", "gptq", "fp8"
 	TensorParallelSize   int     // --tensor-parallel-size (default 1)
+	PipelineParallelSize int     // --pipeline-parallel-size (default 1)
+	PPLayerPartition     string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
 	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
 	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
 	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
@@ -76,6 +78,7 @@ type Setup struct {
 	Capacity   Capacity
 	// Version is the vLLM release imitated.
 	Version Version
+	stage   *ppStage // set on one pipeline stage's view (pipeline.go)
 }
 
 // NumSpeculativeTokens is the number of draft tokens per step (0 without speculative decoding).
@@ -129,7 +132,7 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	}
 
 	s.Config = cfg
-	if s.Capacity, err = computeCapacity(s); err != nil {
+	if s.Capacity, err = planCapacity(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -190,6 +193,12 @@ func resolveLayout(cfg *Config, m Model) error {
 	}
 	if cfg.TensorParallelSize < 0 || cfg.TensorParallelSize > 64 {
 		return &ConfigError{fmt.Sprintf("--tensor-parallel-size must be between 1 and 64, got %d", cfg.TensorParallelSize)}
+	}
+	if cfg.PipelineParallelSize == 0 {
+		cfg.PipelineParallelSize = 1
+	}
+	if cfg.PipelineParallelSize < 0 || cfg.PipelineParallelSize > 64 {
+		return &ConfigError{fmt.Sprintf("--pipeline-parallel-size must be between 1 and 64, got %d", cfg.PipelineParallelSize)}
 	}
 	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
 		return &ConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}

@@ -51,6 +51,9 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		forward += h.ActivationBytesPerTokenIntermediate * tokens * float64(m.IntermediateSize) / tp
 	}
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
+	if !s.lastStage() {
+		entries = 0 // only the last pipeline stage computes logits and samples
+	}
 	if s.Version.V1Engine() {
 		peak := max(forward, v1SamplerPeak(s, entries))
 		nonTorch := h.NonTorchGiB

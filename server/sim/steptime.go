@@ -38,9 +38,10 @@ type StepModel struct {
 	attnCoef     float64 // 4 x full-attention layers x heads x head_dim / TP
 	slidingCoef  float64 // the same for the sliding-window layers
 
-	draftSeconds float64 // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
-	hostStep     float64 // seconds
-	hostPerSeq   float64 // seconds
+	draftSeconds float64  // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
+	pipe         pipeline // pipeline stages (pipeline_step.go); size 1 without
+	hostStep     float64  // seconds
+	hostPerSeq   float64  // seconds
 }
 
 // NewStepModel builds the step model for a resolved setup.
@@ -81,6 +82,10 @@ func NewStepModel(s *Setup) *StepModel {
 		hostStep:     h.StepMS * 1e-3,
 		hostPerSeq:   h.PerSeqUS * 1e-6,
 	}
+	sm.pipe = newPipeline(s)
+	if sm.pipe.size > 1 {
+		sm.kvBytes, sm.slidingBytes, sm.stateBytes = wholeModelKV(s)
+	}
 	if sp := s.Speculative; sp != nil && sp.Method != "ngram" {
 		// One drafting pass runs a single decoder layer and the LM head (EAGLE and MTP heads
 		// are one layer; a draft model is taken as the same size).
@@ -92,8 +97,16 @@ func NewStepModel(s *Setup) *StepModel {
 
 // GPUSeconds is the GPU time of a step: the per-layer floor, a smooth roofline over weight
 // streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, and the
-// linear-attention state traffic.
+// linear-attention state traffic; with pipeline stages, the pipeline's period for the batch.
 func (sm *StepModel) GPUSeconds(batch []Work) float64 {
+	if sm.pipe.size > 1 {
+		return sm.pipelineSeconds(batch)
+	}
+	return sm.modelSeconds(batch)
+}
+
+// modelSeconds is one pass of batch through every layer of the model.
+func (sm *StepModel) modelSeconds(batch []Work) float64 {
 	var tokens, seqs, kvRead, attnFLOPs float64
 	for _, w := range batch {
 		q, c := float64(w.Q), float64(w.C)

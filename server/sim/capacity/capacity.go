@@ -150,6 +150,8 @@ type Report struct {
 	// Columns are the simulator's plan, the first the setting as given; none without a plan.
 	Columns []Column
 	PlanErr string // why the simulator, which models the server, has no plan
+	// Layout are lines on the GPUs of one engine (tensor and pipeline parallel), if several.
+	Layout []string
 
 	// The server's KV cache now.
 	KVTokens, KVBlocks, BlockSize, MaxModelLen Figure[int]
@@ -194,6 +196,9 @@ func (r Report) Render(width int) string {
 	width = max(width, 60)
 	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g: a request of %d prompt + %d output tokens\n\n",
 		r.Model, r.GPU, r.Util, r.Workload.PromptTokens, r.Workload.OutputTokens)
+	if len(r.Layout) > 0 {
+		b.WriteString(strings.Join(r.Layout, "\n") + "\n\n")
+	}
 	if len(r.Columns) == 0 {
 		return b.String()
 	}

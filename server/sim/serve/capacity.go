@@ -79,6 +79,11 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 	if s := first.setup; s != nil {
 		r.Model, r.GPU, r.Util = s.Model, s.GPUProfile.Name, s.GPUMemoryUtilization
 	}
+	if first.setup != nil {
+		r.Layout = sim.LayoutLines(first.setup.Config, first.setup.Capacity)
+	} else if first.startup != nil {
+		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
+	}
 	variants := []struct {
 		name  string
 		apply func(*sim.Config)

@@ -209,6 +209,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 		_ = fs.SetAnnotation(name, OwnFlag, nil)
 	}
 	defineDPFlags(fs, o)
+	definePPFlags(fs, o)
 	r.help = fs.BoolP("help", "h", false, "Show this help")
 	return r
 }
@@ -306,6 +307,9 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 		}
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
+	if err := o.checkPP(getenv); err != nil {
+		return err
+	}
 
 	if *r.specConfig != "" {
 		sp, err := parseSpeculativeConfig(*r.specConfig)
@@ -482,7 +486,7 @@ func expandShortAliases(args []string) []string {
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + a[4:]
 		default:
-			a = expandDPAlias(a)
+			a = expandPPAlias(expandDPAlias(a))
 		}
 		out = append(out, a)
 	}

@@ -113,10 +113,6 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		return nil, "GPU not identified"
 	case c.TP <= 0 || c.PP <= 0:
 		return nil, "parallel layout not identified"
-	case c.PP > 1:
-		return nil, "no --pipeline-parallel-size"
-	case c.DP > 1:
-		return nil, "no --data-parallel-size"
 	}
 	if why := catalogueGap(c, p); why != "" {
 		return nil, why
@@ -134,6 +130,13 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		}
 	}
 	add("--tensor-parallel-size", c.TP)
+	if c.PP > 1 {
+		add("--pipeline-parallel-size", c.PP)
+	}
+	if c.DP > 1 {
+		// Each data-parallel engine logs its own cache, which is one engine's plan.
+		add("--data-parallel-size", c.DP)
+	}
 	add("--max-model-len", c.MaxModelLen)
 	add("--max-num-seqs", c.MaxNumSeqs)
 	add("--max-num-batched-tokens", c.MaxBatched)

@@ -94,6 +94,11 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	c := s.Capacity
 	version := s.Version.String()
 	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
+	weights := c.WeightsBytes
+	if len(c.Stages) > 1 {
+		// The model runner's lines are the first stage's worker's, with its own weights.
+		wrk, weights = l.stageWorker(s.TensorParallelSize, 0), c.Stages[0].WeightsBytes
+	}
 
 	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s, max(1, l.dpSize))))
 	if lay := c.Layout; lay.BlockSizeRaised {
@@ -103,15 +108,16 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if lay := c.Layout; lay.MambaPaddingPercent > 0 {
 		l.record(eng, Info, "interface.py:935", fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", lay.MambaPaddingPercent))
 	}
+	l.partitionLines(s)
 	if s.V2ModelRunner() {
 		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
 		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(c.WeightsBytes), t.ModelLoad))
+		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
 	} else {
 		l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, c.WeightsBytes, t.ModelLoad))
+		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
 	}
 	if s.CUDAGraphProfiled() {
 		est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
@@ -127,12 +133,19 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if s.NumGPUBlocksOverride > 0 {
 		profiled = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
 	}
-	l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+	if len(c.Stages) > 1 {
+		l.stageKVLines(s)
+	} else {
+		l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+	}
 	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
 		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
 	}
-	l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
-	l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
+	// The engine reports the unified cache once per worker (get_kv_cache_configs).
+	for range s.WorldSize() {
+		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
+		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
+	}
 	l.record(wrk, Info, "model_runner.py:766", fmt.Sprintf("Graph capturing finished in %.0f secs, took %.2f GiB", t.GraphCapture, graphPoolGiB(s)))
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
 }
@@ -190,7 +203,7 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		"download_dir=None",
 		"load_format=auto",
 		fmt.Sprintf("tensor_parallel_size=%d", s.TensorParallelSize),
-		"pipeline_parallel_size=1",
+		fmt.Sprintf("pipeline_parallel_size=%d", max(1, s.PipelineParallelSize)),
 		fmt.Sprintf("data_parallel_size=%d", dpSize),
 		"decode_context_parallel_size=1",
 		"dcp_comm_backend=ag_rs",
