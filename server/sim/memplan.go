@@ -52,10 +52,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	if s.Version.V1Engine() {
 		peak := max(forward, h.SamplerBytesPerSeqVocab*entries)
-		nonTorch := h.NonTorchGiB
-		if s.TensorParallelSize > 1 {
-			nonTorch += h.NonTorchTPGiB
-		}
+		nonTorch := h.NonTorchGiB + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}
 	// The driver rank samples, and the engine sizes every rank's cache by the smallest.

@@ -1,0 +1,42 @@
+package sim
+
+// Non-torch memory of a tensor-parallel rank on the V1 engine
+// (docs/calibration.md#tensor-parallel-non-torch-memory). Two changes of 2025-09 moved it:
+// vLLM stopped forcing NCCL_CUMEM_ENABLE=0 (vllm#24141) and started NCCL before its memory
+// snapshot (vllm#25359). Since then the profile run counts what NCCL and the all-reduce
+// kernels allocate at their first large collective; on Hopper and Blackwell boards with
+// NVLink that is about 1.8 GiB a rank, fitted on fit-split H100 cases of vLLM 0.19.
+const (
+	// lazyNCCLRelease is the first release with both changes.
+	lazyNCCLRelease = "0.11.0"
+	// nvlinkTPNonTorchGiB and nvlinkTPNonTorchPerPeerGiB: a rank's extra non-torch memory on
+	// an NVLink Hopper/Blackwell board is the first at TP 2 plus the second for each rank
+	// beyond two (fit split, 0.19 H100: 1.83 GiB at TP 2, 1.88 at TP 4, over TP 1).
+	nvlinkTPNonTorchGiB        = 1.83
+	nvlinkTPNonTorchPerPeerGiB = 0.027
+)
+
+// nvlinkHopperClass names the built-in GPUs of compute capability 9.0 or 10.0 that are sold
+// on NVLink/NVSwitch baseboards (SXM): where the lazily connected NCCL channels and
+// FlashInfer's fused all-reduce (Hopper and Blackwell only) were measured.
+var nvlinkHopperClass = map[string]bool{
+	"H100-SXM-80GB": true,
+	"H200":          true,
+	"H20":           true,
+	"H20-141GB":     true,
+	"B200":          true,
+}
+
+// tensorParallelNonTorchGiB is what one rank of a V1 engine at s's tensor-parallel size holds
+// outside torch besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at
+// 0.10.1.1) before lazyNCCLRelease and on other GPUs, the NVLink Hopper figure from it on.
+func tensorParallelNonTorchGiB(s *Setup) float64 {
+	tp := s.TensorParallelSize
+	if tp <= 1 {
+		return 0
+	}
+	if !s.Version.AtLeast(lazyNCCLRelease) || !nvlinkHopperClass[s.GPUProfile.Name] {
+		return s.HostProfile.NonTorchTPGiB
+	}
+	return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
+}
