@@ -109,5 +109,8 @@ func checkTensorParallel(t *testing.T, name string, args []string, m sim.Model) 
 	// weights do not pay back.
 	nccl := b.Memory.NonTorchGiB - a.Memory.NonTorchGiB
 	assert.GreaterOrEqual(t, b.Memory.KVGiB+nccl+1e-9, a.Memory.KVGiB, "%s: KV GiB a GPU at TP 2, less the rank's NCCL buffers", name)
-	assert.GreaterOrEqual(t, b.KVTokens, a.KVTokens, "%s: KV tokens at TP 2", name)
+	// Where the KV heads are replicated (one KV head), those buffers can cost more tokens than
+	// the weights give back: compare with them returned to the cache.
+	tokens := float64(b.KVTokens) * (b.Memory.KVGiB + nccl) / b.Memory.KVGiB
+	assert.GreaterOrEqual(t, tokens+1, float64(a.KVTokens), "%s: KV tokens at TP 2, less the rank's NCCL buffers", name)
 }

@@ -1,0 +1,67 @@
+package sim
+
+// Non-torch memory of a tensor-parallel rank on the V1 engine
+// (docs/calibration.md#tensor-parallel-non-torch-memory). Two changes of 2025-09 moved it:
+// vLLM stopped forcing NCCL_CUMEM_ENABLE=0 (vllm#24141) and started NCCL before its memory
+// snapshot (vllm#25359). Since then the profile run counts what NCCL and the all-reduce
+// kernels allocate at their first large collective; on Hopper and Blackwell boards with
+// NVLink that is about 1.8 GiB a rank, fitted on fit-split H100 cases of vLLM 0.19.
+const (
+	// lazyNCCLRelease is the first release with both changes.
+	lazyNCCLRelease = "0.11.0"
+	// nvlinkTPNonTorchGiB and nvlinkTPNonTorchPerPeerGiB: a rank's extra non-torch memory on
+	// an NVLink Hopper/Blackwell board is the first at TP 2 plus the second for each rank
+	// beyond two (fit split, 0.19 H100: 1.83 GiB at TP 2, 1.88 at TP 4, over TP 1).
+	nvlinkTPNonTorchGiB        = 1.83
+	nvlinkTPNonTorchPerPeerGiB = 0.027
+)
+
+// nvlinkHopperClass names the built-in GPUs of compute capability 9.0 or 10.0 that are sold
+// on NVLink/NVSwitch baseboards (SXM): where the lazily connected NCCL channels and
+// FlashInfer's fused all-reduce (Hopper and Blackwell only) were measured.
+var nvlinkHopperClass = map[string]bool{
+	"H100-SXM-80GB": true,
+	"H200":          true,
+	"H20":           true,
+	"H20-141GB":     true,
+	"B200":          true,
+}
+
+// tensorParallelNonTorchGiB is what one rank of a V1 engine at s's tensor-parallel size holds
+// outside torch besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at
+// 0.10.1.1) before lazyNCCLRelease and on other GPUs, the NVLink Hopper figure from it on.
+func tensorParallelNonTorchGiB(s *Setup) float64 {
+	tp := s.TensorParallelSize
+	if tp <= 1 {
+		return 0
+	}
+	if !s.Version.AtLeast(lazyNCCLRelease) || !nvlinkHopperClass[s.GPUProfile.Name] {
+		return s.HostProfile.NonTorchTPGiB
+	}
+	return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
+}
+
+// Single-GPU non-torch memory grew over V1's releases; what each fit log shows over the host
+// profile's figure (0.021 GiB, fitted on the 0.10.1.1 Qwen2-7B fixture; the 0.10.0 B200 fit
+// log prints 0.07). Each step is taken from the first release whose fit log shows it: the
+// change happened there or before (docs/calibration.md#activation-memory).
+const (
+	// nonTorchV016GiB: 0.13 GiB at 0.16.0 (requested minus weights, activations and KV cache
+	// in the fit log of Qwen3-14B on an H100), over 0.021.
+	nonTorchV016GiB = 0.11
+	// nonTorchV019GiB: 0.25 GiB at 0.19.0 (the median of the DEBUG lines of eight fit logs on
+	// H100, 0.24 to 0.26), over 0.021.
+	nonTorchV019GiB = 0.23
+)
+
+// releaseNonTorchGiB is what release v's single-GPU non-torch memory adds to the host
+// profile's figure.
+func releaseNonTorchGiB(v Version) float64 {
+	switch {
+	case v.AtLeast("0.19.0"):
+		return nonTorchV019GiB
+	case v.AtLeast("0.16.0"):
+		return nonTorchV016GiB
+	}
+	return 0
+}
