@@ -24,8 +24,8 @@ func TestCapacityReportFitsTheWorkload(t *testing.T) {
 		limiter string
 	}{
 		{"KV-bound", []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, w,
-			70, 70, capacity.LimitKV},
-		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3211, 256, capacity.LimitSeqs},
+			66, 66, capacity.LimitKV},
+		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3172, 256, capacity.LimitSeqs},
 		{"fits easily", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "H100", "--max-num-seqs", "64"}, capacity.Workload{PromptTokens: 100, OutputTokens: 28},
 			0, 64, capacity.LimitSeqs},
 	}
