@@ -129,6 +129,9 @@ func heldAllReduceBytes(s *Setup) float64 {
 // v1SamplerPeak is the V1 dummy sampler run's peak: the release's default top-k/top-p path,
 // or sampler_bytes_per_seq_vocab per entry where a host profile sets it.
 func v1SamplerPeak(s *Setup, entries float64) float64 {
+	if entries == 0 {
+		return 0 // a pipeline stage before the last samples nothing
+	}
 	if b := s.HostProfile.SamplerBytesPerSeqVocab; b > 0 {
 		return b * entries
 	}
