@@ -38,6 +38,7 @@ type StepModel struct {
 	attnCoef     float64 // 4 x full-attention layers x heads x head_dim / TP
 	slidingCoef  float64 // the same for the sliding-window layers
 
+	allReduce    allReduce
 	draftSeconds float64 // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
 	hostStep     float64 // seconds
 	hostPerSeq   float64 // seconds
@@ -80,6 +81,7 @@ func NewStepModel(s *Setup) *StepModel {
 		slidingCoef:  4 * float64(m.NumSlidingWindowLayers*m.NumAttentionHeads*m.HeadDim) / tp,
 		hostStep:     h.StepMS * 1e-3,
 		hostPerSeq:   h.PerSeqUS * 1e-6,
+		allReduce:    newAllReduce(g, m, s.TensorParallelSize, db),
 	}
 	if sp := s.Speculative; sp != nil && sp.Method != "ngram" {
 		// One drafting pass runs a single decoder layer and the LM head (EAGLE and MTP heads
@@ -91,8 +93,8 @@ func NewStepModel(s *Setup) *StepModel {
 }
 
 // GPUSeconds is the GPU time of a step: the per-layer floor, a smooth roofline over weight
-// streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, and the
-// linear-attention state traffic.
+// streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, the
+// linear-attention state traffic, and the tensor-parallel all-reduces.
 func (sm *StepModel) GPUSeconds(batch []Work) float64 {
 	var tokens, seqs, kvRead, attnFLOPs float64
 	for _, w := range batch {
@@ -116,7 +118,7 @@ func (sm *StepModel) GPUSeconds(batch []Work) float64 {
 	tw := weights / sm.bandwidth
 	tg := (sm.layerFLOPs*tokens + sm.headFLOPs*seqs) / sm.gemmRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
-	return sm.floor + math.Hypot(tw, tg) + attn
+	return sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
 }
 
 // DraftSeconds is the drafting of k tokens for a step's speculating requests: k sequential
