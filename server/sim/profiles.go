@@ -32,6 +32,11 @@ type GPU struct {
 	EtaAttention float64 `json:"eta_attention"`
 	// LayerFloorUS is the per-layer kernel-launch floor of a CUDA-graph step, in microseconds.
 	LayerFloorUS float64 `json:"layer_floor_us"`
+	// InterconnectGBps is the per-direction bandwidth between two GPUs of a tensor-parallel
+	// group (NVLink, or PCIe without it), GB/s; AllReduceUS the fixed cost of one all-reduce
+	// in a CUDA-graph step. Zero: tensor-parallel communication is not modelled.
+	InterconnectGBps float64 `json:"interconnect_gbps,omitempty"`
+	AllReduceUS      float64 `json:"allreduce_us,omitempty"`
 	// Scheduler defaults as vLLM picks them for this device (EngineArgs.get_batch_defaults).
 	DefaultMaxNumBatchedTokens int    `json:"default_max_num_batched_tokens"`
 	DefaultMaxNumSeqs          int    `json:"default_max_num_seqs"`

@@ -38,6 +38,7 @@ type StepModel struct {
 	attnCoef     float64 // 4 x full-attention layers x heads x head_dim / TP
 	slidingCoef  float64 // the same for the sliding-window layers
 
+	allReduce    allReduce
 	draftSeconds float64  // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
 	pipe         pipeline // pipeline stages (pipeline_step.go); size 1 without
 	hostStep     float64  // seconds
@@ -81,6 +82,7 @@ func NewStepModel(s *Setup) *StepModel {
 		slidingCoef:  4 * float64(m.NumSlidingWindowLayers*m.NumAttentionHeads*m.HeadDim) / tp,
 		hostStep:     h.StepMS * 1e-3,
 		hostPerSeq:   h.PerSeqUS * 1e-6,
+		allReduce:    newAllReduce(g, m, s.TensorParallelSize, db),
 	}
 	sm.pipe = newPipeline(s)
 	if sm.pipe.size > 1 {
@@ -96,8 +98,9 @@ func NewStepModel(s *Setup) *StepModel {
 }
 
 // GPUSeconds is the GPU time of a step: the per-layer floor, a smooth roofline over weight
-// streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, and the
-// linear-attention state traffic; with pipeline stages, the pipeline's period for the batch.
+// streaming and GEMM FLOPs, attention as the larger of KV reads and attention FLOPs, the
+// linear-attention state traffic and the tensor-parallel all-reduces; with pipeline stages, the
+// pipeline's period for the batch.
 func (sm *StepModel) GPUSeconds(batch []Work) float64 {
 	if sm.pipe.size > 1 {
 		return sm.pipelineSeconds(batch)
@@ -129,7 +132,7 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 	tw := weights / sm.bandwidth
 	tg := (sm.layerFLOPs*tokens + sm.headFLOPs*seqs) / sm.gemmRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
-	return sm.floor + math.Hypot(tw, tg) + attn
+	return sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
 }
 
 // DraftSeconds is the drafting of k tokens for a step's speculating requests: k sequential
