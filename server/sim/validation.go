@@ -32,6 +32,15 @@ func (e *ValidationError) Error() string {
 		e.Class, e.Field, constraintWords[e.Constraint], e.Bound, e.Constraint, input, typ, e.Constraint)
 }
 
+// Short is the violation in one line, for output of our own (not an imitated vLLM log).
+func (e *ValidationError) Short() string {
+	input := fmt.Sprint(e.Input)
+	if f, ok := e.Input.(float64); ok {
+		input = PyFloat(f)
+	}
+	return fmt.Sprintf("%s must be %s %s, got %s", e.Field, constraintWords[e.Constraint], e.Bound, input)
+}
+
 // ValidateRanges applies the field constraints of vLLM's config classes to the values of cfg
 // a user set explicitly (set reports whether a flag was given), and returns the first
 // violation. Unset values take defaults and are not checked here.

@@ -131,9 +131,12 @@ type Column struct {
 	Name string // "as given", "--kv-cache-dtype fp8", ...
 	// Refused is vLLM's start-up error for this setting, in one line ("" when it starts);
 	// the other fields then hold what was computed before it.
-	Refused     string
-	Memory      Memory
-	KVTokens    int
+	Refused  string
+	Memory   Memory
+	KVTokens int
+	// GPUBlocks is the pool as vLLM logs it (num_gpu_blocks); Limits.NumBlocks is one fewer,
+	// vLLM's null block.
+	GPUBlocks   int
 	Limits      Limits
 	MaxConcAtML float64 // vLLM's "Maximum concurrency for max_model_len tokens" figure
 	Fit         Fit
@@ -194,7 +197,7 @@ func Bar(m Memory, width int) string {
 func (r Report) Render(width int) string {
 	var b strings.Builder
 	width = max(width, 60)
-	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g: a request of %d prompt + %d output tokens\n\n",
+	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g:\nthe plan for a request of %d prompt + %d output tokens\n\n",
 		r.Model, r.GPU, r.Util, r.Workload.PromptTokens, r.Workload.OutputTokens)
 	if len(r.Layout) > 0 {
 		b.WriteString(strings.Join(r.Layout, "\n") + "\n\n")
@@ -211,7 +214,7 @@ func (r Report) Render(width int) string {
 		{"prompts prefilled a step"}, {"max conc. at max-model-len"}}
 	for _, c := range r.Columns {
 		f, l := c.Fit, c.Limits
-		cells := []string{c.Name, fmt.Sprintf("%.2f", c.Memory.KVGiB), thousands(c.KVTokens), fmt.Sprintf("%s x %d", thousands(l.NumBlocks), l.BlockSize),
+		cells := []string{c.Name, fmt.Sprintf("%.2f", c.Memory.KVGiB), thousands(c.KVTokens), fmt.Sprintf("%s x %d", thousands(c.GPUBlocks), l.BlockSize),
 			fmt.Sprintf("%d (%d)", f.TokensPerRequest, f.BlocksPerRequest), thousands(f.ByKV), thousands(l.MaxNumSeqs), thousands(l.MaxNumBatchedTokens),
 			thousands(f.Concurrency), f.Limiter, fmt.Sprintf("%.1f", f.PrefillsPerStep), fmt.Sprintf("%.2fx", c.MaxConcAtML)}
 		if c.Refused != "" {
@@ -241,23 +244,43 @@ func (r Report) Render(width int) string {
 		"--max-model-len N. Requests are counted at their largest (prompt + output, in whole blocks).\n")
 	for _, c := range r.Columns {
 		if c.Refused != "" {
-			fmt.Fprintf(&b, "REFUSED %s: %s\n", c.Name, firstSentences(c.Refused, width-len(c.Name)-10))
+			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")
 		}
 	}
 	return b.String()
 }
 
-// firstSentences shortens vLLM's message to the sentences that fit in n characters (at least
-// the first).
-func firstSentences(msg string, n int) string {
-	out := ""
-	for _, part := range strings.SplitAfter(msg, ". ") {
-		if out != "" && len(out)+len(part) > n {
-			break
+// refusalGist is the part of vLLM's refusal a user acts on: its first sentence and the one
+// that names the longest max_model_len that would fit, if it has one.
+func refusalGist(msg string) string {
+	parts := strings.SplitAfter(msg, ". ")
+	out := parts[0]
+	for _, p := range parts[1:] {
+		if strings.Contains(p, "maximum model length") {
+			out += p
 		}
-		out += part
 	}
 	return strings.TrimSpace(out)
+}
+
+// wrapWords breaks s into lines of at most width columns at spaces, the lines after the first
+// indented.
+func wrapWords(s string, width int, indent string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = indent + w
+			continue
+		}
+		if line == "" {
+			line = w
+		} else {
+			line += " " + w
+		}
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // thousands writes n with comma groups.

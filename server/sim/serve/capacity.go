@@ -78,6 +78,8 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 	r := capacity.Report{Model: base.Model, GPU: base.GPU, Util: base.GPUMemoryUtilization, Workload: w, Columns: []capacity.Column{first.Column}}
 	if s := first.setup; s != nil {
 		r.Model, r.GPU, r.Util = s.Model, s.GPUProfile.Name, s.GPUMemoryUtilization
+	} else {
+		r.GPU, r.Util = resolvedGPUAndUtil(base, profiles)
 	}
 	if first.setup != nil {
 		r.Layout = sim.LayoutLines(first.setup.Config, first.setup.Capacity)
@@ -151,7 +153,7 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 		return out
 	}
 	layout := c.Layout
-	out.KVTokens, out.MaxConcAtML = c.KVCacheTokens, c.MaxConcurrency
+	out.KVTokens, out.MaxConcAtML, out.GPUBlocks = c.KVCacheTokens, c.MaxConcurrency, c.NumGPUBlocks
 	// One block is vLLM's null block; the scheduler allocates from the rest.
 	out.Limits = capacity.Limits{BlockSize: layout.BlockSize, NumBlocks: c.NumGPUBlocks - 1, MaxNumSeqs: s.MaxNumSeqs,
 		MaxNumBatchedTokens: s.MaxNumBatchedTokens, MaxModelLen: s.MaxModelLen}
@@ -177,4 +179,28 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 		return 1
 	}
 	return 0
+}
+
+// resolvedGPUAndUtil names the GPU and the --gpu-memory-utilization of a setting vLLM refuses,
+// as a setting it accepts would: the profile's name and the release's default utilisation.
+func resolvedGPUAndUtil(base sim.Config, profiles *sim.Profiles) (string, float64) {
+	gpu, util := base.GPU, base.GPUMemoryUtilization
+	if gpu == "" {
+		gpu = sim.DefaultGPU
+	}
+	if profiles == nil {
+		profiles, _ = sim.LoadProfiles("")
+	}
+	if profiles != nil {
+		if g, err := profiles.GPU(gpu); err == nil {
+			gpu = g.Name
+		}
+	}
+	if util == 0 {
+		util = sim.DefaultGPUMemoryUtilization
+		if v, err := sim.ParseVersion(base.VLLMVersion); err == nil {
+			util = sim.DefaultUtilization(v)
+		}
+	}
+	return gpu, util
 }

@@ -14,6 +14,7 @@ func TestPrintCapacityErrorIsOneLineOnStderr(t *testing.T) {
 	for _, args := range [][]string{
 		{"--print-capacity", "--sim-profiles", filepath.Join(t.TempDir(), "missing.json")},
 		{"--print-capacity", "--sim-gpu", "nope"},
+		{"--print-capacity", "--gpu-memory-utilization", "1.5"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), args, &out, &errb, emptyEnv)

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,4 +105,33 @@ func TestPrintCapacityUsesTheReleaseDefaultUtilization(t *testing.T) {
 		assert.Equal(t, 0, code, errb.String())
 		assert.Contains(t, out.String(), "Qwen/Qwen3-0.6B on H100-SXM-80GB, --gpu-memory-utilization "+util+":", version)
 	}
+}
+
+// A setting vLLM refuses still names its GPU and utilisation as resolved, and the refusal keeps
+// the longest max_model_len that would fit; the blocks row is the pool vLLM logs.
+func TestPrintCapacityOfARefusedSetting(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "4090", "--print-capacity"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 1, code, errb.String())
+	text := out.String()
+	assert.Contains(t, text, "meta-llama/Llama-3.1-8B-Instruct on RTX-4090, --gpu-memory-utilization 0.92:")
+	flat := strings.Join(strings.Fields(text), " ")
+	assert.Regexp(t, `REFUSED as given: ValueError: To serve at least one request .* the estimated maximum model length is \d+\.`, flat)
+	for _, l := range strings.Split(text[strings.Index(text, "REFUSED as given"):], "\n") {
+		assert.LessOrEqual(t, len(l), 100, "%q", l)
+	}
+
+	p, err := Prepare([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100"}, emptyEnv)
+	require.NoError(t, err)
+	out.Reset()
+	require.Equal(t, 0, Main(context.Background(), []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100", "--print-capacity"}, &out, &errb, emptyEnv))
+	assert.Regexp(t, `KV blocks +`+thousandsRE(p.Capacity().NumGPUBlocks)+` x 16`, out.String(), "num_gpu_blocks as logged")
+}
+
+func thousandsRE(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -16,8 +17,15 @@ const ShutdownGrace = 2 * time.Second
 // 0 after a clean shutdown, 1 when the engine fails to start (vLLM's error text on stdout),
 // 2 for a bad command line (argparse's usage line and error on stderr).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	if opts, err := ParseArgs(args, getenv); err == nil && opts.PrintCapacity {
+	opts, err := ParseArgs(args, getenv)
+	if err == nil && opts.PrintCapacity {
 		return printCapacity(opts, args, getenv, stdout, stderr)
+	}
+	var invalid *ValidationError
+	if errors.As(err, &invalid) && wantsCapacity(args) {
+		// --print-capacity is our own report: one line, not vLLM's traceback.
+		fmt.Fprintf(stderr, "vllmtop sim: error: %s\n", invalid.Short())
+		return 2
 	}
 	inst, err := Start(ctx, args, getenv, WithLogs(stdout, stderr))
 	if err != nil {
@@ -29,6 +37,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return 1
 	}
 	return 0
+}
+
+// wantsCapacity reports whether args ask for --print-capacity.
+func wantsCapacity(args []string) bool {
+	for _, a := range args {
+		if a == "--print-capacity" || strings.HasPrefix(a, "--print-capacity=") {
+			return true
+		}
+	}
+	return false
 }
 
 func unwrapSyscall(err error) error {
