@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // markdownTables is the results section of docs/validation.md for the corpus as it is: both
@@ -61,14 +63,5 @@ func mdMetric(metric string, v float64) string {
 	if metric == "available_kv_gib" {
 		return fmt.Sprintf("%.2f GiB", v)
 	}
-	s := strconv.Itoa(int(v))
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s + " tok"
+	return textfmt.Thousands(int64(v)) + " tok"
 }
