@@ -3,6 +3,7 @@ package capacity
 import (
 	"errors"
 	"math"
+	"strings"
 	"sync"
 )
 
@@ -250,23 +251,38 @@ func scaledKVGiB(l Logged, util, u float64) float64 {
 
 var errNoKVMemory = errors.New("no memory for the KV cache")
 
-// Sources notes the figures of the server now whose source is not the tokens', with theirs:
-// "block size from cache_config_info".
+// Sources notes the figures of the server now whose source is not the tokens', with theirs,
+// naming those of one source together: "blocks and block size from cache_config_info".
 func (r Report) Sources() []string {
 	var out []string
-	add := func(name string, s Source) {
-		switch {
-		case s == Unknown || s == r.KVTokens.Source:
-		case s == FromLog || s == FromCacheConfig:
-			out = append(out, name+" "+s.String())
-		default:
-			out = append(out, name+": "+s.String())
+	var names []string
+	var last Source
+	flush := func() {
+		if len(names) == 0 {
+			return
 		}
+		name := strings.Join(names, " and ")
+		if last == FromLog || last == FromCacheConfig {
+			out = append(out, name+" "+last.String())
+		} else {
+			out = append(out, name+": "+last.String())
+		}
+		names = nil
 	}
-	add("blocks", r.KVBlocks.Source)
-	add("block size", r.BlockSize.Source)
-	add("max conc", r.MaxConcurrency.Source)
-	add("max-model-len", r.MaxModelLen.Source)
+	for _, f := range []struct {
+		name string
+		s    Source
+	}{{"blocks", r.KVBlocks.Source}, {"block size", r.BlockSize.Source}, {"max conc", r.MaxConcurrency.Source}, {"max-model-len", r.MaxModelLen.Source}} {
+		if f.s == Unknown || f.s == r.KVTokens.Source {
+			continue
+		}
+		if f.s != last {
+			flush()
+			last = f.s
+		}
+		names = append(names, f.name)
+	}
+	flush()
 	return out
 }
 

@@ -94,7 +94,7 @@ func TestBuildFigures(t *testing.T) {
 	assert.Equal(t, Figure[int]{17000, FromLog}, r.KVTokens, "what the server logged, not the model")
 	assert.Equal(t, Figure[float64]{10, SimulatorModel}, r.KVGiB)
 	assert.Equal(t, r.Columns[0].Fit, r.Fit.V)
-	assert.Equal(t, []string{"block size: simulator model", "max conc: simulator model"}, r.Sources())
+	assert.Equal(t, []string{"block size and max conc: simulator model"}, r.Sources())
 	tok, _, err := r.WhatIf(0.5)
 	require.NoError(t, err)
 	assert.Equal(t, 10000, tok, "the model's what-if")
