@@ -572,11 +572,31 @@ func helpText(fs *pflag.FlagSet) string {
 	b.WriteString("Options:\n")
 	b.WriteString(fs.FlagUsagesWrapped(100))
 	b.WriteString(notSimulatedHelp())
-	b.WriteString("\nSimulated models: " + strings.Join(sim.BuiltinProfiles().ModelNames(), ", ") + "\n")
+	b.WriteString("\n" + wrapList("Simulated models: ", sim.BuiltinProfiles().ModelNames(), 100))
 	var gpus []string
 	for _, g := range sim.BuiltinProfiles().GPUs {
 		gpus = append(gpus, g.Name)
 	}
-	b.WriteString("Simulated GPUs: " + strings.Join(gpus, ", ") + "\n")
+	b.WriteString(wrapList("Simulated GPUs: ", gpus, 100))
 	return b.String()
+}
+
+// wrapList writes title and the comma-separated items in lines of at most width columns, the
+// lines after the first indented by two.
+func wrapList(title string, items []string, width int) string {
+	var b strings.Builder
+	line := title
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		if len(line)+1+len(it) > width && line != title {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = "  "
+		} else if line != title {
+			line += " "
+		}
+		line += it
+	}
+	return b.String() + line + "\n"
 }
