@@ -94,7 +94,9 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		entries = 0 // only the last pipeline stage computes logits and samples
 	}
 	if s.Version.V1Engine() {
-		peak := max(forward, v1SamplerPeak(s, entries))
+		// The encoder's batch runs first; its outputs stay through the forward and the sampler.
+		encoder, kept := encoderProfileBytes(s)
+		peak := max(encoder, kept+max(forward, v1SamplerPeak(s, entries)))
 		nonTorch := h.NonTorchGiB + releaseNonTorchGiB(s.Version) + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}
