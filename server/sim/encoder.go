@@ -2,7 +2,8 @@ package sim
 
 // The V1 profile run encodes a batch of dummy multimodal items through the vision tower before
 // the language model's dummy forward, and keeps the encoder outputs (the encoder cache's
-// "tmp" entry) until after the sampler's run (docs/calibration.md#the-encoder-profile-run).
+// "tmp" entry) until after the sampler's run; V0 encoded them inside the dummy forward
+// (docs/calibration.md#the-encoder-profile-run).
 
 // VisionTower is the shape of a vision encoder, from the vision_config of its config.json.
 type VisionTower struct {
@@ -10,8 +11,11 @@ type VisionTower struct {
 	IntermediateSize int `json:"intermediate_size"`
 	// PatchesPerItem are the patch tokens the tower runs for the largest image; TokensPerItem
 	// the embeddings it hands the language model for it (after pooling or merging).
-	PatchesPerItem int    `json:"patches_per_item"`
-	TokensPerItem  int    `json:"tokens_per_item"`
+	PatchesPerItem int `json:"patches_per_item"`
+	TokensPerItem  int `json:"tokens_per_item"`
+	// CrossAttention marks an encoder-decoder model (Llama-3.2-Vision), which V0 profiled with
+	// an image in every one of max_num_seqs dummy sequences.
+	CrossAttention bool   `json:"cross_attention,omitempty"`
 	Source         string `json:"source,omitempty"`
 }
 
@@ -25,10 +29,21 @@ const encoderPatchFactor = 1.87
 // (MultiModalBudget in vllm/multimodal/budget.py): the encoder budget, max(max_num_batched_tokens,
 // tokens per item) (compute_mm_encoder_budget), over the tokens per item, capped by what
 // max_num_seqs requests of max_model_len tokens can hold, and at least one.
+//
+// V0 ran the encoder inside the dummy forward, one image per dummy sequence: every one of
+// max_num_seqs sequences for an encoder-decoder model (EncoderDecoderModelRunner.profile_run),
+// else max_num_seqs capped at max_num_batched_tokens / tokens per item, at least one
+// (ModelRunner.profile_run).
 func encoderItems(s *Setup) int {
 	v := s.ModelProfile.Vision
-	if v == nil || v.TokensPerItem <= 0 || !s.Version.V1Engine() {
+	if v == nil || v.TokensPerItem <= 0 {
 		return 0
+	}
+	if !s.Version.V1Engine() {
+		if v.CrossAttention {
+			return s.MaxNumSeqs
+		}
+		return max(1, min(s.MaxNumSeqs, s.MaxNumBatchedTokens/v.TokensPerItem))
 	}
 	budget := max(s.MaxNumBatchedTokens, v.TokensPerItem)
 	perPrompt := max(1, s.MaxModelLen/v.TokensPerItem)

@@ -19,7 +19,6 @@ func TestEncoderProfileItems(t *testing.T) {
 		{"Qwen3.8, 2048 tokens", "Qwen/Qwen3.8-27B-FP8", "RTX-5090", "0.26.0", EntryServe, 0, 0, 2, 1},
 		// Capped by what max_num_seqs requests of max_model_len hold.
 		{"two requests of 512 tokens", "google/gemma-3-4b-it", "H100-SXM-80GB", "0.19.0", EntryServe, 512, 2, 1, 4},
-		{"V0 is not this rule", "google/gemma-3-4b-it", "H100-SXM-80GB", "0.7.0", EntryServe, 8192, 0, 1, 0},
 		{"a text model", "meta-llama/Llama-3.1-8B-Instruct", "H100-SXM-80GB", "0.19.0", EntryServe, 8192, 0, 1, 0},
 	}
 	for _, c := range cases {
@@ -62,4 +61,21 @@ func TestEncoderOutputsStayThroughTheSampler(t *testing.T) {
 	act, _ := profileMemory(s)
 	sampler := v1SamplerPeak(s, float64(s.MaxNumSeqs)*float64(s.ModelProfile.VocabSize))
 	assert.Equal(t, int64(max(peak, kept+sampler)), act)
+}
+
+// V0 profiled an image in every dummy sequence of an encoder-decoder model: the fit-split
+// Llama-3.2-11B-Vision log of 0.7.0 (128 sequences, 65,536 tokens) peaks at 36.63 GiB, which
+// the factor fitted at 0.10 gives without a refit.
+func TestV0EncoderDecoderProfilesEverySequence(t *testing.T) {
+	s, err := Resolve(Config{Model: "meta-llama/Llama-3.2-11B-Vision", GPU: "H100-SXM-80GB", VLLMVersion: "0.7.0", MaxModelLen: 65536,
+		MaxNumSeqs: 128}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 128, encoderItems(s))
+	act, _ := profileMemory(s)
+	assert.InEpsilon(t, 36.63, float64(act)/gib, 0.01)
+
+	// A decoder-only model's V0 profile caps the sequences at the token budget over an image.
+	g, err := Resolve(Config{Model: "google/gemma-3-4b-it", GPU: "H100-SXM-80GB", VLLMVersion: "0.7.0", MaxModelLen: 8192}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 32, encoderItems(g), "8192 tokens over 256 an image")
 }
