@@ -94,12 +94,16 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		entries = 0 // only the last pipeline stage computes logits and samples
 	}
 	if s.Version.V1Engine() {
-		peak := max(forward, v1SamplerPeak(s, entries))
+		// The encoder's batch runs first; its outputs stay through the forward and the sampler.
+		encoder, kept := encoderProfileBytes(s)
+		peak := max(encoder, kept+max(forward, v1SamplerPeak(s, entries)))
 		nonTorch := h.NonTorchGiB + releaseNonTorchGiB(s.Version) + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}
-	// The driver rank samples, and the engine sizes every rank's cache by the smallest.
-	peak := max(forward, v0SamplerBytesPerSeqVocab*entries)
+	// The driver rank samples, and the engine sizes every rank's cache by the smallest. The
+	// encoder runs inside the forward; its outputs are gone by the sampler.
+	encoder, kept := encoderProfileBytes(s)
+	peak := max(encoder, kept+forward, v0SamplerBytesPerSeqVocab*entries)
 	if !s.Version.AtLeast("0.2.5") {
 		// total x utilisation - torch's allocated peak: nothing outside torch was counted
 		// until vllm#2031 read the free memory instead.

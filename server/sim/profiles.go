@@ -66,6 +66,8 @@ type Model struct {
 	// EncoderParams are the parameters of a vision or audio encoder: loaded with the weights,
 	// not read by a text decode step.
 	EncoderParams float64 `json:"encoder_params,omitempty"`
+	// Vision is the vision tower's shape, which sets the encoder's profiling peak (encoder.go).
+	Vision *VisionTower `json:"vision,omitempty"`
 
 	// Layer types, as config.json's layer_types counts them. The remaining layers
 	// (num_layers minus these) are full attention.
