@@ -174,6 +174,10 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 		writeStartError(err, stdout, stderr, false)
 		return ExitCode(err)
 	}
+	if dp := opts.DataParallelSize; dp > 1 && len(r.Columns) > 0 {
+		r.Layout = append(r.Layout, fmt.Sprintf("Data parallel: %d engines, each with the plan below and its own KV cache", dp),
+			fmt.Sprintf("  (%s tokens in all); the API server spreads requests over them", textfmt.Thousands(int64(dp*r.Columns[0].KVTokens))))
+	}
 	fmt.Fprint(stdout, r.Render(100))
 	if r.Columns[0].Refused != "" {
 		return 1

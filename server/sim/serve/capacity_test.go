@@ -135,3 +135,13 @@ func thousandsRE(n int) string {
 	}
 	return s
 }
+
+func TestPrintCapacityNamesDataParallelEngines(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100"}
+	p, err := Prepare(args, emptyEnv)
+	require.NoError(t, err)
+	require.Equal(t, 0, Main(context.Background(), append(args, "-dp", "2", "--print-capacity"), &out, &errb, emptyEnv), errb.String())
+	assert.Contains(t, out.String(), "Data parallel: 2 engines, each with the plan below and its own KV cache\n  ("+
+		thousandsRE(2*p.Capacity().KVCacheTokens)+" tokens in all)")
+}
