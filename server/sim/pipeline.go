@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Pipeline parallelism (--pipeline-parallel-size N): the decoder layers are split into N
@@ -57,16 +60,21 @@ func PPPartition(numLayers, size int, partition string) ([]int, error) {
 
 // parsePartition reads VLLM_PP_LAYER_PARTITION with vLLM's checks and messages.
 func parsePartition(numLayers, size int, partition string) ([]int, error) {
+	if len(partition) > 4096 {
+		return nil, &ConfigError{"VLLM_PP_LAYER_PARTITION is longer than 4096 bytes"}
+	}
+	// The value comes from the environment and is echoed in errors: no escape codes.
+	shown := textfmt.OneLine(sanitize.Text(partition), 200)
 	fields := strings.Split(partition, ",")
 	parts := make([]int, 0, len(fields))
 	sum := 0
 	for _, f := range fields {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return nil, &ConfigError{"Invalid partition string: " + partition}
+			return nil, &ConfigError{"Invalid partition string: " + shown}
 		}
 		if n < 1 {
-			return nil, &ConfigError{fmt.Sprintf("VLLM_PP_LAYER_PARTITION %q: every stage needs at least one layer", partition)}
+			return nil, &ConfigError{fmt.Sprintf("VLLM_PP_LAYER_PARTITION %q: every stage needs at least one layer", shown)}
 		}
 		parts = append(parts, n)
 		sum += n

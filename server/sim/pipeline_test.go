@@ -65,6 +65,9 @@ func TestPPPartitionFromEnvironment(t *testing.T) {
 		"16,x":     "Invalid partition string: 16,x",
 		"16,16,16": "len(partitions)=3 does not match pp_size=2.",
 		"16,16":    "sum(partitions)=32 does not match num_hidden_layers=48.",
+		// From the environment, echoed: no escape codes reach the terminal, no endless value.
+		"16,\x1b[31mx":             "Invalid partition string: 16,x",
+		strings.Repeat("1,", 3000): "VLLM_PP_LAYER_PARTITION is longer than 4096 bytes",
 	} {
 		_, err := PPPartition(48, 2, partition)
 		var cfg *ConfigError
