@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -21,10 +22,16 @@ type BenchConfig struct {
 	// MaxConcurrency caps the requests in flight (0 = no cap).
 	MaxConcurrency int
 	// Warmups are requests sent before the measured ones, at the same concurrency, and not
-	// counted. Their prompts come after the measured ones, so they do not prime the server's
-	// prefix cache for them.
+	// counted. Each sends the first measured prompt, as vllm bench serve's warm-ups send its
+	// test request: with prefix caching on, the first measured request then finds its prompt
+	// in the cache, as it does against vLLM's client.
 	Warmups int
-	Seed    int64
+	// ReadyCheck, when positive, sends the first measured prompt once before the warm-ups and
+	// repeats it every ReadyRetry until one succeeds, for up to this long: vllm bench serve's
+	// initial test run (--ready-check-timeout-sec). A check that never succeeds fails the run
+	// with ErrInitialTestRun.
+	ReadyCheck time.Duration
+	Seed       int64
 	// Goodput are the objectives the run's Tally counts good requests by.
 	Goodput Goodput
 	// Detailed spills the per-request arrays of --save-detailed to a file in DetailDir ("":
@@ -121,8 +128,14 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	backoff := cfg.Backoff
 	backoff.Stop = true
 	run := BenchRun{Tally: tally}
+	if cfg.ReadyCheck > 0 {
+		if err := readyCheck(ctx, c, cfg); err != nil {
+			_ = tally.Close()
+			return BenchRun{}, err
+		}
+	}
 	if cfg.Warmups > 0 {
-		warm := RunnerConfig{Workload: Offset(cfg.Workload, max(cfg.NumPrompts, 0)), NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff,
+		warm := RunnerConfig{Workload: firstPrompt{cfg.Workload}, NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff,
 			Transport: cfg.Transport, Clock: cfg.Clock}
 		if cfg.MaxConcurrency > 0 {
 			warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
@@ -228,6 +241,65 @@ func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (Bench
 	}
 	return run, err
 }
+
+// ReadyRetry is the pause between two tries of the initial test run, vLLM's retry_interval.
+const ReadyRetry = 5 * time.Second
+
+// InitialTestRunError is returned by Bench when the initial test run (ReadyCheck) never
+// succeeded; it reads as vLLM's error, with the last try's error.
+type InitialTestRunError struct{ Last string }
+
+func (e *InitialTestRunError) Error() string {
+	return "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: " + e.Last
+}
+
+// readyCheck is vllm bench serve's initial test run: the first measured prompt, sent until it
+// succeeds or cfg.ReadyCheck has passed (vllm/benchmarks/lib/ready_checker.py).
+func readyCheck(ctx context.Context, c *Client, cfg BenchConfig) error {
+	clock := cfg.Clock
+	if clock == nil {
+		clock = newWallClock()
+	}
+	deadline := clock.Now().Add(cfg.ReadyCheck)
+	var last Result
+	for clock.Now().Before(deadline) {
+		rc := RunnerConfig{Workload: firstPrompt{cfg.Workload}, NumRequests: 1, Concurrency: 1, Seed: cfg.Seed,
+			Transport: cfg.Transport, Clock: cfg.Clock, Sinks: []func(Result){func(r Result) { last = r }}}
+		try, cancel := ctx, context.CancelFunc(func() {})
+		if cfg.Clock == nil { // a try that outlasts the deadline ends with it, as vLLM's wait does
+			try, cancel = context.WithDeadline(ctx, deadline)
+		}
+		err := NewRunner(c, rc).Run(try)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && !errors.As(err, new(*FailingError)) && try.Err() == nil:
+			return err
+		case last.OK():
+			return nil
+		case last.Error == ErrCanceled:
+			last = Result{} // cut off by the deadline: vLLM reports the time-out
+		}
+		if wait := min(ReadyRetry, deadline.Sub(clock.Now())); wait > 0 {
+			if err := clock.Wait(ctx, clock.Now().Add(wait), nil); err != nil {
+				return err
+			}
+		}
+	}
+	msg := last.ErrorMessage
+	if msg == "" {
+		msg = fmt.Sprintf("Endpoint readiness timed out after %ds.", int(cfg.ReadyCheck/time.Second))
+	}
+	return &InitialTestRunError{Last: msg}
+}
+
+// firstPrompt sends w's first prompt at every index: vLLM's test request, which its ready
+// check and its warm-ups repeat.
+type firstPrompt struct{ w Workload }
+
+func (f firstPrompt) Prompt(int) Prompt { return f.w.Prompt(0) }
+func (f firstPrompt) Name() string      { return f.w.Name() }
 
 // Offset shifts a workload by n prompts: its i-th prompt is w's (n+i)-th. A sweep uses it to
 // give each run fresh prompts of the same shape.

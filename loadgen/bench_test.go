@@ -73,8 +73,9 @@ func TestBenchMeasuresOnlyAfterWarmups(t *testing.T) {
 	for p := range f.prompts {
 		seen = append(seen, p)
 	}
-	// Warm-ups use the prompts after the measured ones (10, 11, 12), and come first.
-	assert.ElementsMatch(t, []string{"10", "11", "12"}, seen[:3])
+	// Warm-ups send the first measured prompt, as vLLM's send its test request, and come first.
+	assert.Equal(t, []string{"0", "0", "0"}, seen[:3])
+	assert.ElementsMatch(t, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, seen[3:])
 	s := run.Tally.Summary(run.Duration, []float64{99})
 	assert.Equal(t, 10, s.Completed)
 	assert.Equal(t, 20, s.TotalOutputTokens)
@@ -253,4 +254,70 @@ func TestBenchInterruptedDuringWarmupsReportsAnEmptyRun(t *testing.T) {
 	require.Len(t, runs, 1)
 	assert.True(t, runs[0].Interrupted)
 	assert.Zero(t, runs[0].Summary.Completed+runs[0].Summary.Failed)
+}
+
+// The ready check sends the first measured prompt before the run, unmeasured, as vllm bench
+// serve's initial test run does.
+func TestBenchReadyCheckSendsTheFirstPromptFirst(t *testing.T) {
+	f := newBenchFakeServer(t)
+	c := newBenchClient(t, f.URL)
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 4, Warmups: 1,
+		ReadyCheck: time.Minute, RequestRate: math.Inf(1), MaxConcurrency: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 4, run.Tally.Count())
+	close(f.prompts)
+	var seen []string
+	for p := range f.prompts {
+		seen = append(seen, p)
+	}
+	assert.Equal(t, []string{"0", "0", "0", "1", "2", "3"}, seen, "test run, warm-up, then the measured prompts")
+}
+
+// A server that refuses the test request is asked again every ReadyRetry until the check's
+// time is up; then the run fails with vLLM's message and the last error, and measures nothing.
+// On the virtual clock, so the retries take no wall time.
+func TestBenchReadyCheckRetriesThenFails(t *testing.T) {
+	var tries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tries.Add(1)
+		http.Error(w, `{"error":{"message":"not ready"}}`, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	c := newBenchClient(t, srv.URL)
+	clock := NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := clock.Now()
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 4, ReadyCheck: 12 * time.Second,
+		RequestRate: math.Inf(1), MaxConcurrency: 1, Clock: clock})
+	var ite *InitialTestRunError
+	require.ErrorAs(t, err, &ite)
+	assert.Contains(t, err.Error(), "Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: ")
+	assert.Contains(t, ite.Last, "503")
+	assert.Nil(t, run.Tally)
+	assert.Equal(t, int64(3), tries.Load(), "tries at 0, 5 and 10 s of a 12 s check")
+	assert.Equal(t, 12*time.Second, clock.Now().Sub(start).Round(time.Second))
+}
+
+// A server that comes up during the check is measured as usual.
+func TestBenchReadyCheckWaitsForTheServer(t *testing.T) {
+	f := newBenchFakeServer(t)
+	var tries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" { // the run's read of /metrics
+			http.NotFound(w, r)
+			return
+		}
+		if tries.Add(1) <= 2 {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		f.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c := newBenchClient(t, srv.URL)
+	clock := NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 2, ReadyCheck: time.Minute,
+		RequestRate: math.Inf(1), MaxConcurrency: 1, Clock: clock})
+	require.NoError(t, err)
+	assert.Equal(t, 2, run.Tally.Count())
+	assert.Equal(t, int64(5), tries.Load(), "two refusals, the test run, two measured")
 }

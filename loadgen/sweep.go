@@ -21,9 +21,11 @@ type SweepConfig struct {
 	// run bounded by time) NumPrompts are filled in per run.
 	Info     RunInfo
 	Workload Workload
-	// NumPrompts, Duration, Warmups, Burstiness and Seed are BenchConfig's, for every run.
+	// NumPrompts, Duration, ReadyCheck, Warmups, Burstiness and Seed are BenchConfig's, for
+	// every run.
 	NumPrompts int
 	Duration   time.Duration
+	ReadyCheck time.Duration
 	Warmups    int
 	Burstiness float64
 	Seed       int64
@@ -158,7 +160,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
-			Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
+			ReadyCheck: cfg.ReadyCheck, Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
 			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock,
 			RequestIDPrefix: cfg.RequestIDPrefix, LoRA: cfg.LoRA, Ramp: cfg.Ramp, ProbeRate: cfg.ProbeRate}
 		if cfg.FreshPrompts && len(values) > 1 {

@@ -142,7 +142,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 		fs.BoolVar(&o.JSON, "json", false, "Print the result JSON on stdout instead of the table (a list for a sweep)")
 	}
 	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "No progress line on stderr")
-	fs.Var(cliflag.Seconds(&o.ReadyTimeout), "ready-check-timeout-sec", "Keep asking a server that is not up yet for this many seconds (default: ask once)")
+	fs.Var(cliflag.Seconds(&o.ReadyTimeout), "ready-check-timeout-sec", "Before the run, send the first prompt until the server answers it, for up to this many seconds; also keep asking for /v1/models that long (0: no check, vLLM's default)")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
 	cliflag.AddClient(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
@@ -220,6 +220,7 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 		return err
 	}
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
+	r.ReadyCheck = o.ReadyTimeout // vllm bench serve's initial test run
 	// vLLM saves with --append-result alone too.
 	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed || o.SaveTo.Append
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result

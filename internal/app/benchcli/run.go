@@ -157,10 +157,14 @@ func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepR
 		cfg.Workload = loadgen.Offset(cfg.Workload, b.offset)
 	}
 	b.offset += len(cfg.Values()) * (cfg.NumPrompts + cfg.Warmups)
-	if err := loadgen.Sweep(ctx, b.client, cfg, done); err != nil && ctx.Err() == nil {
-		return cliflag.Usagef("%v", err)
+	err := loadgen.Sweep(ctx, b.client, cfg, done)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return nil
+	case errors.As(err, new(*loadgen.InitialTestRunError)):
+		return err // the server, not the flags
 	}
-	return nil
+	return cliflag.Usagef("%v", err)
 }
 
 // PromptOffset is how many prompts the benchmark's runs have used; SetPromptOffset makes the
