@@ -90,10 +90,11 @@ func (s *Setup) NumSpeculativeTokens() int {
 }
 
 // PrefixCachingEnabled reports whether prefix caching is on: by default for every model but
-// hybrids (vLLM's arg_utils: default_prefix_caching = not is_hybrid).
+// hybrids on the V1 engine (vLLM's arg_utils: default_prefix_caching = not is_hybrid), and
+// off by default before it (V0's EngineArgs.enable_prefix_caching = False).
 func (s *Setup) PrefixCachingEnabled() bool {
 	if s.PrefixCaching == Default {
-		return !s.ModelProfile.IsHybrid()
+		return s.Version.V1Engine() && !s.ModelProfile.IsHybrid()
 	}
 	return s.PrefixCaching == On
 }

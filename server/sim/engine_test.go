@@ -357,3 +357,23 @@ func TestJitterIsSeededAndBounded(t *testing.T) {
 		assert.InDelta(t, float64(steps[i].Duration), float64(a[i]), 0.3*float64(steps[i].Duration))
 	}
 }
+
+// Prefix caching is on by default from the V1 engine (0.8) and off before it, as V0's engine
+// arguments had it; the flag turns it on for V0 too.
+func TestPrefixCachingDefaultFollowsTheEngine(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		flag    Toggle
+		want    bool
+	}{
+		{"0.7.3", Default, false},
+		{"0.7.3", On, true},
+		{"0.8.0", Default, true},
+		{"0.8.0", Off, false},
+		{DefaultVersion, Default, true},
+	} {
+		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "L4", VLLMVersion: c.version, PrefixCaching: c.flag}, nil)
+		require.NoError(t, err, c.version)
+		assert.Equal(t, c.want, s.PrefixCachingEnabled(), "%s %v", c.version, c.flag)
+	}
+}

@@ -39,6 +39,7 @@ type StepModel struct {
 	slidingCoef  float64 // the same for the sliding-window layers
 
 	allReduce    allReduce
+	peakRate     float64  // the GPU's dense tensor peak for the weights' format, FLOP/s
 	draftSeconds float64  // one drafting pass of an EAGLE/MTP head, seconds (0: none, or n-gram)
 	pipe         pipeline // pipeline stages (pipeline_step.go); size 1 without
 	hostStep     float64  // seconds
@@ -83,6 +84,10 @@ func NewStepModel(s *Setup) *StepModel {
 		hostStep:     h.StepMS * 1e-3,
 		hostPerSeq:   h.PerSeqUS * 1e-6,
 		allReduce:    newAllReduce(g, m, s.TensorParallelSize, db),
+		peakRate:     g.BF16TFLOPS * 1e12,
+	}
+	if (q != "" || m.Quantization != "") && g.FP8TFLOPS > g.BF16TFLOPS {
+		sm.peakRate = g.FP8TFLOPS * 1e12 // quantized GEMMs may run at the 8-bit peak
 	}
 	sm.pipe = newPipeline(s)
 	if sm.pipe.size > 1 {
@@ -95,6 +100,14 @@ func NewStepModel(s *Setup) *StepModel {
 		sm.draftSeconds = 2*g.LayerFloorUS*1e-6 + (layer+head*db/tp)/bw
 	}
 	return sm
+}
+
+// PeakPrefillSeconds is the least time a cold prefill of tokens can take on this GPU: the
+// decoder layers' FLOPs at the card's dense tensor peak, with no attention, no LM head and no
+// efficiency below 1. A measured time to first token below it means the server did not compute
+// the whole prompt (its prefix cache held it).
+func (sm *StepModel) PeakPrefillSeconds(tokens int) float64 {
+	return float64(tokens) * sm.layerFLOPs / sm.peakRate
 }
 
 // GPUSeconds is the GPU time of a step: the per-layer floor, a smooth roofline over weight

@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/app/predict"
 	"github.com/vllmtop/vllmtop/loadgen"
+	"github.com/vllmtop/vllmtop/server/sim"
 )
 
 // The speed corpus: published vLLM serving benchmarks with their settings
@@ -70,19 +72,68 @@ func (f *speedFigures) list() []**float64 {
 // column, compared like with like.
 var speedColumns = [][2]int{{0, 1}, {2, 3}, {4, 4}}
 
-// predictSpeed runs the case's benchmark on the simulator's virtual clock.
-func predictSpeed(t *testing.T, c speedCase) speedFigures {
+// predictSpeed runs the case's benchmark on the simulator's virtual clock; it also returns the
+// case's cold bound (coldTTFTBound).
+func predictSpeed(t *testing.T, c speedCase) (speedFigures, coldBound) {
 	t.Helper()
 	args := append([]string{c.Model, "--sim-gpu", c.GPUProfile, "--tensor-parallel-size", strconv.Itoa(c.TP),
 		"--sim-vllm-version", c.SimVersion, "--max-model-len", strconv.Itoa(c.MaxModelLen)}, c.SimArgs...)
 	target := predict.New(plan(t, args...), loadgen.EndpointCompletions)
 	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
 	_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
-		MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1})
+		MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1, ReadyCheck: clientReadyCheck(c)})
 	require.NoError(t, err, c.ID)
 	require.Equal(t, c.NumPrompts, s.Completed, c.ID)
 	return speedFigures{TTFT: &s.TTFT.Mean, MedianTTFT: &s.TTFT.Median, TPOT: &s.TPOT.Mean,
-		MedianTPOT: &s.TPOT.Median, Throughput: &s.OutputThroughput}
+		MedianTPOT: &s.TPOT.Median, Throughput: &s.OutputThroughput}, coldTTFTBound(target, c)
+}
+
+// coldBound is the least mean and median TTFT (ms) the run's prompts allow when the server
+// computes every prompt it has not seen: a prompt's layer FLOPs at the GPU's dense peak, for
+// every measured request but the one the client's initial test run put in the prefix cache.
+type coldBound struct{ mean, median float64 }
+
+// coldTTFTBound is the case's coldBound. A published TTFT below it cannot come from cold
+// prompts: the source's server had them cached from runs the source does not show, which no
+// prediction of the run as published can know.
+func coldTTFTBound(target *predict.Target, c speedCase) coldBound {
+	setup := target.Plan().Setup()
+	ms := 1000 * sim.NewStepModel(setup).PeakPrefillSeconds(c.InputLen)
+	cached := 0
+	if clientReadyCheck(c) > 0 && setup.PrefixCachingEnabled() {
+		cached = 1
+	}
+	cold := c.NumPrompts - cached
+	b := coldBound{mean: ms * float64(cold) / float64(c.NumPrompts)}
+	if 2*cold > c.NumPrompts {
+		b.median = ms
+	}
+	return b
+}
+
+// belowColdBound reports whether the case's published TTFT figure i (mean or median) is below
+// what cold prompts allow.
+func belowColdBound(c speedCase, b coldBound, i int) bool {
+	m := *c.Measured.list()[i]
+	return m != nil && *m < boundOf(b, i)
+}
+
+func boundOf(b coldBound, i int) float64 {
+	if i == 1 {
+		return b.median
+	}
+	return b.mean
+}
+
+// clientReadyCheck is the initial test run of the case's benchmark client: vLLM's client sent
+// the run's first prompt before the measured ones on every run until vllm#30975 (0.14) made it
+// optional, so with prefix caching on the first measured request found its prompt cached. The
+// client is taken to be of the server's release.
+func clientReadyCheck(c speedCase) time.Duration {
+	if sim.MustVersion(c.SimVersion).AtLeast("0.14.0") { // the plan has parsed it
+		return 0
+	}
+	return 600 * time.Second // the old client's default
 }
 
 // speedErrors are the predicted figures' errors against the measured ones, in percent to
@@ -163,19 +214,24 @@ func speedTable(t *testing.T, set string, cases []speedCase, errs map[string]spe
 	fmt.Fprintf(&b, "\n%s set (%d runs)\n", set, len(cases))
 	fmt.Fprintf(&b, "%-52s %-17s %-26s %-24s %-24s\n", "case", "GPU", "TTFT ms (err)", "TPOT ms (err)", "out tok/s (err)")
 	var abs [3][]float64
-	var excluded []string
+	var excluded, cached []string
 	for _, c := range cases {
 		if c.Exclude != "" {
 			excluded = append(excluded, c.ID+": "+c.Exclude)
 			continue
 		}
-		got := predictSpeed(t, c)
+		got, bound := predictSpeed(t, c)
 		e := speedErrors(c.Measured, got)
 		errs[c.ID] = e
 		cells := make([]string, 3)
 		for k, col := range speedColumns {
 			var i int
 			cells[k], i = speedCell(c, got, e, col)
+			if k == 0 && i >= 0 && belowColdBound(c, bound, i) {
+				cells[k] = strings.TrimSuffix(cells[k], ")") + ", cached)"
+				cached = append(cached, fmt.Sprintf("%s: %s %.1f ms, cold bound %.1f ms", c.ID, speedFigureNames[i], **c.Measured.list()[i], boundOf(bound, i)))
+				continue
+			}
 			if i >= 0 {
 				abs[k] = append(abs[k], math.Abs(**e.list()[i]))
 			}
@@ -190,6 +246,12 @@ func speedTable(t *testing.T, set string, cases []speedCase, errs map[string]spe
 	}
 	for _, x := range excluded {
 		fmt.Fprintf(&b, "excluded %s\n", x)
+	}
+	if len(cached) > 0 {
+		fmt.Fprintf(&b, "TTFT not counted, below the cold bound (the published server had the prompts cached):\n")
+		for _, x := range cached {
+			fmt.Fprintf(&b, "  %s\n", x)
+		}
 	}
 	return b.String()
 }
