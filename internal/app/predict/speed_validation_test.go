@@ -42,14 +42,14 @@ type speedCase struct {
 	InputLen    int      `json:"input_len"`
 	OutputLen   int      `json:"output_len"`
 	// MaxConcurrency caps the requests in flight; 0 sends every prompt at once.
-	MaxConcurrency int           `json:"max_concurrency"`
-	NumPrompts     int           `json:"num_prompts"`
+	MaxConcurrency int `json:"max_concurrency"`
+	NumPrompts     int `json:"num_prompts"`
 	// Runs is how many times the published protocol sent the same prompts to the same server
 	// in a row, its figures the mean of the runs' (0 or 1: one run).
-	Runs int `json:"runs"`
-	Exclude        string        `json:"exclude"` // why the run is listed but not predicted
-	Measured       speedFigures  `json:"measured"`
-	Baseline       *speedFigures `json:"baseline"` // the errors in percent recorded last
+	Runs     int           `json:"runs"`
+	Exclude  string        `json:"exclude"` // why the run is listed but not predicted
+	Measured speedFigures  `json:"measured"`
+	Baseline *speedFigures `json:"baseline"` // the errors in percent recorded last
 }
 
 // speedFigures are a run's published figures: mean and median TTFT and TPOT (ms) and output
