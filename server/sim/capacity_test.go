@@ -141,12 +141,15 @@ func TestQuantizationShrinksWeightsAndGrowsKV(t *testing.T) {
 	base, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9}, nil)
 	require.NoError(t, err)
 	for _, q := range []string{"awq", "gptq", "fp8"} {
-		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9, Quantization: q}, nil)
+		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9, CheckpointQuantization: q}, nil)
 		require.NoError(t, err, q)
 		assert.Less(t, s.Capacity.WeightsBytes, base.Capacity.WeightsBytes, q)
 		assert.Greater(t, s.Capacity.KVCacheTokens, base.Capacity.KVCacheTokens, q)
 	}
-	awq, _ := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, Quantization: "awq"}, nil)
+	online, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, GPUMemoryUtilization: 0.9, Quantization: "fp8"}, nil)
+	require.NoError(t, err, "fp8 quantizes a 16-bit checkpoint as it loads")
+	assert.Less(t, online.Capacity.WeightsBytes, base.Capacity.WeightsBytes)
+	awq, _ := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, CheckpointQuantization: "awq"}, nil)
 	fp8, _ := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", MaxModelLen: 4096, Quantization: "fp8"}, nil)
 	assert.Less(t, awq.Capacity.WeightsBytes, fp8.Capacity.WeightsBytes, "4-bit weights are smaller than 8-bit")
 }
@@ -237,4 +240,34 @@ func TestFormatGiB(t *testing.T) {
 	assert.Equal(t, "130.5", FormatGiB(int64(130.5*float64(gib))))
 	assert.Equal(t, "0.92", PyFloat(0.92))
 	assert.Equal(t, "1.0", PyFloat(1))
+}
+
+// --quantization is checked against the checkpoint as vLLM checks it: a quantized checkpoint's
+// method, or the faster kernel vLLM runs it with; on a 16-bit checkpoint only the methods that
+// quantize as they load.
+func TestQuantizationMustMatchTheCheckpoint(t *testing.T) {
+	for _, c := range []struct {
+		model, ckpt, flag, err string
+	}{
+		{"Qwen/Qwen2.5-7B-Instruct", "", "awq", "Cannot find the config file for awq"},
+		{"Qwen/Qwen2.5-7B-Instruct", "", "gptq_marlin", "Cannot find the config file for gptq_marlin"},
+		{"Qwen/Qwen2.5-7B-Instruct", "", "fp8", ""},
+		{"Qwen/Qwen2.5-7B-Instruct", "awq", "awq_marlin", ""},
+		{"Qwen/Qwen2.5-7B-Instruct", "awq", "awq", ""},
+		{"Qwen/Qwen2.5-7B-Instruct", "awq", "gptq", "Quantization method specified in the model config (awq) does not match the quantization method specified in the `quantization` argument (gptq)."},
+		{"Qwen/Qwen2.5-7B-Instruct", "gptq", "fp8", "(gptq) does not match the quantization method specified in the `quantization` argument (fp8)."},
+		{"openai/gpt-oss-20b", "", "mxfp4", ""},
+		{"openai/gpt-oss-20b", "", "fp8", "model config (mxfp4) does not match"},
+		{"Qwen/Qwen2.5-7B-Instruct", "int3", "", `--sim-checkpoint-quantization "int3" is not simulated`},
+	} {
+		_, err := Resolve(Config{Model: c.model, GPU: "H100", MaxModelLen: 4096, CheckpointQuantization: c.ckpt, Quantization: c.flag}, nil)
+		name := c.model + "/" + c.ckpt + "/" + c.flag
+		if c.err == "" {
+			assert.NoError(t, err, name)
+			continue
+		}
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, name)
+		assert.Contains(t, ce.Msg, c.err, name)
+	}
 }

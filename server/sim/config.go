@@ -28,15 +28,19 @@ type Config struct {
 	KVCacheDType         string  // --kv-cache-dtype (default "auto": the model dtype)
 	DType                string  // --dtype (default "auto": the checkpoint dtype)
 	Quantization         string  // --quantization: "", "awq", "gptq", "fp8"
-	TensorParallelSize   int     // --tensor-parallel-size (default 1)
-	PipelineParallelSize int     // --pipeline-parallel-size (default 1)
-	PPLayerPartition     string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
-	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
-	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
-	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
-	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
-	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
-	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
+	// CheckpointQuantization is the checkpoint's own quantization method where it is not the
+	// catalogue entry's: a quantized build of a catalogue model, sized from its base
+	// (--sim-checkpoint-quantization).
+	CheckpointQuantization string
+	TensorParallelSize     int     // --tensor-parallel-size (default 1)
+	PipelineParallelSize   int     // --pipeline-parallel-size (default 1)
+	PPLayerPartition       string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
+	PrefixCaching          Toggle  // --enable-prefix-caching (default on)
+	ChunkedPrefill         Toggle  // --enable-chunked-prefill (default on)
+	NumGPUBlocksOverride   int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
+	GPUUsedGiB             float64 // --sim-gpu-used-gib: memory other processes already hold
+	Seed                   int64   // --sim-seed: output lengths and text, and step jitter
+	Jitter                 float64 // relative standard deviation of step times (0 = deterministic)
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
@@ -120,6 +124,9 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		cfg.GPUMemoryUtilization = DefaultUtilization(s.Version)
 	}
 	if err := resolveLayout(&cfg, m); err != nil {
+		return nil, err
+	}
+	if err := resolveQuantization(&cfg, m); err != nil {
 		return nil, err
 	}
 	if err := resolveDTypes(s, cfg); err != nil {
@@ -215,7 +222,7 @@ func resolveLayout(cfg *Config, m Model) error {
 	return nil
 }
 
-// resolveDTypes sets the model and KV-cache data types of s and checks the quantization.
+// resolveDTypes sets the model and KV-cache data types of s.
 func resolveDTypes(s *Setup, cfg Config) error {
 	var err error
 	if s.ModelDType, err = resolveModelDType(cfg.DType, s.ModelProfile.DType); err != nil {
@@ -223,11 +230,6 @@ func resolveDTypes(s *Setup, cfg Config) error {
 	}
 	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
 		return &ConfigError{err.Error()}
-	}
-	switch strings.ToLower(cfg.Quantization) {
-	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq", "mxfp4":
-	default:
-		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, gptq, fp8 or mxfp4", cfg.Quantization)}
 	}
 	return nil
 }

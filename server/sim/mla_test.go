@@ -49,7 +49,7 @@ func TestMLABytesPerTokenByVersion(t *testing.T) {
 		{"0.10.0", "A100-SXM-80GB", "", "awq", 2, 576 * 2},
 	} {
 		name := fmt.Sprintf("%s/%s/tp%d/%s%s", c.version, c.gpu, c.tp, c.kv, c.quant)
-		s := mlaSetup(t, Config{GPU: c.gpu, VLLMVersion: c.version, TensorParallelSize: c.tp, KVCacheDType: c.kv, Quantization: c.quant})
+		s := mlaSetup(t, Config{GPU: c.gpu, VLLMVersion: c.version, TensorParallelSize: c.tp, KVCacheDType: c.kv, CheckpointQuantization: c.quant})
 		assert.Equal(t, c.want, s.Capacity.Layout.AttentionBytesPerToken, name)
 	}
 }

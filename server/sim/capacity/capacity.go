@@ -240,8 +240,9 @@ func (r Report) Render(width int) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are --quantization; max-len N is\n" +
-		"--max-model-len N. Requests are counted at their largest (prompt + output, in whole blocks).\n")
+	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model\n" +
+		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are\n" +
+		"counted at their largest (prompt + output, in whole blocks).\n")
 	for _, c := range r.Columns {
 		if c.Refused != "" {
 			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")

@@ -92,9 +92,11 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		skip  bool
 	}{
 		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8")},
-		{"awq", func(c *sim.Config) { c.Quantization = "awq" }, strings.EqualFold(base.Quantization, "awq")},
-		{"gptq", func(c *sim.Config) { c.Quantization = "gptq" }, strings.EqualFold(base.Quantization, "gptq")},
-		{"fp8 weights", func(c *sim.Config) { c.Quantization = "fp8" }, strings.EqualFold(base.Quantization, "fp8")},
+		// A quantized build of the model: its checkpoint's method, not a flag vLLM refuses on
+		// a 16-bit checkpoint.
+		{"awq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, "awq")},
+		{"gptq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "gptq" }, quantizedAs(base, "gptq")},
+		{"fp8 weights", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "fp8" }, quantizedAs(base, "fp8")},
 	}
 	if s := first.setup; s != nil || first.startup != nil {
 		maxLen := base.MaxModelLen
@@ -207,4 +209,10 @@ func resolvedGPUAndUtil(base sim.Config, profiles *sim.Profiles) (string, float6
 		}
 	}
 	return gpu, util
+}
+
+// quantizedAs reports whether the configured server already runs weights quantized with method
+// (by flag or by its checkpoint), so a what-if of that method would show the same plan.
+func quantizedAs(c sim.Config, method string) bool {
+	return strings.EqualFold(c.Quantization, method) || strings.EqualFold(c.CheckpointQuantization, method)
 }

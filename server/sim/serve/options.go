@@ -173,6 +173,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
 	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
 	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization (awq, gptq, fp8)")
+	fs.StringVar(&o.Engine.CheckpointQuantization, "sim-checkpoint-quantization", "", "Size the model as a checkpoint quantized with this method (awq, gptq, fp8, mxfp4, nvfp4), as a quantized build of a catalogue model is")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
 	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")

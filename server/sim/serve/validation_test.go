@@ -58,7 +58,7 @@ type corpusCase struct {
 	Baseline     *result  `json:"baseline"`
 
 	// SimModel is the catalogue entry a local or re-quantized checkpoint is sized as, and
-	// SimQuantization the --quantization that gives the entry the checkpoint's weights.
+	// SimQuantization the checkpoint's quantization method (--sim-checkpoint-quantization).
 	SimModel        string `json:"sim_model"`
 	SimQuantization string `json:"sim_quantization"`
 }
@@ -122,7 +122,7 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 		args = append(args, "--sim-entry-point", "llm")
 	}
 	if c.SimQuantization != "" {
-		args = append(args, "--quantization", c.SimQuantization)
+		args = append(args, "--sim-checkpoint-quantization", c.SimQuantization)
 	}
 	add := func(flag string, v int) {
 		if v > 0 {
