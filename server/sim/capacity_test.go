@@ -257,6 +257,7 @@ func TestQuantizationMustMatchTheCheckpoint(t *testing.T) {
 		{"Qwen/Qwen2.5-7B-Instruct", "awq", "gptq", "Quantization method specified in the model config (awq) does not match the quantization method specified in the `quantization` argument (gptq)."},
 		{"Qwen/Qwen2.5-7B-Instruct", "gptq", "fp8", "(gptq) does not match the quantization method specified in the `quantization` argument (fp8)."},
 		{"openai/gpt-oss-20b", "", "mxfp4", ""},
+		{"Qwen/Qwen2.5-7B-Instruct", "", "mxfp4", "Mxfp4 linear layer is not implemented"},
 		{"openai/gpt-oss-20b", "", "fp8", "model config (mxfp4) does not match"},
 		{"Qwen/Qwen2.5-7B-Instruct", "int3", "", `--sim-checkpoint-quantization "int3" is not simulated`},
 	} {
@@ -266,8 +267,26 @@ func TestQuantizationMustMatchTheCheckpoint(t *testing.T) {
 			assert.NoError(t, err, name)
 			continue
 		}
-		var ce *ConfigError
-		require.ErrorAs(t, err, &ce, name)
-		assert.Contains(t, ce.Msg, c.err, name)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), c.err, name)
+		var engine *EngineConfigError
+		assert.Equal(t, c.ckpt != "int3", errors.As(err, &engine), "%s: vLLM's engine config refuses it, not its parser", name)
+	}
+}
+
+// The method vLLM's engine config line names: an AWQ or GPTQ checkpoint runs on the Marlin
+// kernels where the GPU has them, unless the flag names the plain method.
+func TestQuantizationMethodMovesToMarlin(t *testing.T) {
+	for _, c := range []struct{ gpu, ckpt, flag, want string }{
+		{"L4", "awq", "", "awq_marlin"},
+		{"H100", "gptq", "", "gptq_marlin"},
+		{"T4", "awq", "", "awq"},
+		{"L4", "awq", "awq", "awq"},
+		{"L4", "", "fp8", "fp8"},
+		{"L4", "", "", ""},
+	} {
+		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: c.gpu, MaxModelLen: 4096, CheckpointQuantization: c.ckpt, Quantization: c.flag}, nil)
+		require.NoError(t, err, "%+v", c)
+		assert.Equal(t, c.want, s.QuantizationMethod(), "%+v", c)
 	}
 }

@@ -32,15 +32,18 @@ type Config struct {
 	// catalogue entry's: a quantized build of a catalogue model, sized from its base
 	// (--sim-checkpoint-quantization).
 	CheckpointQuantization string
-	TensorParallelSize     int     // --tensor-parallel-size (default 1)
-	PipelineParallelSize   int     // --pipeline-parallel-size (default 1)
-	PPLayerPartition       string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
-	PrefixCaching          Toggle  // --enable-prefix-caching (default on)
-	ChunkedPrefill         Toggle  // --enable-chunked-prefill (default on)
-	NumGPUBlocksOverride   int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
-	GPUUsedGiB             float64 // --sim-gpu-used-gib: memory other processes already hold
-	Seed                   int64   // --sim-seed: output lengths and text, and step jitter
-	Jitter                 float64 // relative standard deviation of step times (0 = deterministic)
+	// quantFromCheckpoint is set when Quantization was filled in from CheckpointQuantization,
+	// not given as a flag.
+	quantFromCheckpoint  bool
+	TensorParallelSize   int     // --tensor-parallel-size (default 1)
+	PipelineParallelSize int     // --pipeline-parallel-size (default 1)
+	PPLayerPartition     string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
+	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
+	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
+	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
+	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
+	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
+	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).

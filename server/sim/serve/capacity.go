@@ -72,7 +72,8 @@ func parseForCapacity(args []string, getenv func(string) string) (*Options, *sim
 func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (capacity.Report, error) {
 	first := column("as given", base, profiles, w)
 	var cfgErr *ConfigError
-	if errors.As(first.err, &cfgErr) {
+	var engineErr *sim.EngineConfigError
+	if errors.As(first.err, &cfgErr) || errors.As(first.err, &engineErr) {
 		return capacity.Report{}, first.err
 	}
 	r := capacity.Report{Model: base.Model, GPU: base.GPU, Util: base.GPUMemoryUtilization, Workload: w, Columns: []capacity.Column{first.Column}}

@@ -24,3 +24,20 @@ func TestPrintCapacityErrorIsOneLineOnStderr(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "%q: one line", args)
 	}
 }
+
+// A --quantization vLLM's engine config rejects ends the simulator as vLLM ends: one line with
+// vLLM's message and exit status 1, with or without --print-capacity.
+func TestQuantizationRefusalExitsOne(t *testing.T) {
+	for _, args := range [][]string{
+		{"Qwen/Qwen3-8B", "--sim-gpu", "L4", "--quantization", "awq", "--print-capacity"},
+		{"Qwen/Qwen3-8B", "--sim-gpu", "L4", "--quantization", "gptq"},
+		{"openai/gpt-oss-20b", "--sim-gpu", "H100", "--quantization", "fp8", "--print-capacity"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), args, &out, &errb, emptyEnv)
+		assert.Equal(t, 1, code, "%q", args)
+		assert.Empty(t, out.String(), "%q", args)
+		assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "%q: one line: %q", args, errb.String())
+		assert.Contains(t, errb.String(), "vllmtop sim: error: ", "%q", args)
+	}
+}

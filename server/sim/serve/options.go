@@ -172,7 +172,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
 	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
 	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
-	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization (awq, gptq, fp8)")
+	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization: awq, awq_marlin, gptq or gptq_marlin for a checkpoint quantized that way, fp8 (any checkpoint, quantized as it loads), mxfp4")
 	fs.StringVar(&o.Engine.CheckpointQuantization, "sim-checkpoint-quantization", "", "Size the model as a checkpoint quantized with this method (awq, gptq, fp8, mxfp4, nvfp4), as a quantized build of a catalogue model is")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")

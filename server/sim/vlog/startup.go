@@ -176,9 +176,7 @@ func floorDiv(a, b int64) int64 {
 // objects abbreviated.
 func engineConfig(s *sim.Setup, dpSize int) string {
 	quant := "None"
-	if s.Quantization != "" {
-		quant = strings.ToLower(s.Quantization)
-	} else if q := s.ModelProfile.Quantization; q != "" {
+	if q := s.QuantizationMethod(); q != "" {
 		quant = q
 	}
 	specCfg := "None"
