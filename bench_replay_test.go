@@ -115,4 +115,10 @@ func TestBenchTraceErrors(t *testing.T) {
 	code, _, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--think-time", "1s")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--think-time goes with --multi-turn")
+	// A replay's first request is part of what it replays: no warm-ups, no test request.
+	for _, flag := range []string{"--num-warmups", "--ready-check-timeout-sec"} {
+		code, _, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--multi-turn", "--num-conversations", "2", flag, "5")
+		assert.Equal(t, 2, code, flag)
+		assert.Contains(t, errOut, flag+" does not go with a replay", flag)
+	}
 }

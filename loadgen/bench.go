@@ -31,7 +31,10 @@ type BenchConfig struct {
 	// initial test run (--ready-check-timeout-sec). A check that never succeeds fails the run
 	// with ErrInitialTestRun.
 	ReadyCheck time.Duration
-	Seed       int64
+	// Note, when set, receives vllm bench serve's lines about the initial test run and the
+	// warm-ups as they start and end.
+	Note func(string)
+	Seed int64
 	// Goodput are the objectives the run's Tally counts good requests by.
 	Goodput Goodput
 	// Detailed spills the per-request arrays of --save-detailed to a file in DetailDir ("":
@@ -128,26 +131,27 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	backoff := cfg.Backoff
 	backoff.Stop = true
 	run := BenchRun{Tally: tally}
+	note := cfg.Note
+	if note == nil {
+		note = func(string) {}
+	}
 	if cfg.ReadyCheck > 0 {
+		note(fmt.Sprintf("Waiting for endpoint to become up in %d seconds", int(cfg.ReadyCheck/time.Second)))
 		if err := readyCheck(ctx, c, cfg); err != nil {
 			_ = tally.Close()
 			return BenchRun{}, err
 		}
+		note("Initial test run completed.")
 	}
 	if cfg.Warmups > 0 {
-		warm := RunnerConfig{Workload: firstPrompt{cfg.Workload}, NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff,
-			Transport: cfg.Transport, Clock: cfg.Clock}
-		if cfg.MaxConcurrency > 0 {
-			warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
-		} else {
-			warm.Concurrency = cfg.Warmups
-		}
-		if err := NewRunner(c, warm).Run(ctx); err != nil {
+		note(fmt.Sprintf("Warming up with %d requests...", cfg.Warmups))
+		if err := warmUp(ctx, c, cfg, backoff); err != nil {
 			if errors.As(err, &run.Stopped) {
 				err = nil
 			}
 			return run, err // nothing measured: an empty run
 		}
+		note("Warmup run completed.")
 	}
 	rc := RunnerConfig{
 		Workload:    WithRequestIDs(WithLoRA(cfg.Workload, cfg.LoRA), cfg.RequestIDPrefix),
@@ -240,6 +244,16 @@ func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (Bench
 		err = nil
 	}
 	return run, err
+}
+
+// warmUp sends cfg's warm-ups: the first prompt, Warmups times, MaxConcurrency at a time.
+func warmUp(ctx context.Context, c *Client, cfg BenchConfig, backoff BackoffConfig) error {
+	warm := RunnerConfig{Workload: firstPrompt{cfg.Workload}, NumRequests: cfg.Warmups, Seed: cfg.Seed, Backoff: backoff,
+		Transport: cfg.Transport, Clock: cfg.Clock, Concurrency: cfg.Warmups}
+	if cfg.MaxConcurrency > 0 {
+		warm.Concurrency = min(cfg.MaxConcurrency, cfg.Warmups)
+	}
+	return NewRunner(c, warm).Run(ctx)
 }
 
 // ReadyRetry is the pause between two tries of the initial test run, vLLM's retry_interval.

@@ -261,10 +261,13 @@ func TestBenchInterruptedDuringWarmupsReportsAnEmptyRun(t *testing.T) {
 func TestBenchReadyCheckSendsTheFirstPromptFirst(t *testing.T) {
 	f := newBenchFakeServer(t)
 	c := newBenchClient(t, f.URL)
+	var notes []string
 	run, err := Bench(context.Background(), c, BenchConfig{Workload: numbered{}, NumPrompts: 4, Warmups: 1,
-		ReadyCheck: time.Minute, RequestRate: math.Inf(1), MaxConcurrency: 1})
+		ReadyCheck: time.Minute, RequestRate: math.Inf(1), MaxConcurrency: 1, Note: func(s string) { notes = append(notes, s) }})
 	require.NoError(t, err)
 	assert.Equal(t, 4, run.Tally.Count())
+	assert.Equal(t, []string{"Waiting for endpoint to become up in 60 seconds", "Initial test run completed.",
+		"Warming up with 1 requests...", "Warmup run completed."}, notes, "vLLM's lines, in order")
 	close(f.prompts)
 	var seen []string
 	for p := range f.prompts {

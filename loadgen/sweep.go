@@ -27,6 +27,8 @@ type SweepConfig struct {
 	Duration   time.Duration
 	ReadyCheck time.Duration
 	Warmups    int
+	// Note is BenchConfig's, for every run.
+	Note       func(string)
 	Burstiness float64
 	Seed       int64
 	// Concurrency is --max-concurrency: the cap of each run (empty: none), swept when it has
@@ -160,7 +162,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 		}
 		bc := BenchConfig{Workload: cfg.Workload, NumPrompts: cfg.NumPrompts, Duration: cfg.Duration,
 			RequestRate: info.RequestRate, Burstiness: cfg.Burstiness, MaxConcurrency: info.MaxConcurrency,
-			ReadyCheck: cfg.ReadyCheck, Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
+			ReadyCheck: cfg.ReadyCheck, Note: cfg.Note, Warmups: cfg.Warmups, Seed: cfg.Seed, Goodput: cfg.Info.Goodput, Detailed: cfg.Detailed, DetailDir: cfg.DetailDir, Backoff: cfg.Backoff,
 			Trace: cfg.Trace, Conversations: cfg.Conversations, Transport: cfg.Transport, Clock: cfg.Clock,
 			RequestIDPrefix: cfg.RequestIDPrefix, LoRA: cfg.LoRA, Ramp: cfg.Ramp, ProbeRate: cfg.ProbeRate}
 		if cfg.FreshPrompts && len(values) > 1 {

@@ -31,6 +31,8 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 		return nil
 	case r.Warmups > 0:
 		return cliflag.Usagef("--num-warmups does not go with a replay: its first requests are part of what it replays")
+	case o.ReadyTimeout > 0:
+		return cliflag.Usagef("--ready-check-timeout-sec does not go with a replay: its first request is part of what it replays")
 	case o.Search.On():
 		return cliflag.Usagef("an SLO search varies the rate or concurrency of a random or sampled dataset, not a replay")
 	case mt.On && len(r.Rates) > 1:

@@ -150,6 +150,7 @@ func (b *Bench) Run(ctx context.Context) error {
 func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepRun)) error {
 	cfg := b.o.Runs
 	cfg.OnStart = b.progress(cfg, traffic)
+	cfg.Note = func(line string) { b.env.Note("%s", line) } // the initial test run and the warm-ups
 	if b.o.Timeline.drawn() {
 		cfg.OnStart, done = b.withTimeline(cfg.OnStart, done)
 	}
