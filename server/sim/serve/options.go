@@ -85,7 +85,7 @@ const usageLine = "usage: vllmtop sim [model_tag] [options]"
 
 // accepted lists `vllm serve` flags the simulator takes and ignores, so real command lines
 // run unchanged. Their values do not change the simulation.
-var accepted = []string{"trust-remote-code", "enforce-eager", "disable-uvicorn-access-log", "disable-log-requests",
+var accepted = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
 	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice"}
 var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-format", "tokenizer", "revision",
 	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend"}
@@ -175,6 +175,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization (awq, gptq, fp8)")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
+	fs.BoolVar(&o.Engine.EnforceEager, "enforce-eager", false, "Run without CUDA graphs: none captured, none reserved in the KV budget")
 	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
 	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
 	r.chunkedOn = fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
