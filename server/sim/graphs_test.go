@@ -54,3 +54,26 @@ func TestEnforceEagerLeavesTheGraphEstimateToKV(t *testing.T) {
 	assert.Equal(t, CUDAGraphEstimateBytes(graphs), eager.Capacity.AvailableKVBytes-graphs.Capacity.AvailableKVBytes)
 	assert.Greater(t, eager.Capacity.KVCacheTokens, graphs.Capacity.KVCacheTokens)
 }
+
+// TestServerTokenBudgetByVersion: the API server's default token budget on a large GPU went
+// from 8192 to 16384 in 0.28 (PR #51726); the LLM class keeps 16384, other GPUs 2048.
+func TestServerTokenBudgetByVersion(t *testing.T) {
+	cases := []struct {
+		gpu, version, entry string
+		tokens, seqs        int
+	}{
+		{"H100-SXM-80GB", "0.27.1", EntryServe, 8192, 1024},
+		{"H100-SXM-80GB", "0.28.0", EntryServe, 16384, 1024},
+		{"H100-SXM-80GB", "0.33.0", EntryServe, 16384, 1024},
+		{"H100-SXM-80GB", "0.27.1", EntryLLM, 16384, 1024},
+		{"H100-SXM-80GB", "0.33.0", EntryLLM, 16384, 1024},
+		{"A100-SXM-80GB", "0.33.0", EntryServe, 2048, 256},
+		{"L4", "0.33.0", EntryLLM, 8192, 256},
+	}
+	for _, c := range cases {
+		s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: c.gpu, VLLMVersion: c.version, EntryPoint: c.entry, MaxModelLen: 8192}, nil)
+		require.NoError(t, err, "%+v", c)
+		assert.Equal(t, c.tokens, s.MaxNumBatchedTokens, "%+v", c)
+		assert.Equal(t, c.seqs, s.MaxNumSeqs, "%+v", c)
+	}
+}
