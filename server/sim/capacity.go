@@ -155,17 +155,34 @@ func v1StartupError(c Capacity, l KVLayout, maxModelLen int) *StartupError {
 }
 
 // V2ModelRunner reports whether vLLM runs the model with its V2 model runner: the default for
-// dense models from about 0.25 (PR #44443, 2026-07-02). MoE and hybrid models, and every
-// model before, use the V1 runner.
+// dense models from about 0.25 (PR #44443, 2026-07-02) and for MoE and hybrid models too from
+// 0.29 (PR #53183). Before, those and every model of older releases use the V1 runner
+// (docs/vllm-behaviour.md#kv-cache-memory).
 func (s *Setup) V2ModelRunner() bool {
+	if s.Version.AtLeast("0.29.0") {
+		return true
+	}
 	m := s.ModelProfile
 	return !m.IsMoE() && !m.IsHybrid() && s.Version.AtLeast("0.25.0")
 }
 
 // CUDAGraphProfiled reports whether the CUDA-graph memory estimate comes out of the KV budget:
-// with the V1 model runner from 0.21 on (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1).
+// from 0.21 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1) for the V1 model runner,
+// unless --enforce-eager turns graphs off,
+// and for the V2 runner once it measures its graphs (0.29); the V2 runner of 0.25 to 0.28
+// estimates 0 and captures its graphs out of the memory above the budget.
 func (s *Setup) CUDAGraphProfiled() bool {
-	return !s.V2ModelRunner() && s.Version.AtLeast("0.21.0")
+	if s.EnforceEager || !s.Version.AtLeast("0.21.0") {
+		return false
+	}
+	return !s.V2ModelRunner() || s.Version.AtLeast("0.29.0")
+}
+
+// GraphsOutsideBudget reports whether the captured CUDA graphs come out of the memory above
+// total x utilisation: with CUDA graphs on (no --enforce-eager), whenever the profiling did
+// not reserve their memory.
+func (s *Setup) GraphsOutsideBudget() bool {
+	return !s.EnforceEager && !s.CUDAGraphProfiled()
 }
 
 // CUDAGraphEstimateBytes is the memory of the captured CUDA graphs: about 0.3 GiB plus 4 MiB

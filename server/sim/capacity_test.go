@@ -118,7 +118,7 @@ func TestBytesPerTokenAndTensorParallel(t *testing.T) {
 	s, err := Resolve(Config{Model: "Llama-3.1-8B-Instruct", GPU: "H100"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(131072), s.Capacity.BytesPerToken, "Llama-3.1-8B bf16 is 128 KiB per token")
-	assert.Equal(t, 8192, s.MaxNumBatchedTokens, "H100 defaults to 8192 batched tokens")
+	assert.Equal(t, 16384, s.MaxNumBatchedTokens, "H100 defaults to 16384 batched tokens from 0.28")
 	assert.Equal(t, 1024, s.MaxNumSeqs)
 	assert.Equal(t, 131072, s.MaxModelLen)
 

@@ -41,6 +41,7 @@ type Config struct {
 	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
 	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
 	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
+	EnforceEager         bool    // --enforce-eager: no CUDA graphs, so none captured or reserved
 	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
 	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
 	Jitter               float64 // relative standard deviation of step times (0 = deterministic)

@@ -153,7 +153,7 @@ func v1SamplerPeak(s *Setup, entries float64) float64 {
 func defaultBatch(cfg *Config, m Model, g GPU, v Version) {
 	if v.V1Engine() {
 		if cfg.MaxNumBatchedTokens == 0 {
-			cfg.MaxNumBatchedTokens = g.DefaultMaxNumBatchedTokens
+			cfg.MaxNumBatchedTokens = serverBatchedTokens(g.DefaultMaxNumBatchedTokens, v)
 			if cfg.EntryPoint == EntryLLM {
 				cfg.MaxNumBatchedTokens = llmClassBatchedTokens(g.DefaultMaxNumBatchedTokens)
 			}
@@ -187,6 +187,17 @@ func defaultBatch(cfg *Config, m Model, g GPU, v Version) {
 	if cfg.MaxNumSeqs == 0 {
 		cfg.MaxNumSeqs = min(256, cfg.MaxNumBatchedTokens)
 	}
+}
+
+// serverBatchedTokens is the API server's default token budget in release v on a GPU whose
+// profile gives the older default profileDefault: PR #51726 (merged 2026-08-10, 0.28 by our
+// mapping) raised the large-GPU budget from 8192 to 16384, as the LLM class already had it
+// (docs/vllm-behaviour.md#defaults-by-version).
+func serverBatchedTokens(profileDefault int, v Version) int {
+	if profileDefault >= 8192 && v.AtLeast("0.28.0") {
+		return 16384
+	}
+	return profileDefault
 }
 
 // llmClassBatchedTokens is the offline LLM class's default token budget for a GPU whose API

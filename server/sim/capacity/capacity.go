@@ -124,6 +124,9 @@ func FromCacheInfo(c CacheInfo, known Limits, w Workload) (Fit, bool) {
 type Memory struct {
 	TotalGiB, RequestedGiB                                      float64 // the GPU; total x --gpu-memory-utilization
 	WeightsGiB, ActivationGiB, NonTorchGiB, CUDAGraphGiB, KVGiB float64
+	// GraphsOutsideGiB is the CUDA-graph pool captured after the KV cache out of the memory
+	// above the budget, where the profiling reserved none for it.
+	GraphsOutsideGiB float64
 }
 
 // Column is one setting (as given, or a what-if) and how the workload fits it.
@@ -169,7 +172,8 @@ type Report struct {
 }
 
 // Bar draws a memory plan as a bar of width cells: W weights, A activation peak, N non-torch,
-// G CUDA graphs, K the KV cache, . the rest of the GPU.
+// G CUDA graphs (inside the budget, or after K when captured above it), K the KV cache, . the
+// rest of the GPU.
 func Bar(m Memory, width int) string {
 	if m.TotalGiB <= 0 || width <= 0 {
 		return ""
@@ -187,8 +191,23 @@ func Bar(m Memory, width int) string {
 	part(m.NonTorchGiB, 'N')
 	part(m.CUDAGraphGiB, 'G')
 	part(m.KVGiB, 'K')
+	if m.GraphsOutsideGiB > 0 {
+		part(math.Max(0, m.RequestedGiB-m.WeightsGiB-m.ActivationGiB-m.NonTorchGiB-m.CUDAGraphGiB-m.KVGiB), '.')
+		part(m.GraphsOutsideGiB, 'G')
+	}
 	b.WriteString(strings.Repeat(".", width-used))
 	return b.String()
+}
+
+// legend names the bar's parts in GiB. Graphs captured above the budget are said to be, and
+// come out of the free memory.
+func legend(m Memory) string {
+	graphs := fmt.Sprintf("%.2f", m.CUDAGraphGiB)
+	if m.GraphsOutsideGiB > 0 {
+		graphs = fmt.Sprintf("%.2f above the budget", m.GraphsOutsideGiB)
+	}
+	return fmt.Sprintf("GiB: W weights %.2f  A activations %.2f  N non-torch %.2f  G graphs %s  K KV %.2f  . free %.2f\n\n",
+		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, graphs, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))
 }
 
 // Render writes the report for a terminal of width columns: the memory bar of the setting
@@ -207,8 +226,7 @@ func (r Report) Render(width int) string {
 	}
 	m := r.Columns[0].Memory
 	fmt.Fprintf(&b, "Memory of %.2f GiB (%.2f GiB requested):\n[%s]\n", m.TotalGiB, m.RequestedGiB, Bar(m, width-2))
-	fmt.Fprintf(&b, "GiB: W weights %.2f  A activations %.2f  N non-torch %.2f  G graphs %.2f  K KV %.2f  . free %.2f\n\n",
-		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, m.CUDAGraphGiB, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB))
+	b.WriteString(legend(m))
 	rows := [][]string{{""}, {"KV cache (GiB)"}, {"KV cache tokens"}, {"KV blocks"}, {"tokens a request (blocks)"},
 		{"requests that fit in KV"}, {"--max-num-seqs"}, {"--max-num-batched-tokens"}, {"max running requests"}, {"limits first"},
 		{"prompts prefilled a step"}, {"max conc. at max-model-len"}}

@@ -155,6 +155,9 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 	if s == nil {
 		return out
 	}
+	if s.GraphsOutsideBudget() {
+		out.Memory.GraphsOutsideGiB = gib(sim.CUDAGraphEstimateBytes(s))
+	}
 	layout := c.Layout
 	out.KVTokens, out.MaxConcAtML, out.GPUBlocks = c.KVCacheTokens, c.MaxConcurrency, c.NumGPUBlocks
 	// One block is vLLM's null block; the scheduler allocates from the rest.

@@ -25,8 +25,8 @@ func TestCapacityReportFitsTheWorkload(t *testing.T) {
 		limiter string
 	}{
 		{"KV-bound", []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, w,
-			66, 66, capacity.LimitKV},
-		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3172, 256, capacity.LimitSeqs},
+			59, 59, capacity.LimitKV},
+		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3104, 256, capacity.LimitSeqs},
 		{"fits easily", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "H100", "--max-num-seqs", "64"}, capacity.Workload{PromptTokens: 100, OutputTokens: 28},
 			0, 64, capacity.LimitSeqs},
 	}
@@ -144,4 +144,31 @@ func TestPrintCapacityNamesDataParallelEngines(t *testing.T) {
 	require.Equal(t, 0, Main(context.Background(), append(args, "-dp", "2", "--print-capacity"), &out, &errb, emptyEnv), errb.String())
 	assert.Contains(t, out.String(), "Data parallel: 2 engines, each with the plan below and its own KV cache\n  ("+
 		thousandsRE(2*p.Capacity().KVCacheTokens)+" tokens in all)")
+}
+
+// TestCapacityReportShowsTheGraphsWhereVLLMPutsThem: 0.33 reserves the CUDA-graph estimate in
+// the budget (the bar still adds up to it); 0.26's V2 runner reserves none, so the graphs the
+// log reports come out of the memory above it; --enforce-eager has none.
+func TestCapacityReportShowsTheGraphsWhereVLLMPutsThem(t *testing.T) {
+	w := capacity.Workload{PromptTokens: 384, OutputTokens: 128}
+	args := []string{"Qwen/Qwen3-8B", "--sim-gpu", "H100-SXM-80GB"}
+	now, err := CapacityReport(args, emptyEnv, w)
+	require.NoError(t, err)
+	m := now.Columns[0].Memory
+	assert.InDelta(t, 0.44, m.CUDAGraphGiB, 0.005)
+	assert.Zero(t, m.GraphsOutsideGiB)
+	assert.Contains(t, now.Render(100), "G graphs 0.44  K KV ")
+
+	old, err := CapacityReport(append(args, "--sim-vllm-version", "0.26"), emptyEnv, w)
+	require.NoError(t, err)
+	m = old.Columns[0].Memory
+	assert.Zero(t, m.CUDAGraphGiB)
+	assert.InDelta(t, 0.44, m.GraphsOutsideGiB, 0.005)
+	assert.Contains(t, old.Render(100), "G graphs 0.44 above the budget  K KV ")
+
+	eager, err := CapacityReport(append(args, "--enforce-eager"), emptyEnv, w)
+	require.NoError(t, err)
+	m = eager.Columns[0].Memory
+	assert.Zero(t, m.CUDAGraphGiB+m.GraphsOutsideGiB)
+	assert.Greater(t, eager.Columns[0].KVTokens, now.Columns[0].KVTokens)
 }

@@ -19,7 +19,7 @@ type LoRAModule struct {
 // notSimulated are the vllm serve flags the simulator accepts so that real command lines run
 // unchanged, although they change nothing it simulates. `vllmtop sim --help` marks them and
 // the start-up log lists the ones given.
-var notSimulated = []string{"trust-remote-code", "enforce-eager", "disable-uvicorn-access-log", "disable-log-requests",
+var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
 	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice", "uvicorn-log-level",
 	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
 	"chat-template", "seed", "distributed-executor-backend", "api-server-count", "max-lora-rank",

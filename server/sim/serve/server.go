@@ -35,6 +35,7 @@ type Server struct {
 	created   int64
 	permID    string
 	mux       *http.ServeMux
+	served    map[string]string             // each served route's path to its methods
 	onWrite   func(id string, at time.Time) // see sseSink.onWrite
 }
 
@@ -66,6 +67,7 @@ func New(opts *Options, setup *sim.Setup, clock sim.Clock, logs *vlog.Logger) *S
 	s.permID = "modelperm-" + randomHex(8)
 	s.startEngines(clock)
 	s.mux = http.NewServeMux()
+	s.served = routeMethods(servedRoutes(opts.Pooling))
 	s.routes()
 	return s
 }
@@ -111,7 +113,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 			if line := notSimulatedLine(s.opts.NotSimulated); line != "" {
 				s.logs.API(vlog.Warning, "serve.py:1", line)
 			}
-			s.logs.Serving(listenURL(s.opts.Host, ln), routes)
+			s.logs.Serving(listenURL(s.opts.Host, ln), servedRoutes(s.opts.Pooling))
 		}
 		s.ready.Store(true)
 	case <-ctx.Done():
@@ -202,20 +204,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mux.ServeHTTP(rec, r)
 	handler := "none"
-	if _, ok := routeMethods[r.URL.Path]; ok {
+	if _, ok := s.served[r.URL.Path]; ok {
 		handler = r.URL.Path
 	}
 	s.metrics.ObserveHTTP(handler, r.Method, rec.status, max(0, r.ContentLength), rec.contentLength, time.Since(start))
 }
 
-// routeMethods maps each route's path to the methods it answers.
-var routeMethods = func() map[string]string {
-	m := make(map[string]string, len(routes))
+// servedRoutes are the routes of a server with the given runner, in the order vLLM lists them:
+// a pooling server has /v1/embeddings where a generating one has the completions routes.
+func servedRoutes(pooling bool) []vlog.Route {
+	if !pooling {
+		return routes
+	}
+	out := make([]vlog.Route, 0, len(routes))
 	for _, r := range routes {
+		if r.Path != "/v1/chat/completions" && r.Path != "/v1/completions" {
+			out = append(out, r)
+		}
+	}
+	return append(out, vlog.Route{Path: "/v1/embeddings", Methods: "POST"})
+}
+
+// routeMethods maps each route's path to the methods it answers.
+func routeMethods(rs []vlog.Route) map[string]string {
+	m := make(map[string]string, len(rs))
+	for _, r := range rs {
 		m[r.Path] = r.Methods
 	}
 	return m
-}()
+}
 
 func guarded(path string) bool {
 	return strings.HasPrefix(path, "/v1") || strings.HasPrefix(path, "/v2") || strings.HasPrefix(path, "/inference")
@@ -274,7 +291,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
 	s.mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if methods, ok := routeMethods[r.URL.Path]; ok {
+		if methods, ok := s.served[r.URL.Path]; ok {
 			// A route with another method: Starlette's partial match, FastAPI's 405.
 			w.Header().Set("Allow", methods)
 			writeJSON(w, http.StatusMethodNotAllowed, []byte(`{"detail":"Method Not Allowed"}`))

@@ -32,9 +32,9 @@ func grep(ls []string, sub string) []string {
 }
 
 // TestHybridStartupLines: a Qwen3.5 hybrid prints the block-size alignment and padding lines
-// from the engine core, worded as vLLM words them, and runs on the V1 model runner.
+// from the engine core, worded as vLLM words them, and runs on the V1 model runner until 0.29.
 func TestHybridStartupLines(t *testing.T) {
-	ls := startupLines(t, sim.Config{Model: "Qwen/Qwen3.5-0.8B", GPU: "RTX-4060-8GB", MaxModelLen: 32768})
+	ls := startupLines(t, sim.Config{Model: "Qwen/Qwen3.5-0.8B", GPU: "RTX-4060-8GB", MaxModelLen: 32768, VLLMVersion: "0.28.0"})
 	block := grep(ls, "Setting attention block size")
 	require.Len(t, block, 1)
 	assert.True(t, strings.HasSuffix(block[0], "[interface.py:911] Setting attention block size to 544 tokens to ensure that attention page size is >= mamba page size."), block[0])

@@ -2,6 +2,7 @@ package vlog
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -119,12 +120,9 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
 		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
 	}
-	if s.CUDAGraphProfiled() {
-		est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
-		total := float64(c.TotalBytes) / (1 << 30)
-		u := s.GPUMemoryUtilization
-		l.record(wrk, Info, "gpu_model_runner.py:5993", fmt.Sprintf("Estimated CUDA graph memory: %.2f GiB total", est))
-		l.record(wrk, Info, "gpu_worker.py:497", fmt.Sprintf("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=%.4f is equivalent to --gpu-memory-utilization=%.4f without CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to %.4f. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.", u, u-est/total, u+est/total))
+	if s.CUDAGraphProfiled() && !s.V2ModelRunner() {
+		// The V1 runner's own estimate line; the V2 runner's wording is not modelled.
+		l.record(wrk, Info, "gpu_model_runner.py:5993", fmt.Sprintf("Estimated CUDA graph memory: %.2f GiB total", float64(sim.CUDAGraphEstimateBytes(s))/(1<<30)))
 	}
 
 	// With --num-gpu-blocks-override the capacity is sized from the override, but the worker
@@ -138,6 +136,7 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	} else {
 		l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
 	}
+	l.graphProfilingLine(s, wrk)
 	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
 		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
 	}
@@ -146,9 +145,48 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
 		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
 	}
-	l.record(wrk, Info, "model_runner.py:766", fmt.Sprintf("Graph capturing finished in %.0f secs, took %.2f GiB", t.GraphCapture, graphPoolGiB(s)))
+	l.graphCaptureLines(s, wrk, t)
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
 }
+
+// graphProfilingLine is the worker's note, after "Available KV cache memory", that the
+// CUDA-graph estimate came out of the KV budget (Worker.determine_available_memory logs it
+// whenever the estimate is positive). The caller holds l.mu.
+func (l *Logger) graphProfilingLine(s *sim.Setup, wrk proc) {
+	if !s.CUDAGraphProfiled() {
+		return
+	}
+	est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
+	total := float64(s.Capacity.TotalBytes) / (1 << 30)
+	u := s.GPUMemoryUtilization
+	l.record(wrk, Info, "gpu_worker.py:497", fmt.Sprintf("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization=%.4f is equivalent to --gpu-memory-utilization=%.4f without CUDA graph memory profiling. To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to %.4f. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.", u, u-est/total, u+est/total))
+}
+
+// graphCaptureLines are the lines of the CUDA-graph capture after the KV cache is allocated:
+// the runner's "Graph capturing finished" and, when an estimate was reserved, the worker's
+// comparison of the pool with it (Worker.compile_or_warm_up_model). --enforce-eager captures
+// nothing and logs neither. The caller holds l.mu.
+func (l *Logger) graphCaptureLines(s *sim.Setup, wrk proc, t Timings) {
+	if s.EnforceEager {
+		return
+	}
+	file := "gpu_model_runner.py:5768"
+	if s.V2ModelRunner() {
+		file = "model_runner.py:766"
+	}
+	actual := graphPoolGiB(s)
+	l.record(wrk, Info, file, fmt.Sprintf("Graph capturing finished in %.0f secs, took %.2f GiB", t.GraphCapture, actual))
+	if !s.CUDAGraphProfiled() {
+		return
+	}
+	est := float64(sim.CUDAGraphEstimateBytes(s)) / (1 << 30)
+	diff := math.Abs(actual - est)
+	l.record(wrk, Info, "gpu_worker.py:792", fmt.Sprintf("CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: %s GiB (%.1f%%).",
+		sim.PyFloat(round2(actual)), sim.PyFloat(round2(est)), sim.PyFloat(round2(diff)), 100*diff/max(actual, 1.0/(1<<30))))
+}
+
+// round2 is Python's round(x, 2) for the figures vLLM prints that way.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 // v1ModelLoading is the V1 model runner's "Model loading took" line in the format of the
 // release: %.4f GiB until 0.12, "GiB memory" from 0.12 (PR #28178), format_gib from 0.15
@@ -208,7 +246,7 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		"disable_custom_all_reduce=False",
 		"quantization=" + quant,
 		"quantization_config=None",
-		"enforce_eager=False",
+		"enforce_eager=" + pyBool(s.EnforceEager),
 		"enable_return_routed_experts=False",
 		"kv_cache_dtype=" + kv,
 		"device_config=cuda",

@@ -121,7 +121,8 @@ func only(t *testing.T, ls []string, re *regexp.Regexp) []string {
 
 func qwenSetup(t *testing.T) *sim.Setup {
 	t.Helper()
-	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100"}, nil)
+	// The release of the reference startup (testdata/vllm-log-synthetic-startup.txt).
+	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.26.0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
