@@ -81,11 +81,15 @@ func memoryBar(st *Styles, m capacity.Memory, width int) []string {
 		i = j
 	}
 	b.WriteString(st.Muted.Render("]"))
+	graphs := fmt.Sprintf("G graphs %.2f", m.CUDAGraphGiB)
+	if m.GraphsOutsideGiB > 0 { // captured after the KV cache, out of the free memory
+		graphs = fmt.Sprintf("G graphs %.2f above the budget", m.GraphsOutsideGiB)
+	}
 	legend := []string{
 		fmt.Sprintf("memory %.2f GiB of %.2f", m.RequestedGiB, m.TotalGiB),
 		fmt.Sprintf("W weights %.2f", m.WeightsGiB), fmt.Sprintf("A activations %.2f", m.ActivationGiB),
-		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), fmt.Sprintf("G graphs %.2f", m.CUDAGraphGiB),
-		fmt.Sprintf("K KV %.2f", m.KVGiB), fmt.Sprintf(". free %.2f GiB", math.Max(0, m.TotalGiB-m.RequestedGiB)),
+		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), graphs,
+		fmt.Sprintf("K KV %.2f", m.KVGiB), fmt.Sprintf(". free %.2f GiB", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB)),
 	}
 	for i := range legend {
 		legend[i] = st.Label.Render(legend[i])

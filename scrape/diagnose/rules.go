@@ -364,10 +364,10 @@ func seqBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 		Flags: []string{"--max-num-seqs"}, Evidence: ev}, true
 }
 
-// largestDefaultBudget is the larger of vLLM's --max-num-batched-tokens defaults for its API
-// server (2048, and 8192 on 70 GiB devices other than the A100): with the budget unknown, only
-// a demand of it is known to fill it.
-const largestDefaultBudget = 8192
+// largestDefaultBudget is the largest of vLLM's --max-num-batched-tokens defaults for its API
+// server (2048; on 70 GiB devices other than the A100, 8192 before 0.28 and 16384 since): with
+// the budget unknown, only a demand of it is known to fill it.
+const largestDefaultBudget = 16384
 
 // pendingTokens estimates the tokens the next step is asked for: each waiting request's
 // prompt (mean length) and one decode token per running request.
@@ -394,7 +394,7 @@ func batchTokenBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 	}
 	now := fmt.Sprintf(" (now %d)", budget)
 	if !known {
-		now = " (not known; vLLM's default is 2048, or 8192 on an 80 GB GPU)"
+		now = " (not known; vLLM's default is 2048, or 16384 on an 80 GB GPU from 0.28, 8192 before)"
 	}
 	ev := append(queueEvidence(s, th),
 		Evidence{Name: "pending_tokens", Value: pending, Unit: "tokens", Threshold: "≥ " + short(float64(budget))},

@@ -59,6 +59,12 @@ func TestRules(t *testing.T) {
 			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean, s.TTFTMean = v(8), v(14), v(0.02), v(0.22), v(1365), v(0.29)
 		}, facts: Facts{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}, rules: []string{RuleBatchTokenBound},
 			text: "need 19118 tokens, more than --max-num-batched-tokens gives a step; raise --max-num-batched-tokens (now 8192)"},
+		{name: "budget unknown: 19118 pending tokens are over every default (16384 from 0.28): bound", edit: func(s *Signals) {
+			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean, s.TTFTMean = v(8), v(14), v(0.02), v(0.22), v(1365), v(0.29)
+		}, facts: Facts{MaxNumSeqs: 1024}, rules: []string{RuleBatchTokenBound}, text: "(not known; vLLM's default is 2048, or 16384 on an 80 GB GPU from 0.28, 8192 before)"},
+		{name: "budget unknown: 12,008 pending tokens need not fill the largest default (16384): only queued", edit: func(s *Signals) {
+			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean, s.TTFTMean = v(8), v(8), v(0.02), v(0.22), v(1500), v(0.29)
+		}, facts: Facts{MaxNumSeqs: 1024}, rules: []string{RuleQueueBound}},
 		{name: "running below --max-num-seqs with the budget to spare: no admission verdict", edit: func(s *Signals) {
 			s.Running, s.Waiting, s.KVCacheUsage, s.QueueMean, s.PromptTokensMean = v(8), v(2), v(0.02), v(0.22), v(300)
 		}, facts: Facts{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192}, rules: nil},
