@@ -185,10 +185,22 @@ func (s *Setup) GraphsOutsideBudget() bool {
 	return !s.EnforceEager && !s.CUDAGraphProfiled()
 }
 
-// CUDAGraphEstimateBytes is the memory of the captured CUDA graphs: about 0.3 GiB plus 4 MiB
-// a layer (0.4 GiB for a 28-layer model; vLLM logs 0.4-0.8 GiB for small and mid-size models).
+// CUDAGraphEstimateBytes is the memory of the captured CUDA graphs on one GPU. For the V1 model
+// runner from 0.11, which captures full graphs for decode batches beside the piecewise ones, it
+// is 0.077 GiB plus 21 MiB a decoder layer on the GPU plus 0.164 GiB / TP: piecewise graphs are
+// one a layer for each of some fifty batch sizes, and the buffers shared by the largest batch
+// split with the tensor parallelism (docs/calibration.md#cuda-graph-memory, fitted on the eleven
+// 0.19 fit logs of attention models). Elsewhere (before 0.11, hybrids, the V2 runner), about
+// 0.3 GiB plus 4 MiB a layer.
 func CUDAGraphEstimateBytes(s *Setup) int64 {
-	return int64((0.3 + 0.004*float64(s.ModelProfile.NumLayers)) * gib)
+	layers := float64(s.ModelProfile.NumLayers)
+	if pp := s.PipelineParallelSize; s.stage == nil && pp > 1 {
+		layers = math.Ceil(layers / float64(pp)) // a stage's GPU captures its own layers
+	}
+	if !s.Version.AtLeast("0.11.0") || s.V2ModelRunner() || s.ModelProfile.IsHybrid() {
+		return int64((0.3 + 0.004*layers) * gib)
+	}
+	return int64((0.077 + 0.0205*layers + 0.164/float64(max(1, s.TensorParallelSize))) * gib)
 }
 
 // KVCapacity is vLLM's arithmetic from available KV bytes to the logged figures for a
