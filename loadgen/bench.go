@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -167,6 +168,9 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 		rc.Concurrency, rc.ArriveAtStart = cfg.slots(), true
 	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
+		if cfg.Duration <= 0 {
+			rc.Gaps = ArrivalGaps(cfg.NumPrompts, cfg.RequestRate, cmp.Or(cfg.Burstiness, 1), cfg.Seed)
+		}
 	}
 	return timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
 }
