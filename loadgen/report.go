@@ -310,24 +310,25 @@ func percentileWord(p float64) string {
 	return pyRepr(p)
 }
 
-// PrintTraffic says how a run sends its requests, as vllm bench serve does before it starts.
+// PrintTraffic says how a run sends its requests in vllm bench serve's lines: the rate (or the
+// ramp-up), the burstiness and the concurrency cap, each value as Python prints it.
 func PrintTraffic(w io.Writer, info RunInfo) {
-	rate := "inf"
-	if !math.IsInf(info.RequestRate, 1) {
-		rate = strconv.FormatFloat(info.RequestRate, 'f', -1, 64)
+	if r := info.Ramp; r.On() {
+		fmt.Fprintf(w, "Traffic ramp-up strategy: %s.\n", r.Strategy)
+		fmt.Fprintf(w, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n", r.StartRPS, r.EndRPS)
+	} else {
+		fmt.Fprintf(w, "Traffic request rate: %s\n", pyRepr(info.RequestRate))
 	}
-	burst := strconv.FormatFloat(info.Burstiness, 'f', -1, 64)
-	if info.Burstiness == math.Trunc(info.Burstiness) && !math.IsInf(info.Burstiness, 0) {
-		burst += ".0"
-	}
+	dist := "Gamma distribution"
 	if info.Burstiness == 1 {
-		burst += " (Poisson process)"
+		dist = "Poisson process"
 	}
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyRepr(info.Burstiness), dist)
 	conc := "None"
 	if info.MaxConcurrency > 0 {
 		conc = strconv.Itoa(info.MaxConcurrency)
 	}
-	fmt.Fprintf(w, "Traffic request rate: %s, burstiness factor: %s, maximum request concurrency: %s\n", rate, burst, conc)
+	fmt.Fprintf(w, "Maximum request concurrency: %s\n", conc)
 }
 
 // SweepRow is one run of a sweep: the value swept (a concurrency or a request rate) and the
