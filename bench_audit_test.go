@@ -31,3 +31,13 @@ func TestBenchNoSelfTimedGoesWithTimedTrace(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, benchErrorLine(t, errOut), "--no-self-timed goes with --dataset-name timed_trace")
 }
+
+// vLLM hands --metric-percentiles to numpy, which takes 0 (the minimum) and 100 (the maximum).
+func TestBenchTakesPercentilesZeroAndHundred(t *testing.T) {
+	benchNoKeys(t)
+	code, out, errOut := benchRun(t, append(benchVirtual, "--num-prompts", "4", "--random-input-len", "8", "--random-output-len", "4",
+		"--metric-percentiles", "0,100", "--percentile-metrics", "e2el")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "P0 E2EL (ms):")
+	assert.Contains(t, out, "P100 E2EL (ms):")
+}

@@ -120,13 +120,14 @@ func commaList(s string) []string {
 	return out
 }
 
-// ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in (0, 100].
+// ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in [0, 100], what
+// numpy's percentile takes (0 is the minimum).
 func ParsePercentiles(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range commaList(s) {
 		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(p > 0 && p <= 100) {
-			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in (0, 100]", f)
+		if err != nil || !(p >= 0 && p <= 100) {
+			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in [0, 100]", f)
 		}
 		out = append(out, p)
 	}
