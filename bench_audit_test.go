@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +44,26 @@ func TestBenchTakesPercentilesZeroAndHundred(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "P0 E2EL (ms):")
 	assert.Contains(t, out, "P100 E2EL (ms):")
+}
+
+// Without --model, vLLM sends the first model's id and names the results by its root (the
+// model a --served-model-name server serves under another name).
+func TestBenchNamesResultsByTheFirstModelsRoot(t *testing.T) {
+	benchNoKeys(t)
+	rec := newBenchRecorder(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"qwen","object":"model","root":"Qwen/Qwen2.5-0.5B-Instruct","max_model_len":4096}]}`)
+	})
+	mux.Handle("/", rec.Config.Handler)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	code, out, errOut := benchRun(t, "--base-url", srv.URL, "--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "2", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	assert.Equal(t, "Qwen/Qwen2.5-0.5B-Instruct", doc["model_id"])
+	assert.Equal(t, "Qwen/Qwen2.5-0.5B-Instruct", doc["tokenizer_id"])
+	require.Len(t, rec.bodies, 2)
+	assert.Equal(t, "qwen", rec.bodies[0]["model"], "the requests name the served id")
 }
