@@ -2,6 +2,7 @@ package benchcli
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -53,3 +54,7 @@ func checkRefused(fs *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// VLLMRequestTimeout is vllm bench serve's deadline for a request, its aiohttp session's total
+// timeout (vllm/benchmarks/lib/endpoint_request_func.py, AIOHTTP_TIMEOUT).
+const VLLMRequestTimeout = 6 * time.Hour
