@@ -60,8 +60,10 @@ type ClientConfig struct {
 	MaxBodyBytes int
 	// Extras are what vllm bench serve adds to every request: body fields, headers, logprobs.
 	Extras RequestExtras
-	// Pooling sends embeddings requests (PoolingBackend), not streamed completions.
-	Pooling bool
+	// Pooling sends embeddings requests (PoolingBackend), not streamed completions, with
+	// ignore_eos only when PoolingIgnoreEOS (--ignore-eos given: vLLM turns it on by itself
+	// for its generation backends only).
+	Pooling, PoolingIgnoreEOS bool
 }
 
 // Client sends streaming completion requests and measures them as bytes arrive.

@@ -17,3 +17,9 @@ func TestBenchRequestsWaitAsLongAsVLLMs(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, o.Client.RequestTimeout)
 	assert.Equal(t, 10*time.Minute, o.Client.StallTimeout)
 }
+
+func TestEmbeddingsTakeIgnoreEOSFromTheFlagAlone(t *testing.T) {
+	args := []string{"--backend", "openai-embeddings", "--endpoint", "/v1/embeddings"}
+	assert.False(t, parseOptions(t, args...).Client.PoolingIgnoreEOS, "random's forced ignore_eos is the generation backends'")
+	assert.True(t, parseOptions(t, append(args, "--ignore-eos")...).Client.PoolingIgnoreEOS)
+}
