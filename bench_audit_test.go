@@ -67,3 +67,26 @@ func TestBenchNamesResultsByTheFirstModelsRoot(t *testing.T) {
 	require.Len(t, rec.bodies, 2)
 	assert.Equal(t, "qwen", rec.bodies[0]["model"], "the requests name the served id")
 }
+
+// A ramp-up's result holds vLLM's rps_change_events: from the start rate, each whole rate once.
+func TestBenchRampUpWritesRPSChangeEvents(t *testing.T) {
+	benchNoKeys(t)
+	code, out, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--num-prompts", "40", "--random-input-len", "32",
+		"--random-output-len", "4", "--ramp-up-strategy", "exponential", "--ramp-up-start-rps", "2", "--ramp-up-end-rps", "64", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Events []struct {
+			RPS       int    `json:"rps"`
+			Timestamp string `json:"timestamp"`
+		} `json:"rps_change_events"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Len(t, doc.Events, 63, "2 to 64, each once")
+	for i, e := range doc.Events {
+		assert.Equal(t, 2+i, e.RPS)
+		assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?$`, e.Timestamp)
+		if i > 0 {
+			assert.GreaterOrEqual(t, e.Timestamp, doc.Events[i-1].Timestamp)
+		}
+	}
+}

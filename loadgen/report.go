@@ -598,7 +598,7 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"max_concurrent_requests", s.MaxConcurrent},
 		Field{"rtfx", PyFloat(0)},
 	)
-	d = append(append(d, s.Probes.fields()...), s.SpecDecode.fields()...)
+	d = append(d, s.sidelineFields()...)
 	for _, m := range info.reported() {
 		dist := s.dist(m)
 		d = append(d,
