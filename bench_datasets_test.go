@@ -37,7 +37,8 @@ func TestBenchVLLMDatasets(t *testing.T) {
 		{"prefix_repetition", []string{"--dataset-name", "prefix_repetition", "--num-prompts", "6", "--prefix-repetition-num-prefixes", "2",
 			"--prefix-repetition-prefix-len", "32", "--prefix-repetition-suffix-len", "16", "--prefix-repetition-output-len", "5"}, "6", "288", "30"},
 		{"random-mm", append(chat, "--dataset-name", "random-mm", "--num-prompts", "3", "--random-input-len", "40", "--random-output-len", "4",
-			"--random-mm-bucket-config", "{(64, 64, 1): 1.0}", "--random-mm-base-items-per-request", "2"), "3", "120", "12"},
+			// 40 text tokens each and the chat template's 9 on top, as vLLM's random text is sent.
+			"--random-mm-bucket-config", "{(64, 64, 1): 1.0}", "--random-mm-base-items-per-request", "2"), "3", "147", "12"},
 		{"hf mt-bench", []string{"--dataset-name", "hf", "--dataset-path", testdataPath("vllm-hf-mt-bench.jsonl"), "--hf-name", "philschmid/mt-bench",
 			"--num-prompts", "4", "--hf-output-len", "6"}, "4", "", "24"},
 		{"hf gsm8k, its 256 output tokens", []string{"--dataset-name", "hf", "--dataset-path", testdataPath("vllm-hf-gsm8k.jsonl"), "--hf-name", "openai/gsm8k",

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,10 @@ type BenchRun struct {
 	// Duration runs from the first measured dispatch until the last request ended, as vLLM's
 	// benchmark_duration does.
 	Duration time.Duration
+	// Start is when the measured requests' schedule began.
+	Start time.Time
+	// RampEvents are a ramp-up's rps_change_events (nil without a ramp).
+	RampEvents []RampEvent
 	// Stopped is set when the run ended early because requests kept failing before any output.
 	Stopped *FailingError
 	// SpecDecode is the server's drafting during the measured requests (nil: none seen).
@@ -167,10 +172,18 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	case cfg.Ramp.On():
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.Ramp.rate(0, cfg.NumPrompts), cfg.Burstiness, cfg.MaxConcurrency
 		rc.RampRate = func(i int) float64 { return cfg.Ramp.rate(i, cfg.NumPrompts) }
+		due := &rampDue{due: make([]time.Time, max(cfg.NumPrompts, 0))}
+		rc.Sinks = append(rc.Sinks, due.add)
+		run, err := timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
+		run.RampEvents = due.events(cfg.Ramp, run.Start)
+		return run, err
 	case cfg.closedLoop():
 		rc.Concurrency, rc.ArriveAtStart = cfg.slots(), true
 	default:
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.RequestRate, cfg.Burstiness, cfg.MaxConcurrency
+		if cfg.Duration <= 0 {
+			rc.Gaps = ArrivalGaps(cfg.NumPrompts, cfg.RequestRate, cmp.Or(cfg.Burstiness, 1), cfg.Seed)
+		}
 	}
 	return timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
 }
@@ -239,7 +252,7 @@ func timed(ctx context.Context, c *Client, rc RunnerConfig, run BenchRun) (Bench
 	r := NewRunner(c, rc)
 	start := r.clock.Now()
 	err := r.Run(ctx)
-	run.Duration = r.clock.Now().Sub(start)
+	run.Start, run.Duration = start, r.clock.Now().Sub(start)
 	if errors.As(err, &run.Stopped) {
 		err = nil
 	}

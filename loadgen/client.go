@@ -60,8 +60,10 @@ type ClientConfig struct {
 	MaxBodyBytes int
 	// Extras are what vllm bench serve adds to every request: body fields, headers, logprobs.
 	Extras RequestExtras
-	// Pooling sends embeddings requests (PoolingBackend), not streamed completions.
-	Pooling bool
+	// Pooling sends embeddings requests (PoolingBackend), not streamed completions, with
+	// ignore_eos only when PoolingIgnoreEOS (--ignore-eos given: vLLM turns it on by itself
+	// for its generation backends only).
+	Pooling, PoolingIgnoreEOS bool
 }
 
 // Client sends streaming completion requests and measures them as bytes arrive.
@@ -424,6 +426,8 @@ type stream struct {
 	timer                RequestTimer
 	watch                TokenSink
 	lastEvent            time.Time
+	lastChunk            time.Time // the last chunk with a choice: where vLLM's latency ends
+	texts                int       // chunks that carried text
 	done                 bool
 	uncounted            int // content chunks not yet added to c.tokens
 	parser               chunkParser
@@ -506,17 +510,24 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 	}
 	switch ch.Kind {
 	case ChunkContent:
+		if st.timer.Chunks() == st.maxChunks {
+			res.Error, res.ErrorMessage = ErrProtocol, fmt.Sprintf("more than %d content chunks for max_tokens %d", st.maxChunks, st.maxTokens)
+			return false
+		}
+		// Every chunk with a choice is timed, as vLLM's client times it (a chat stream's role
+		// chunk is its first token, an empty delta one more gap); one with text counts a token
+		// until the usage says otherwise.
+		tokens := 0
 		if len(ch.Text) > 0 {
-			if st.timer.Chunks() == st.maxChunks {
-				res.Error, res.ErrorMessage = ErrProtocol, fmt.Sprintf("more than %d content chunks for max_tokens %d", st.maxChunks, st.maxTokens)
-				return false
-			}
-			st.timer.Content(at, 1) // a chunk counts one token until the usage says otherwise
+			tokens = 1
+			st.texts++
 			st.uncounted++
 			if st.watch != nil {
 				st.watch.Token(UnescapeText(ch.Text), at)
 			}
 		}
+		st.timer.Content(at, tokens)
+		st.lastChunk = at
 		if ch.FinishReason != "" {
 			res.FinishReason = sanitize.Text(ch.FinishReason)
 		}
@@ -535,14 +546,18 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 // with the error of a stream that ended unfinished or empty.
 func (st *stream) finish() {
 	res := st.res
-	st.timer.End(st.lastEvent)
+	end := st.lastEvent
+	if !st.lastChunk.IsZero() {
+		end = st.lastChunk // not the usage chunk or [DONE] after it
+	}
+	st.timer.End(end)
 	if res.Error != ErrNone {
 		return
 	}
 	switch {
 	case !st.done && res.FinishReason == "":
 		res.Error, res.ErrorMessage = ErrTruncated, "the stream ended before the response finished"
-	case res.Chunks == 0:
+	case st.texts == 0:
 		res.Error, res.ErrorMessage = ErrNoTokens, "the response finished without any output"
 	}
 }

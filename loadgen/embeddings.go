@@ -21,13 +21,13 @@ type embeddingsBody struct {
 	Model    string `json:"model,omitempty"`
 	Input    string `json:"input"`
 	Truncate int    `json:"truncate_prompt_tokens"`
-	// IgnoreEOS is sent as vLLM's benchmark sends it with --ignore-eos, though nothing is
-	// generated.
+	// IgnoreEOS is sent as vLLM's benchmark sends it with --ignore-eos (and only then), though
+	// nothing is generated.
 	IgnoreEOS bool `json:"ignore_eos,omitempty"`
 }
 
 func (c *Client) embeddingsBody(p Prompt) ([]byte, error) {
-	b := embeddingsBody{Model: c.cfg.Model, Input: p.Text, Truncate: -1, IgnoreEOS: p.IgnoreEOS}
+	b := embeddingsBody{Model: c.cfg.Model, Input: p.Text, Truncate: -1, IgnoreEOS: c.cfg.PoolingIgnoreEOS}
 	raw, err := json.Marshal(b)
 	if err != nil || len(c.cfg.Extras.Body) == 0 {
 		return raw, err

@@ -120,13 +120,14 @@ func commaList(s string) []string {
 	return out
 }
 
-// ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in (0, 100].
+// ParsePercentiles reads --metric-percentiles ("99" or "50,90,99"): each in [0, 100], what
+// numpy's percentile takes (0 is the minimum).
 func ParsePercentiles(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range commaList(s) {
 		p, err := strconv.ParseFloat(f, 64)
-		if err != nil || !(p > 0 && p <= 100) {
-			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in (0, 100]", f)
+		if err != nil || !(p >= 0 && p <= 100) {
+			return nil, fmt.Errorf("--metric-percentiles: %q is not a percentile in [0, 100]", f)
 		}
 		out = append(out, p)
 	}
@@ -310,24 +311,25 @@ func percentileWord(p float64) string {
 	return pyRepr(p)
 }
 
-// PrintTraffic says how a run sends its requests, as vllm bench serve does before it starts.
+// PrintTraffic says how a run sends its requests in vllm bench serve's lines: the rate (or the
+// ramp-up), the burstiness and the concurrency cap, each value as Python prints it.
 func PrintTraffic(w io.Writer, info RunInfo) {
-	rate := "inf"
-	if !math.IsInf(info.RequestRate, 1) {
-		rate = strconv.FormatFloat(info.RequestRate, 'f', -1, 64)
+	if r := info.Ramp; r.On() {
+		fmt.Fprintf(w, "Traffic ramp-up strategy: %s.\n", r.Strategy)
+		fmt.Fprintf(w, "Will increase RPS from %d to %d RPS over the duration of the benchmark.\n", r.StartRPS, r.EndRPS)
+	} else {
+		fmt.Fprintf(w, "Traffic request rate: %s\n", pyRepr(info.RequestRate))
 	}
-	burst := strconv.FormatFloat(info.Burstiness, 'f', -1, 64)
-	if info.Burstiness == math.Trunc(info.Burstiness) && !math.IsInf(info.Burstiness, 0) {
-		burst += ".0"
-	}
+	dist := "Gamma distribution"
 	if info.Burstiness == 1 {
-		burst += " (Poisson process)"
+		dist = "Poisson process"
 	}
+	fmt.Fprintf(w, "Burstiness factor: %s (%s)\n", pyRepr(info.Burstiness), dist)
 	conc := "None"
 	if info.MaxConcurrency > 0 {
 		conc = strconv.Itoa(info.MaxConcurrency)
 	}
-	fmt.Fprintf(w, "Traffic request rate: %s, burstiness factor: %s, maximum request concurrency: %s\n", rate, burst, conc)
+	fmt.Fprintf(w, "Maximum request concurrency: %s\n", conc)
 }
 
 // SweepRow is one run of a sweep: the value swept (a concurrency or a request rate) and the
@@ -596,7 +598,7 @@ func ResultJSON(s Summary, info RunInfo, detailed []Field) ResultDoc {
 		Field{"max_concurrent_requests", s.MaxConcurrent},
 		Field{"rtfx", PyFloat(0)},
 	)
-	d = append(append(d, s.Probes.fields()...), s.SpecDecode.fields()...)
+	d = append(d, s.sidelineFields()...)
 	for _, m := range info.reported() {
 		dist := s.dist(m)
 		d = append(d,

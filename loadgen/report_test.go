@@ -270,7 +270,10 @@ func TestParsePercentileFlags(t *testing.T) {
 		_, err := ParsePercentileMetrics(bad)
 		assert.Error(t, err, bad)
 	}
-	for _, bad := range []string{"", "0", "101", "p99", "-5"} {
+	p, err = ParsePercentiles("0,100")
+	require.NoError(t, err, "numpy takes 0 and 100, so vLLM does")
+	assert.Equal(t, []float64{0, 100}, p)
+	for _, bad := range []string{"", "101", "p99", "-5", "-0.1", "nan"} {
 		_, err := ParsePercentiles(bad)
 		assert.Error(t, err, bad)
 	}

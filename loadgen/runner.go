@@ -27,6 +27,9 @@ type RunnerConfig struct {
 	// --ramp-up-strategy): the gap before request i is drawn at RampRate(i); Rate is then
 	// only the loop's marker that it is open.
 	RampRate func(i int) float64
+	// Gaps, when set, are the open loop's gaps before each request, drawn ahead (see
+	// ArrivalGaps); a request past their end gets a gap drawn as usual.
+	Gaps []time.Duration
 	// ArriveAtStart counts the closed loop's requests as arriving when the run starts, as
 	// vllm bench serve's do (it releases every request at once to its semaphore), so that
 	// each one's wait for a slot is its client-side queueing.
@@ -414,6 +417,14 @@ func (l *loadLoop) rateFor(i int, rate float64) float64 {
 	return rate
 }
 
+// gap is the open loop's wait before the i-th request.
+func (l *loadLoop) gap(i int, s settings) time.Duration {
+	if g := l.r.cfg.Gaps; i < len(g) {
+		return g[i]
+	}
+	return interArrival(l.rng, l.rateFor(i, s.rate), s.burstiness)
+}
+
 func (r *Runner) runLoad(ctx context.Context) error {
 	l := &loadLoop{r: r, began: r.clock.Now()}
 	if r.cfg.Duration > 0 {
@@ -486,7 +497,7 @@ func (l *loadLoop) arrival(s settings, now time.Time, inFlight int) (bool, time.
 	}
 	if l.next.IsZero() || s.rate != l.lastRate {
 		// The schedule restarts from now at a new rate (or after a pause).
-		l.next = now.Add(interArrival(l.rng, l.rateFor(l.index, s.rate), s.burstiness))
+		l.next = now.Add(l.gap(l.index, s))
 		l.lastRate = s.rate
 	}
 	switch {
@@ -507,7 +518,7 @@ func (l *loadLoop) send(ctx context.Context, g gate, intended time.Time) {
 	index, warm := l.index, l.index < r.cfg.Warmup
 	l.index++
 	if !intended.IsZero() {
-		l.next = l.next.Add(interArrival(l.rng, l.rateFor(l.index, s.rate), s.burstiness))
+		l.next = l.next.Add(l.gap(l.index, s))
 	} else if r.cfg.ArriveAtStart {
 		intended = l.began
 	}
@@ -558,6 +569,35 @@ func interArrival(rng *rand.Rand, rate, b float64) time.Duration {
 		return time.Duration(mean * float64(time.Second))
 	}
 	return time.Duration(gamma(rng, b) * mean / b * float64(time.Second))
+}
+
+// ArrivalGaps draws the gaps before each of n requests at rate (shape b) and scales them so
+// that the last request is due at exactly n/rate, as vllm bench serve does for a fixed rate,
+// so that a run's length, and its throughputs, do not ride on the draw.
+func ArrivalGaps(n int, rate, b float64, seed int64) []time.Duration {
+	if n <= 0 || !(rate > 0) || math.IsInf(rate, 1) {
+		return nil
+	}
+	rng := newRNG(seed)
+	raw := make([]float64, n)
+	var sum float64
+	for i := range raw {
+		raw[i] = float64(interArrival(rng, rate, b))
+		sum += raw[i]
+	}
+	if sum == 0 {
+		return nil
+	}
+	// Scale the cumulative times and take their differences, so the rounding does not add up.
+	scale, total := float64(n)/rate*float64(time.Second)/sum, 0.0
+	gaps := make([]time.Duration, n)
+	var prev time.Duration
+	for i, g := range raw {
+		total += g
+		at := time.Duration(math.Round(total * scale))
+		gaps[i], prev = at-prev, at
+	}
+	return gaps
 }
 
 // gamma samples Gamma(shape k, scale 1) (Marsaglia and Tsang).

@@ -64,8 +64,10 @@ func TestStreamsFromFixtures(t *testing.T) {
 	}{
 		{"vllm-sse-synthetic-completions-include-usage.txt", EndpointCompletions, " Alice, and I am a student at the University", 10, 10, true, 6, "length", ErrNone},
 		{"vllm-sse-synthetic-completions-no-usage.txt", EndpointCompletions, " Alice, and I am a student at the University", 10, 10, false, 99, "length", ErrNone},
-		{"vllm-sse-synthetic-chat-include-usage.txt", EndpointChat, "Hello! How can I help you today?", 9, 10, true, 12, "stop", ErrNone},
-		{"vllm-sse-synthetic-chat-continuous-usage.txt", EndpointChat, "Hello! How can I help you today?", 9, 10, true, 12, "stop", ErrNone},
+		// Chat: the role chunk, nine with text and the finish chunk's empty delta, each timed
+		// as vLLM's client times every chunk with a choice.
+		{"vllm-sse-synthetic-chat-include-usage.txt", EndpointChat, "Hello! How can I help you today?", 11, 10, true, 12, "stop", ErrNone},
+		{"vllm-sse-synthetic-chat-continuous-usage.txt", EndpointChat, "Hello! How can I help you today?", 11, 10, true, 12, "stop", ErrNone},
 		{"vllm-sse-synthetic-midstream-error.txt", EndpointCompletions, " Alice", 1, 1, false, 99, "", ErrStreamError},
 		// A real capture: no usage chunk, and no blank line after [DONE].
 		{"vllm-0.9-xpu-completions-stream-qwen3-4b.sse", EndpointCompletions, " city in the state of California,", 7, 7, false, 99, "length", ErrNone},

@@ -111,6 +111,8 @@ type Summary struct {
 	SpecDecode *SpecDecode
 	// Probes are the --probe-request-rate requests' figures; nil without probes.
 	Probes *Probes
+	// RampEvents are a ramp-up's rps_change_events; nil without a ramp.
+	RampEvents []RampEvent
 	// Estimated is true when the run's timings passed the Tally's bound of exact ones: the
 	// medians and percentiles are then HDR estimates (3 significant digits), the means and
 	// deviations streaming ones, and the peaks counted in seconds from the first start seen

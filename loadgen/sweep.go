@@ -195,7 +195,7 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 			info.NumPrompts = run.Tally.Count() // a run bound by time: what it sent
 		}
 		s := run.Tally.Summary(run.Duration, ps)
-		s.SpecDecode, s.Probes = run.SpecDecode, run.Probes
+		s.SpecDecode, s.Probes, s.RampEvents = run.SpecDecode, run.Probes, run.RampEvents
 		sr := SweepRun{Index: k, Of: len(values), Param: cfg.Param(), Value: v, Interrupted: ctx.Err() != nil,
 			Info: info, Summary: s, Doc: ResultJSON(s, info, run.Tally.DetailFields()), release: func() { _ = run.Tally.Close() }}
 		if run.Stopped != nil {

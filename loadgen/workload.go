@@ -30,6 +30,10 @@ type Vocab struct {
 	Overhead int
 	// Checked is true when the counts come from the server's /tokenize, false when estimated.
 	Checked bool
+	// Template is the part of Overhead a chat template adds beyond the bare prompt's special
+	// tokens (0 for the completions API): the random dataset sends it on top of the input
+	// length, as vLLM's does.
+	Template int
 }
 
 // vocabCandidates are common short English words; most are one token in every BPE vocabulary.
@@ -134,6 +138,9 @@ func CalibrateVocab(ctx context.Context, t Tokenizer) (*Vocab, error) {
 		return nil, fmt.Errorf("%s: a count of %d tokens for 10 words", tokenizerName(t), n)
 	}
 	v.Overhead = max(0, n-10)
+	if err := calibrateTemplate(ctx, t, v, strings.Join(v.Words[:10], " "), 10, n); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -232,7 +239,8 @@ func (r *Random) Prompt(i int) Prompt {
 	rng := rand.New(rand.NewPCG(uint64(r.cfg.Seed), uint64(i)+1))
 	in := uniformLen(rng, r.cfg.InputLen, r.cfg.RangeRatio)
 	out := max(1, uniformLen(rng, r.cfg.OutputLen, r.cfg.outputRatio()))
-	words := max(1, in-r.vocab.Overhead) // vLLM: the prefix comes on top of the input length
+	// vLLM: the prefix and a chat template come on top of the input length.
+	words := max(1, in-(r.vocab.Overhead-r.vocab.Template))
 	var b strings.Builder
 	b.Grow((len(r.prefix) + words) * 7)
 	for j, w := range r.prefix {

@@ -89,6 +89,9 @@ func (o *Options) finishDatasets(fs *pflag.FlagSet) error {
 		if fs.Changed("self-timed") {
 			return cliflag.Usagef("--self-timed sends a timed_trace at its timestamps; --dataset-name %s has none", d.Name)
 		}
+		if fs.Changed("no-self-timed") { // vLLM refuses either outside timed_trace
+			return cliflag.Usagef("--no-self-timed goes with --dataset-name timed_trace; --dataset-name %s has no timestamps", d.Name)
+		}
 		return nil
 	}
 	if fs.Changed("trace-block-size") {

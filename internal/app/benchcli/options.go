@@ -143,7 +143,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	}
 	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "No progress line on stderr")
 	fs.Var(cliflag.Seconds(&o.ReadyTimeout), "ready-check-timeout-sec", "Before the run, send the first prompt until the server answers it, for up to this many seconds; also keep asking for /v1/models that long (0: no check, vLLM's default)")
-	fs.DurationVar(&c.RequestTimeout, "request-timeout", loadgen.DefaultRequestTimeout, "Deadline of each request")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", VLLMRequestTimeout, "Deadline of each request, however long it waits for its first token (vLLM's client: 6 h)")
 	cliflag.AddClient(fs, c)
 	fs.Bool("trust-remote-code", false, "Accepted for compatibility; no effect")
 	o.defineVLLM(fs)

@@ -16,7 +16,7 @@ func (o *Options) finishPooling(fs *pflag.FlagSet) error {
 	if o.Sim && o.SimClock == ClockVirtual {
 		return cliflag.Usagef("--sim-clock virtual runs completions only; benchmark --backend %s against the simulator on the wall clock", r.Info.Backend)
 	}
-	o.Client.Pooling = true
+	o.Client.Pooling, o.Client.PoolingIgnoreEOS = true, o.Dataset.IgnoreEOS
 	if !fs.Changed("percentile-metrics") {
 		r.Info.Metrics = []string{"e2el"}
 	}

@@ -81,8 +81,12 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		}
 	}
 	o.Client.Model, o.Runs.Info.ModelID = b.card.ID, b.card.ID
-	if o.vf.servedModel != "" && named != "" {
+	switch {
+	case o.vf.servedModel != "" && named != "":
 		o.Runs.Info.ModelID = named
+	case named == "" && b.card.Root != "":
+		// vLLM: the first model's id goes in the requests, its root names the results.
+		o.Runs.Info.ModelID = b.card.Root
 	}
 	if v == nil {
 		if b.client, err = loadgen.NewClient(o.Client); err != nil {

@@ -71,6 +71,9 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 // finishVLLM reads the request flags into the client's extras.
 func (o *Options) finishVLLM(fs *pflag.FlagSet) error {
 	v, e := &o.vf, &o.Client.Extras
+	// No stall cut-off: a request queued on a busy server gets no byte until its first token,
+	// and vLLM's client waits for it as long as the request's deadline.
+	o.Client.StallTimeout = o.Client.RequestTimeout
 	body := map[string]any{}
 	for _, s := range samplingFlags {
 		switch {

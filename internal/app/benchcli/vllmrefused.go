@@ -1,6 +1,9 @@
 package benchcli
 
 import (
+	"encoding/json"
+	"time"
+
 	"github.com/spf13/pflag"
 
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
@@ -28,14 +31,22 @@ func defineVLLMCompat(fs *pflag.FlagSet) {
 		}
 		fs.Bool(f.name, false, f.usage)
 	}
+	fs.String("chat-template-kwargs", "", "Accepted for compatibility (a JSON object); no effect: vLLM passes it to the chat template it renders on the client, and vllmtop renders none (give the chat endpoint's server chat_template_kwargs with --extra-body)")
 	for _, f := range vllmRefused {
 		fs.String(f.name, "", "Refused: "+f.why)
 		fs.Lookup(f.name).NoOptDefVal = "true" // given without a value, still refused
 	}
 }
 
-// checkRefused refuses a flag of vllmRefused that was given.
+// checkRefused refuses a flag of vllmRefused that was given, and a --chat-template-kwargs
+// vLLM could not pass on (its json.loads, then a keyword unpacking, needs an object).
 func checkRefused(fs *pflag.FlagSet) error {
+	if kw, _ := fs.GetString("chat-template-kwargs"); fs.Changed("chat-template-kwargs") {
+		var m map[string]any
+		if json.Unmarshal([]byte(kw), &m) != nil || m == nil {
+			return cliflag.Usagef(`--chat-template-kwargs: want a JSON object, e.g. '{"enable_thinking": false}'`)
+		}
+	}
 	for _, f := range vllmRefused {
 		if fs.Changed(f.name) {
 			return cliflag.Usagef("--%s: %s", f.name, f.why)
@@ -43,3 +54,7 @@ func checkRefused(fs *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// VLLMRequestTimeout is vllm bench serve's deadline for a request, its aiohttp session's total
+// timeout (vllm/benchmarks/lib/endpoint_request_func.py, AIOHTTP_TIMEOUT).
+const VLLMRequestTimeout = 6 * time.Hour

@@ -47,7 +47,7 @@ func TestListAndUnitFlags(t *testing.T) {
 	var ps []float64
 	require.NoError(t, parse(t, Percentiles(&ps), "50,99.9"))
 	assert.Equal(t, []float64{50, 99.9}, ps)
-	assert.EqualError(t, parse(t, Percentiles(&ps), "101"), `--metric-percentiles: "101" is not a percentile in (0, 100]`)
+	assert.EqualError(t, parse(t, Percentiles(&ps), "101"), `--metric-percentiles: "101" is not a percentile in [0, 100]`)
 	var ms []string
 	require.NoError(t, parse(t, Metrics(&ms), "ttft,e2el"))
 	assert.Equal(t, []string{"ttft", "e2el"}, ms)

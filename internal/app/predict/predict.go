@@ -82,6 +82,14 @@ func (t *Target) PromptTokens(_ context.Context, text string) (int, error) {
 	return len(serve.PromptIDs(text, t.chat)), nil
 }
 
+// ChatForm and BarePromptTokens let the random dataset size a chat prompt as vLLM's does.
+func (t *Target) ChatForm() bool { return t.chat }
+
+// BarePromptTokens is the token count of text as a completions prompt.
+func (t *Target) BarePromptTokens(_ context.Context, text string) (int, error) {
+	return len(serve.PromptIDs(text, false)), nil
+}
+
 // Bench makes one run as loadgen.Bench makes it against a server, on simulated time.
 func (t *Target) Bench(ctx context.Context, cfg loadgen.BenchConfig) (loadgen.BenchRun, error) {
 	cfg.Transport, cfg.Clock = t, t.clock
