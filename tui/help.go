@@ -41,7 +41,7 @@ func globalHelp(views int) []helpGroup {
 
 // helpNotes explain what is on screen but not in a key.
 var helpNotes = []string{
-	"header: state, load, done/failed, tok/s and the verdict go first; at 80 columns uptime, util, max conc, in flight, epoch and req/s drop (Runs and Capacity show them). The footer gives the worst verdict's evidence and the flag to change.",
+	"header: state, load, done/failed, tok/s and the verdict go first; when the line runs out of room, uptime, util, max conc, in flight, epoch and then req/s drop (Runs and Capacity show them). Its req/s and tok/s are averages since the epoch began; the charts' legends give the latest window. The footer gives the worst verdict's evidence and the flag to change.",
 	"┊N on a chart: epoch N began (a load change or a restart); Runs has a row for each.",
 	"≤x, ≥x: a server quantile known only as a bound (it fell in a histogram's first or last bucket): drawn dotted, never sets an axis.",
 	"n=: requests behind the client's percentiles, over the last live window.",

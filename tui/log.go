@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -345,7 +346,22 @@ func (p *logPanel) render(l logLine) []string {
 		text = ansi.Cut(text, p.xoff, p.xoff+p.w)
 	}
 	if lipgloss.Width(text) > p.w {
-		text = ansi.Truncate(text, p.w, "…")
+		text = cutKeepingStatus(text, p.w)
 	}
 	return []string{style.Render(text)}
+}
+
+// accessStatus is the end of an access-log line: the quoted request, then its status.
+var accessStatus = regexp.MustCompile(`" [1-5][0-9][0-9]( [A-Za-z][A-Za-z -]*)?$`)
+
+// cutKeepingStatus cuts text to w columns with an ellipsis; an access-log line loses the middle
+// of its request instead, so that its status code stays on screen.
+func cutKeepingStatus(text string, w int) string {
+	if loc := accessStatus.FindStringIndex(text); loc != nil {
+		tail := text[loc[0]:]
+		if tw := lipgloss.Width(tail); tw+8 < w {
+			return ansi.Truncate(text[:loc[0]], w-tw-1, "") + "…" + tail
+		}
+	}
+	return ansi.Truncate(text, w, "…")
 }

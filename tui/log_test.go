@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -107,4 +108,15 @@ func TestLogKeepsABoundedNumberOfLines(t *testing.T) {
 	assert.NotContains(t, d.view(), "INFO bulk 2-2499", "new lines are drawn at the next tick, not per batch")
 	d.second()
 	assert.Contains(t, d.view(), "INFO bulk 2-2499")
+}
+
+// A cut access-log line keeps its status code: the request loses its middle instead.
+func TestCutAccessLineKeepsItsStatus(t *testing.T) {
+	line := `(APIServer pid=1) INFO:     127.0.0.1:52834 - "POST /v1/chat/completions HTTP/1.1" 200 OK`
+	got := cutKeepingStatus(line, 60)
+	assert.Equal(t, 60, lipgloss.Width(got))
+	assert.True(t, strings.HasSuffix(got, `…" 200 OK`), got)
+	plain := strings.Repeat("x", 100)
+	assert.Equal(t, strings.Repeat("x", 59)+"…", cutKeepingStatus(plain, 60))
+	assert.Equal(t, 20, lipgloss.Width(cutKeepingStatus(line, 20)), "too narrow for the status: a plain cut")
 }

@@ -100,7 +100,8 @@ func TestHelpSaysWhatTheHeaderDropsAt80(t *testing.T) {
 	d.second()
 	d.press("?")
 	v := strings.Join(strings.Fields(d.view()), " ")
-	assert.Contains(t, v, "at 80 columns uptime, util")
+	assert.Contains(t, v, "when the line runs out of room, uptime, util")
+	assert.Contains(t, v, "averages since the epoch began")
 	assert.Contains(t, v, "flag to change")
 }
 
