@@ -71,7 +71,7 @@ func (p *capacityPanel) View() string { return p.cache }
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
 	switch msg.(type) {
 	case refreshMsg, restyleMsg, tea.KeyMsg, workloadMsg:
-		p.cache = fit(p.render(gatherCapacity(p.c)), p.w, p.h)
+		p.cache = fitMore(&p.c.styles, p.render(gatherCapacity(p.c)), p.w, p.h)
 	}
 	return nil
 }
@@ -128,8 +128,9 @@ func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
 		st.Label.Render(fmt.Sprintf("  %5s %14s %10s   %s", "util", "KV tokens", "max conc", "observed now")))
 	cur := math.Round(d.Util*100) / 100
 	utils := whatIfUtils(cur, d.PendingUtil)
-	// Keep the rows around the current one that fit.
-	room := max(p.h-len(out)-1, 3)
+	// Keep the rows around the current one that fit with the key below them; on a short
+	// terminal the current row alone, before the key.
+	room := max(p.h-screenRows(out)-1, 1)
 	if len(utils) > room {
 		at := sort.SearchFloat64s(utils, cur)
 		first := min(max(at-room/2, 0), len(utils)-room)
@@ -165,6 +166,9 @@ func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
 	if !d.CanRestart {
 		hint = "▶ current (" + d.NoRestart + ")"
 	}
+	if screenRows(out) >= p.h && p.h > 0 {
+		return out // no room for the key: the rows first
+	}
 	return append(out, st.Muted.Render(hint))
 }
 
@@ -199,4 +203,13 @@ func noRestartReason(m Mode) string {
 		return "attached: vllmtop cannot restart this server"
 	}
 	return "not vllm serve or vllmtop sim: vllmtop does not restart it with other flags"
+}
+
+// screenRows is how many rows lines take, each counted with the line breaks inside it.
+func screenRows(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		n += strings.Count(l, "\n") + 1
+	}
+	return n
 }

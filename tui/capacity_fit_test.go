@@ -24,3 +24,14 @@ func TestMemoryBarNamesGraphsAboveTheBudget(t *testing.T) {
 	assert.Contains(t, text, "G graphs 1.00 ·")
 	assert.Contains(t, text, ". free 2.00 GiB")
 }
+
+// A pane cut by a short terminal says how much is below instead of hiding it.
+func TestFitMoreSaysWhatIsCut(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	st := NewStyles(th, true)
+	got := strings.Split(fitMore(&st, "a\nb\nc\nd\ne\n\n", 10, 3), "\n")
+	assert.Len(t, got, 3)
+	assert.Equal(t, "a", strings.TrimSpace(got[0]))
+	assert.Contains(t, got[2], "… 3 more")
+	assert.NotContains(t, fitMore(&st, "a\nb\nc\n\n", 10, 3), "more", "trailing blank lines are not content")
+}

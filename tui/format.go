@@ -41,6 +41,27 @@ func fit(s string, width, height int) string {
 	return strings.Join(lines, "\n")
 }
 
+// fitMore is fit for a pane whose text may run past its height: the last row then says how
+// many lines are cut, so that a short terminal does not hide them without a word.
+func fitMore(st *Styles, s string, width, height int) string {
+	lines := strings.Split(s, "\n")
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if n := len(lines) - height; n > 0 && height >= 2 {
+		cut := n + 1
+		lines = append(lines[:height-1], st.Muted.Render(fmt.Sprintf("… %d more %s below: a taller terminal shows %s", cut, plural(cut, "line", "lines"), plural(cut, "it", "them"))))
+	}
+	return fit(strings.Join(lines, "\n"), width, height)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // padRight pads s with spaces to width cells.
 func padRight(s string, width int) string {
 	if pad := width - lipgloss.Width(s); pad > 0 {
