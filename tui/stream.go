@@ -223,7 +223,7 @@ func (p *stream) pane(i int, r request, scale barScale, w, rows int) []string {
 	v := p.slots[i].v
 	kind := []string{"short prompt", "long prompt"}[i]
 	if p.slots[i].cur == nil {
-		msg := "no " + kind + " request watched yet: one is followed when its workload runs (p switches)"
+		msg := "no " + kind + " request watched yet: one is followed when its workload runs (press p to switch)"
 		if p.c.deps.Load == nil {
 			msg = "no load: nothing to watch"
 		}
