@@ -210,6 +210,36 @@ func legend(m Memory) string {
 		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, graphs, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))
 }
 
+// writeTable writes rows (a label column, then one column per setting) within width columns:
+// the settings that do not fit beside the others go in a second table below, under the same
+// labels.
+func writeTable(b *strings.Builder, rows [][]string, width int) {
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for first := 1; first < len(widths); {
+		last, used := first, widths[0]+2+widths[first]
+		for last+1 < len(widths) && used+2+widths[last+1] <= width {
+			last++
+			used += 2 + widths[last]
+		}
+		if first > 1 {
+			b.WriteString("\n")
+		}
+		for _, row := range rows {
+			fmt.Fprintf(b, "%-*s", widths[0], row[0])
+			for i := first; i <= last; i++ {
+				fmt.Fprintf(b, "  %*s", widths[i], row[i])
+			}
+			b.WriteString("\n")
+		}
+		first = last + 1
+	}
+}
+
 // Render writes the report for a terminal of width columns: the memory bar of the setting
 // as given, then one column per setting with its KV cache, the requests that fit and what
 // limits first, marking the settings vLLM would refuse.
@@ -242,22 +272,7 @@ func (r Report) Render(width int) string {
 			rows[i] = append(rows[i], cells[i])
 		}
 	}
-	widths := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], len(cell))
-		}
-	}
-	for _, row := range rows {
-		for i, cell := range row {
-			if i == 0 {
-				fmt.Fprintf(&b, "%-*s", widths[i], cell)
-			} else {
-				fmt.Fprintf(&b, "  %*s", widths[i], cell)
-			}
-		}
-		b.WriteString("\n")
-	}
+	writeTable(&b, rows, width)
 	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model\n" +
 		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are\n" +
 		"counted at their largest (prompt + output, in whole blocks).\n")

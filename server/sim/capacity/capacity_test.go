@@ -83,3 +83,22 @@ func TestBarAndRender(t *testing.T) {
 		}
 	}
 }
+
+// Settings that do not fit beside the others in the width go to a second table under the same
+// row labels: every line within the width, every setting shown.
+func TestRenderSplitsAWideTable(t *testing.T) {
+	m := Memory{TotalGiB: 80, RequestedGiB: 72, WeightsGiB: 13, ActivationGiB: 4, KVGiB: 51.21}
+	var cols []Column
+	for _, name := range []string{"as given", "fp8 KV", "awq", "gptq", "fp8 weights", "max-len 2048"} {
+		cols = append(cols, Column{Name: name, Memory: m, KVTokens: 3576888, GPUBlocks: 279690,
+			Limits: Limits{BlockSize: 16, MaxNumSeqs: 1024, MaxNumBatchedTokens: 16384}, Fit: Fit{ByKV: 1928, Concurrency: 1024, Limiter: LimitSeqs}})
+	}
+	out := Report{Model: "m", GPU: "g", Util: 0.92, Workload: Workload{1024, 128}, Columns: cols}.Render(100)
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len(l), 100, "%q", l)
+	}
+	for _, c := range cols {
+		assert.Contains(t, out, c.Name)
+	}
+	assert.Equal(t, 2, strings.Count(out, "limits first"), "two tables, each with the labels")
+}
