@@ -210,6 +210,17 @@ func legend(m Memory) string {
 		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, graphs, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))
 }
 
+// tokensFollowLength reports whether a what-if keeps the KV blocks as given and still reports
+// other KV tokens: vLLM's token figure then depends on --max-model-len.
+func tokensFollowLength(cols []Column) bool {
+	for _, c := range cols[1:] {
+		if c.Refused == "" && c.GPUBlocks == cols[0].GPUBlocks && c.KVTokens != cols[0].KVTokens {
+			return true
+		}
+	}
+	return false
+}
+
 // writeTable writes rows (a label column, then one column per setting) within width columns:
 // the settings that do not fit beside the others go in a second table below, under the same
 // labels.
@@ -276,6 +287,11 @@ func (r Report) Render(width int) string {
 	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model\n" +
 		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are\n" +
 		"counted at their largest (prompt + output, in whole blocks).\n")
+	if tokensFollowLength(r.Columns) {
+		b.WriteString(wrapWords("KV cache tokens is vLLM's figure: the --max-model-len requests that fit, times that length. A "+
+			"request's blocks in sliding-window or linear-attention layers stop growing with its length, so the same blocks give "+
+			"other tokens at another --max-model-len.", width, "") + "\n")
+	}
 	for _, c := range r.Columns {
 		if c.Refused != "" {
 			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")

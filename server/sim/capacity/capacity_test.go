@@ -102,3 +102,15 @@ func TestRenderSplitsAWideTable(t *testing.T) {
 	}
 	assert.Equal(t, 2, strings.Count(out, "limits first"), "two tables, each with the labels")
 }
+
+// The token figure of vLLM's log follows --max-model-len where sliding or linear layers cap a
+// request's blocks; the report says so when a what-if shows it.
+func TestRenderExplainsTokensThatFollowTheLength(t *testing.T) {
+	col := func(name string, tokens, blocks int) Column {
+		return Column{Name: name, KVTokens: tokens, GPUBlocks: blocks, Limits: Limits{BlockSize: 16}}
+	}
+	same := Report{Columns: []Column{col("as given", 16000, 1000), col("fp8 KV", 32000, 2000), col("max-len 2048", 16000, 1000)}}.Render(100)
+	assert.NotContains(t, same, "KV cache tokens is vLLM's figure")
+	other := Report{Columns: []Column{col("as given", 16000, 1000), col("max-len 2048", 9000, 1000)}}.Render(100)
+	assert.Contains(t, other, "KV cache tokens is vLLM's figure")
+}
