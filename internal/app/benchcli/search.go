@@ -25,6 +25,11 @@ func (b *Bench) Search(ctx context.Context, slo loadgen.SLO, base string, extra 
 	}
 	search.OnDiscard = func(d loadgen.SLODiscard) {
 		fmt.Fprintln(b.env.Stdout, DiscardLine(search, d))
+		// The retry opens fresh connections: one kept from before a restart may be reset
+		// under its first request.
+		for _, c := range b.clients {
+			c.CloseIdleConnections()
+		}
 		if b.onDiscard != nil {
 			b.onDiscard(d)
 		}
