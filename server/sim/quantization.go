@@ -8,9 +8,9 @@ import (
 // Checkpoint quantization as vLLM checks it (docs/vllm-behaviour.md#quantization-flags). A
 // quantized checkpoint's config names its method; --quantization must agree with it, up to the
 // faster kernels vLLM switches an AWQ or GPTQ checkpoint to (ModelConfig._verify_quantization).
-// An unquantized checkpoint can be quantized as it loads only by the online methods (fp8, and
-// mxfp4 for gpt-oss-style experts); a method that reads its scales from the checkpoint fails
-// at load for want of them (get_quant_config: "Cannot find the config file for awq").
+// An unquantized checkpoint can be quantized as it loads only by fp8; a method that reads its
+// scales from the checkpoint fails at load for want of them (get_quant_config: "Cannot find the
+// config file for awq"), and mxfp4 has no method for linear layers.
 
 // sameMethodAs maps a --quantization value to the checkpoint method it runs.
 var sameMethodAs = map[string]string{
@@ -33,8 +33,8 @@ func resolveQuantization(cfg *Config, m Model) error {
 	}
 	ckpt := strings.ToLower(m.Quantization)
 	if c := strings.ToLower(cfg.CheckpointQuantization); c != "" {
-		if _, ok := weightQuantizations[c]; !ok {
-			return &ConfigError{fmt.Sprintf("--sim-checkpoint-quantization %q is not simulated; choose awq, gptq, fp8, mxfp4 or nvfp4", cfg.CheckpointQuantization)}
+		if !weightQuantizations[c] {
+			return &ConfigError{fmt.Sprintf("--sim-checkpoint-quantization %q is not simulated; choose awq, gptq, fp8, mxfp4, nvfp4, w8a8 or bitsandbytes", cfg.CheckpointQuantization)}
 		}
 		ckpt = c
 	}
