@@ -57,6 +57,8 @@ type Spec struct {
 	Grace time.Duration
 	// Getenv reads the environment the simulator's command line is checked with.
 	Getenv func(string) string
+	// Env (Child) are "KEY=value" entries added to the environment the child inherits.
+	Env []string
 }
 
 // Server is a launched server: Sup, Target or Instance, by the spec's Mode.
@@ -112,7 +114,11 @@ func Launch(s Spec) (*Server, error) {
 	default:
 		var key string
 		if srv.Args, key, err = childArgs(srv.Args, c, s); err == nil {
-			srv.Sup, err = server.New(srv.Args, server.WithAPIKey(key))
+			opts := []server.Option{server.WithAPIKey(key)}
+			if len(s.Env) > 0 { // later entries win: exec keeps the last of a repeated key
+				opts = append(opts, server.WithEnv(append(os.Environ(), s.Env...)))
+			}
+			srv.Sup, err = server.New(srv.Args, opts...)
 		}
 	}
 	if err != nil {

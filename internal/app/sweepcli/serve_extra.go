@@ -97,10 +97,11 @@ func (c Combo) With(key string, v int) Combo {
 	return out
 }
 
-// afterBench runs --after-bench-cmd, its output shown with --show-stdout.
-func (cfg *Config) afterBench(ctx context.Context, env benchcli.Env) error {
+// afterBench runs --after-bench-cmd, its output shown with --show-stdout; without it, a
+// vLLM server's caches are reset, as vLLM's sweep does.
+func (cfg *Config) afterBench(ctx context.Context, t started, env benchcli.Env) error {
 	if len(cfg.AfterBenchCmd) == 0 {
-		return nil
+		return t.reset.do(ctx, env)
 	}
 	cmd := exec.CommandContext(ctx, cfg.AfterBenchCmd[0], cfg.AfterBenchCmd[1:]...)
 	cmd.Stdout, cmd.Stderr = io.Discard, env.Stderr

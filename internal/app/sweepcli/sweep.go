@@ -311,6 +311,7 @@ type started struct {
 	capacity []loadgen.Field
 	// prompts counts the prompts the server has been sent: each run gets fresh ones.
 	prompts *promptCount
+	reset   *cacheReset // a vLLM server's caches, emptied after each run; nil for others
 }
 
 type promptCount struct{ n int }
@@ -320,6 +321,9 @@ func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.E
 	spec := launch.Spec{Command: cmd, APIKey: cfg.clientKey(), Endpoint: loadgen.EndpointCompletions, Getenv: cfg.Getenv}
 	if cfg.Clock == benchcli.ClockVirtual {
 		spec.Mode = launch.Virtual
+	}
+	if spec.Mode != launch.Virtual && server.Classify(cmd).VLLM() {
+		spec.Env = []string{devModeEnv} // vLLM's cache-reset endpoints need it, as vLLM's sweep sets it
 	}
 	srv, err := launch.Launch(spec)
 	var bad *launch.ArgsError
@@ -344,7 +348,7 @@ func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.E
 	}
 	st := awaitCapacity(ctx, srv.Sup, srv.Sup.Status())
 	return started{url: st.URL, capacity: capacityFields(st.KVCacheTokens, st.MaxConcurrency, st.MaxModelLen, st.KVCacheGiB, st.ModelGiB),
-		prompts: &promptCount{}}, srv.Stop, nil
+		prompts: &promptCount{}, reset: vllmReset(srv, st.URL, spec.APIKey)}, srv.Stop, nil
 }
 
 // clientKey is the key the benchmark sends (its --api-key, else the environment's), which
@@ -546,7 +550,7 @@ func (cfg *Config) runMeasured(ctx context.Context, bc Combo, t started, k int, 
 		return nil, err
 	}
 	fmt.Fprintf(env.Stdout, "run=%d: %s -> %s\n", k, RunLine(runs[0].Summary), path)
-	return doc, cfg.afterBench(ctx, env)
+	return doc, cfg.afterBench(ctx, t, env)
 }
 
 // searchAll runs each SLA search of one combination.
