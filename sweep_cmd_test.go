@@ -232,6 +232,14 @@ func TestSweepSkipsASettingTheServerCannotStartWith(t *testing.T) {
 	assert.Empty(t, rows[0]["skipped"])
 	assert.Equal(t, "0.3", rows[1]["gpu_memory_utilization"])
 	assert.Contains(t, rows[1]["skipped"], "the server did not start: ")
+	// vLLM's record of a server combination that failed (--continue-on-error's).
+	failure := filepath.Join(out, "skip", "SERVE-gpu_memory_utilization=0.3-failure.json")
+	assert.Contains(t, stdout, "[FAILED SERVER COMBINATION] gpu_memory_utilization=0.3: ")
+	assert.Contains(t, stdout, "Failure details: "+failure+"\n")
+	var f map[string]any
+	readJSON(t, failure, &f)
+	assert.Contains(t, f["error"], "No available memory for the cache blocks")
+	assert.Equal(t, map[string]any{"gpu_memory_utilization": 0.3}, f["serve_overrides"])
 
 	// None starts: nothing measured, exit 1.
 	require.NoError(t, os.WriteFile(serveParams, []byte(`[{"gpu_memory_utilization": 0.2}, {"gpu_memory_utilization": 0.3}]`), 0o644))

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -132,6 +134,19 @@ func (cfg *Config) recordFailure(runPath string, k int, sc, bc Combo, err error,
 	doc := loadgen.ResultDoc{{Key: "run_number", Value: k}, {Key: "error_type", Value: "BenchmarkError"}, {Key: "error", Value: err.Error()},
 		{Key: "serve_overrides", Value: loadgen.ResultDoc(sc.Fields())}, {Key: "bench_overrides", Value: loadgen.ResultDoc(bc.Fields())}}
 	fmt.Fprintf(env.Stdout, "[FAILED BENCHMARK] run=%d: %s\n", k, err)
+	if werr := loadgen.SaveJSON(path, doc); werr == nil {
+		fmt.Fprintf(env.Stdout, "Failure details: %s\n", path)
+	}
+}
+
+// recordServerFailure writes SERVE-<name>-failure.json in the experiment's directory for a
+// setting whose server did not start, with the lines vLLM's --continue-on-error prints.
+func recordServerFailure(dir string, sc Combo, err error, env benchcli.Env) {
+	name := cmp.Or(sc.Label(), "default")
+	path := filepath.Join(dir, loadgen.SanitizeFilename("SERVE-"+name+"-failure.json"))
+	doc := loadgen.ResultDoc{{Key: "error_type", Value: "ServerError"}, {Key: "error", Value: err.Error()},
+		{Key: "serve_overrides", Value: loadgen.ResultDoc(sc.Fields())}}
+	fmt.Fprintf(env.Stdout, "[FAILED SERVER COMBINATION] %s: %s\n", cmp.Or(sc.Label(), "(default)"), textfmt.OneLine(err.Error(), 0))
 	if werr := loadgen.SaveJSON(path, doc); werr == nil {
 		fmt.Fprintf(env.Stdout, "Failure details: %s\n", path)
 	}

@@ -183,6 +183,7 @@ func (cfg *Config) runSetting(ctx context.Context, sc Combo, dir string, env ben
 		if s.Skipped {
 			env.Say("%s: skipped, the server did not start: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
 			fmt.Fprintf(env.Stdout, "Skipped: the server did not start with %s; the sweep goes on\n", orNone(sc.Label()))
+			recordServerFailure(dir, sc, err, env)
 		} else {
 			env.Say("%s: %s", orNone(sc.Label()), textfmt.OneLine(err.Error(), 0))
 		}
