@@ -66,28 +66,19 @@ func parseParams(data []byte) ([]Combo, error) {
 			if err != nil {
 				return nil, fmt.Errorf("item %d: each item in the parameter sweep should be an object: %v", i, err)
 			}
-			c := Combo{}
-			for _, p := range ps {
-				if p.Key == nameKey {
-					c.Name = fmt.Sprint(p.Value)
-					continue
-				}
-				c.Params = append(c.Params, p)
-			}
-			combos = append(combos, c)
+			combos = append(combos, comboOf("", ps))
 		}
 	case '{':
-		named, err := orderedObject(data)
+		named, err := rawMembers(data)
 		if err != nil {
 			return nil, err
 		}
 		for _, n := range named {
-			raw, _ := json.Marshal(n.Value)
-			ps, err := orderedObject(raw)
+			ps, err := orderedObject(n.raw) // raw, so that the file's order of keys is kept
 			if err != nil {
-				return nil, fmt.Errorf("%q: want an object of parameters: %v", n.Key, err)
+				return nil, fmt.Errorf("%q: want an object of parameters: %v", n.key, err)
 			}
-			combos = append(combos, Combo{Name: n.Key, Params: ps})
+			combos = append(combos, Combo{Name: n.key, Params: ps})
 		}
 	default:
 		return nil, errors.New("the parameter sweep should be a list of objects (or an object of named objects)")
@@ -103,6 +94,45 @@ func parseParams(data []byte) ([]Combo, error) {
 		return nil, errors.New("no combination: an empty list runs nothing")
 	}
 	return combos, nil
+}
+
+// comboOf is a list item's combination; its _benchmark_name is the combination's name.
+func comboOf(name string, ps []Param) Combo {
+	c := Combo{Name: name}
+	for _, p := range ps {
+		if p.Key == nameKey {
+			c.Name = fmt.Sprint(p.Value)
+			continue
+		}
+		c.Params = append(c.Params, p)
+	}
+	return c
+}
+
+type rawMember struct {
+	key string
+	raw json.RawMessage
+}
+
+// rawMembers reads a JSON object's members in order, their values undecoded.
+func rawMembers(data []byte) ([]rawMember, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var out []rawMember
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, rawMember{key: k.(string), raw: v})
+	}
+	return out, nil
 }
 
 // orderedObject reads a JSON object's members in order, numbers as json.Number.

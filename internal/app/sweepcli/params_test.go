@@ -111,3 +111,15 @@ func TestParseBenchClientFlags(t *testing.T) {
 	_, err = ParseBench([]string{"--max-event-size", "lots"}, func(string) string { return "" })
 	assert.ErrorContains(t, err, "want a size from 1KiB to 1GiB")
 }
+
+// The object-of-named-objects form keeps each object's keys in the file's order, as vLLM's
+// dict does: the order the flags are appended in, and the one its directory is named by.
+func TestReadParamsNamedKeepsKeyOrder(t *testing.T) {
+	named, err := ReadParams(write(t, `{"a": {"max_num_seqs": 8, "enable_prefix_caching": true, "block_size": 32}}`), "--serve-params")
+	require.NoError(t, err)
+	require.Len(t, named, 1)
+	assert.Equal(t, "max_num_seqs=8, enable_prefix_caching=True, block_size=32", named[0].Text(", "))
+	assert.Equal(t, []string{"vllm", "serve", "m", "--max-num-seqs", "8", "--enable-prefix-caching", "--block-size", "32"},
+		named[0].ApplyTo([]string{"vllm", "serve", "m"}))
+	assert.Equal(t, "a", named[0].Label())
+}
