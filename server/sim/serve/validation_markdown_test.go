@@ -2,7 +2,6 @@ package serve_test
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -22,16 +21,7 @@ func markdownTables(cases []corpusCase, results map[string]result) string {
 				continue
 			}
 			r := results[c.ID]
-			logged, pred, e := "-", "-", ""
-			if r.Outcome != outcomeNone && r.Metric != "outcome" {
-				logged, pred = mdMetric(r.Metric, r.Logged), mdMetric(r.Metric, r.Predicted)
-				if r.ErrorPct != nil {
-					e = fmt.Sprintf("%+.1f%%", *r.ErrorPct)
-					if c.Exclude == "" {
-						errs = append(errs, math.Abs(*r.ErrorPct))
-					}
-				}
-			}
+			logged, pred, e := caseFigures(c, r, mdMetric, &errs)
 			note := outcomeNote(c, r)
 			if e != "" && note != "" {
 				e += "; "

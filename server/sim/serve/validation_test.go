@@ -321,21 +321,32 @@ func validationTable(cases []corpusCase, results map[string]result, set string) 
 		n++
 		r := results[c.ID]
 		note := outcomeNote(c, r)
-		logged, pred, e := "-", "-", "-"
-		if r.Outcome != outcomeNone && r.Metric != "outcome" {
-			logged, pred = fmtMetric(r.Metric, r.Logged), fmtMetric(r.Metric, r.Predicted)
-			if r.ErrorPct != nil {
-				e = fmt.Sprintf("%+.1f%%", *r.ErrorPct)
-				if c.Exclude == "" {
-					errs = append(errs, math.Abs(*r.ErrorPct))
-				}
-			}
+		logged, pred, e := caseFigures(c, r, fmtMetric, &errs)
+		if e == "" {
+			e = "-"
 		}
 		fmt.Fprintf(&sb, "%-56s %-40s %-14s %-9s %-11s %-11s %-7s %s\n", c.ID, trunc(c.Model, 40),
 			c.GPUProfile, c.SimVersion, logged, pred, e, note)
 	}
 	fmt.Fprintf(&sb, "%s: %d cases, %d predicted; %s\n", set, n, len(errs), summary(errs))
 	return sb.String()
+}
+
+// caseFigures are a case's logged and predicted figures, written by format, and its error ("":
+// none); a predicted case that is not excluded adds its absolute error to errs.
+func caseFigures(c corpusCase, r result, format func(string, float64) string, errs *[]float64) (logged, pred, e string) {
+	logged, pred = "-", "-"
+	if r.Outcome == outcomeNone || r.Metric == "outcome" {
+		return logged, pred, ""
+	}
+	logged, pred = format(r.Metric, r.Logged), format(r.Metric, r.Predicted)
+	if r.ErrorPct != nil {
+		e = fmt.Sprintf("%+.1f%%", *r.ErrorPct)
+		if c.Exclude == "" {
+			*errs = append(*errs, math.Abs(*r.ErrorPct))
+		}
+	}
+	return logged, pred, e
 }
 
 func outcomeNote(c corpusCase, r result) string {
