@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/app/benchcli"
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -223,11 +223,8 @@ func TestBenchHelp(t *testing.T) {
 
 func TestBenchCannotRunExit1(t *testing.T) {
 	benchNoKeys(t)
-	// Nothing listens on a port just released.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	url := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	// Nothing listens there.
+	url := "http://" + refused.Addr(t)
 	code, out, errOut := benchRun(t, "--base-url", url, "--num-prompts", "5")
 	assert.Equal(t, 1, code)
 	assert.Empty(t, out)

@@ -12,7 +12,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
 
@@ -362,10 +362,7 @@ func TestHostileSecretsInURLs(t *testing.T) {
 	assert.NotContains(t, o.stdout+o.stderr, "PW-secret")
 	assert.Contains(t, o.stderr, "Model: m (the first model of http://user:***@")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := "http://user:PW-secret@" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	dead := "http://user:PW-secret@" + refused.Addr(t)
 	o = hostileRun(t, benchArgs(dead+"/?token=TOKEN-secret")...)
 	line := oneLineError(t, o, "vllmtop bench: ")
 	assert.NotContains(t, line, "PW-secret")

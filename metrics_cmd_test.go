@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 )
 
 func readFixture(t *testing.T, name string) []byte {
@@ -353,9 +355,7 @@ func TestMetricsErrors(t *testing.T) {
 		<-r.Context().Done() // answers nothing until the client leaves
 	}))
 	defer slow.Close()
-	gone := httptest.NewServer(http.NotFoundHandler())
-	goneURL := gone.URL
-	gone.Close()
+	goneURL := "http://" + refused.Addr(t)
 	ok := serveBodies(t, readFixture(t, "vllm-metrics-synthetic-single-process.txt"))
 
 	tests := []struct {

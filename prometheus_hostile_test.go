@@ -9,7 +9,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/server"
 )
 
@@ -101,11 +101,7 @@ func hostileProms(t *testing.T) []hostileProm {
 // promURL serves answer, or returns the address of a port where nothing listens.
 func promURL(t *testing.T, answer http.HandlerFunc) string {
 	if answer == nil {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
-		require.NoError(t, l.Close())
-		return "http://" + addr
+		return "http://" + refused.Addr(t)
 	}
 	srv := httptest.NewServer(answer)
 	t.Cleanup(srv.Close)

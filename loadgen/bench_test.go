@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 )
 
 // benchFakeServer streams two tokens and usage for every completion and counts the requests
@@ -143,11 +145,10 @@ func TestModelsAndHealth(t *testing.T) {
 	assert.Equal(t, 401, se.Status)
 	assert.Equal(t, srv.URL+"/v1/models: HTTP 401: Unauthorized", err.Error())
 
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close()
-	dead, _ := NewClient(ClientConfig{BaseURL: gone.URL})
+	goneURL := "http://" + refused.Addr(t)
+	dead, _ := NewClient(ClientConfig{BaseURL: goneURL})
 	_, err = dead.Models(context.Background())
-	assert.Equal(t, "cannot reach "+gone.URL+": connection refused", err.Error())
+	assert.Equal(t, "cannot reach "+goneURL+": connection refused", err.Error())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	assert.Error(t, dead.WaitHealthy(ctx, 5*time.Millisecond))

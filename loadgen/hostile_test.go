@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
@@ -324,10 +324,7 @@ func TestHostileTokenize(t *testing.T) {
 
 // Credentials and query strings never reach a message.
 func TestMessagesRedactURLs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := refused.Addr(t)
 	base := "http://user:PW123@" + addr + "/?token=SECRET9"
 	c, err := NewClient(ClientConfig{BaseURL: base, StallTimeout: time.Second, RequestTimeout: 5 * time.Second})
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 )
 
 // gateServer streams one token per request once the test lets the request through.
@@ -255,10 +256,7 @@ func TestWatchFollowsOneRequest(t *testing.T) {
 
 func TestBadInputIsAFailureClassNeverAHang(t *testing.T) {
 	// A port with nothing listening.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + refused.Addr(t)
 
 	status := func(code int, body string) string {
 		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -319,7 +317,7 @@ func TestBadInputIsAFailureClassNeverAHang(t *testing.T) {
 		})
 	}
 
-	_, err = NewClient(ClientConfig{BaseURL: "localhost:8000"})
+	_, err := NewClient(ClientConfig{BaseURL: "localhost:8000"})
 	assert.ErrorContains(t, err, "want http://host:port")
 	_, err = NewClient(ClientConfig{BaseURL: "http://x", CAFile: "/nonexistent"})
 	assert.ErrorContains(t, err, "CA file")
@@ -342,10 +340,7 @@ func TestAPIKeyIsSentAsBearer(t *testing.T) {
 }
 
 func TestRefusedConnectionsDoNotSpin(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := "http://" + refused.Addr(t)
 	c := newTestClient(t, dead, EndpointCompletions)
 	var rec Recorder
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, Duration: 300 * time.Millisecond, Sinks: []func(Result){rec.Add}})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 )
 
 func sweepConfig() SweepConfig {
@@ -83,10 +83,9 @@ func TestSweepOverRatesAndItsStops(t *testing.T) {
 
 	// No server: the first run has no success and the sweep stops there.
 	cfg.NumPrompts = 2
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close()
+	goneURL := "http://" + refused.Addr(t)
 	runs = nil
-	err = Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, func(r SweepRun) { runs = append(runs, r) })
+	err = Sweep(context.Background(), newBenchClient(t, goneURL), cfg, func(r SweepRun) { runs = append(runs, r) })
 	require.NoError(t, err)
 	assert.Len(t, runs, 1)
 	assert.Zero(t, runs[0].Summary.Completed)
@@ -230,12 +229,11 @@ func TestReportPrintsSavesAndSummarises(t *testing.T) {
 	}
 
 	// JSON, and a run with no success: the list is one document, and the report failed.
-	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close()
+	goneURL := "http://" + refused.Addr(t)
 	out.Reset()
 	cfg.NumPrompts = 2
 	rep = &Report{Out: &out, Warn: func(m string) { warnings = append(warnings, m) }, JSON: true}
-	require.NoError(t, Sweep(context.Background(), newBenchClient(t, gone.URL), cfg, rep.Add))
+	require.NoError(t, Sweep(context.Background(), newBenchClient(t, goneURL), cfg, rep.Add))
 	require.NoError(t, rep.Close())
 	assert.True(t, rep.Failed())
 	var docs []map[string]any

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 )
 
 func fixtureHandler(t *testing.T, name string) http.HandlerFunc {
@@ -204,9 +206,7 @@ type readerFunc func([]byte) (int, error)
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 func TestScrapeUnreachable(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close() // nothing listens there now
+	url := "http://" + refused.Addr(t) // nothing listens there
 
 	c, err := NewClient(url)
 	require.NoError(t, err)

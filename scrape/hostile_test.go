@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
 
@@ -337,9 +338,7 @@ func TestHostileHundredThousandSeries(t *testing.T) {
 
 // Credentials and query strings never reach a message or the printed URL.
 func TestHostileURLsAreRedacted(t *testing.T) {
-	dead := httptest.NewServer(http.NotFoundHandler())
-	addr := strings.TrimPrefix(dead.URL, "http://")
-	dead.Close()
+	addr := refused.Addr(t)
 	target := "http://user:PW123@" + addr + "/metrics?token=SECRET9"
 	c, err := NewClient(target, WithTimeout(2*time.Second))
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/base/exposition"
+	"github.com/vllmtop/vllmtop/internal/base/refused"
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/scrape/diagnose"
 	"github.com/vllmtop/vllmtop/scrape/fleet"
@@ -139,8 +140,7 @@ func TestDirectRowsAndWindow(t *testing.T) {
 func TestDirectDownStaleRestarted(t *testing.T) {
 	base := capture(t, "vllm-0.24-single-engine-rust-vllmtop.prom")
 	up := serve(t, base)
-	gone := serve(t, base)
-	gone.Close() // never answers
+	goneURL := "http://" + refused.Addr(t) // never answers
 	hang := make(chan struct{})
 	t.Cleanup(func() { close(hang) })
 	var hanging atomic.Bool
@@ -158,7 +158,7 @@ func TestDirectDownStaleRestarted(t *testing.T) {
 
 	c := newClock()
 	d, err := fleet.NewDirect(fleet.DirectConfig{Now: c.now, Interval: time.Second, Window: 10 * time.Second, Timeout: 100 * time.Millisecond,
-		Endpoints: []fleet.Endpoint{{Name: "up", URL: up.URL}, {Name: "gone", URL: gone.URL}, {Name: "slow", URL: slow.URL}}})
+		Endpoints: []fleet.Endpoint{{Name: "up", URL: up.URL}, {Name: "gone", URL: goneURL}, {Name: "slow", URL: slow.URL}}})
 	require.NoError(t, err)
 	ctx := context.Background()
 

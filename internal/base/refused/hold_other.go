@@ -1,0 +1,5 @@
+//go:build !unix
+
+package refused
+
+func hold() (string, func(), error) { return released() }
