@@ -96,7 +96,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), PyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
 	}
 
-	c.WeightsBytes = int64(stageWeightBytes(s) / tp)
+	c.WeightsBytes = int64(stageWeightBytes(s)/tp + ropeCacheBytes(s))
 	if c.WeightsBytes > c.FreeBytes {
 		return c, &StartupError{Kind: LoadOOM, Exception: "torch.OutOfMemoryError", Capacity: c, Message: fmt.Sprintf(
 			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original error: CUDA out of memory. Tried to allocate %s GiB. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.)",
@@ -246,6 +246,26 @@ func weightBytes(s *Setup) float64 {
 		return (m.LayerParams()-experts)*linear + experts*expertBytes(m, q, db) + embed*db + m.EncoderParams*db
 	}
 	return m.LayerParams()*linear + embed*db + m.EncoderParams*db
+}
+
+// ropeCacheBytes is the rotary embedding's cos/sin tables, which vLLM builds on every rank
+// when the model is created, so they count in the weights' memory: one row of rotary_dim
+// values for each position up to the derived context (max_position_embeddings, times the
+// scaling factor where the scaling stretches it), in the model dtype, one table shared by the
+// layers of one RoPE setting (get_rope caches it). Tens of MiB for most models; 0.56 GiB for
+// Gemma 3 4B's two tables and 2.5 GiB for Llama 4 Scout's 10M positions
+// (docs/calibration.md#rotary-embedding-tables). A logged weight size already holds them.
+func ropeCacheBytes(s *Setup) float64 {
+	m := s.ModelProfile
+	if m.LoadedWeightsGiB > 0 && s.weightQuantization() == "" {
+		return 0
+	}
+	db, _ := dtypeBytes(s.ModelDType)
+	var values float64
+	for _, t := range m.ropeTables() {
+		values += float64(t.Positions) * float64(t.RotaryDim)
+	}
+	return values * db
 }
 
 // weightQuantization is the storage of the linear weights: the --quantization flag, else the

@@ -52,6 +52,11 @@ type hfConfig struct {
 	SeqLength    *float64       `json:"seq_length"`
 	MaxSeqLength *float64       `json:"max_sequence_length"`
 	RopeScaling  map[string]any `json:"rope_scaling"`
+	RopeParams   map[string]any `json:"rope_parameters"`
+	RopeLocal    *float64       `json:"rope_local_base_freq"`
+	PartialRope  *float64       `json:"partial_rotary_factor"`
+	RotaryPct    *float64       `json:"rotary_pct"`
+	RotaryDim    *float64       `json:"rotary_dim"`
 
 	SlidingWindow    *float64 `json:"sliding_window"`
 	UseSlidingWindow *bool    `json:"use_sliding_window"`
@@ -250,4 +255,27 @@ func safetensorsTotal(path string) float64 {
 		return t
 	}
 	return 0
+}
+
+// partialRotary is the share of a head that RoPE rotates, from partial_rotary_factor (at the
+// top or in rope_parameters, as newer configs put it), rotary_pct (GPT-NeoX) or rotary_dim;
+// 0 for the whole head.
+func (c *hfConfig) partialRotary(headDim int) float64 {
+	f := c.PartialRope
+	if f == nil {
+		if v, ok := c.RopeParams["partial_rotary_factor"].(float64); ok {
+			f = &v
+		}
+	}
+	if f == nil {
+		f = c.RotaryPct
+	}
+	if f == nil && c.RotaryDim != nil && headDim > 0 {
+		v := *c.RotaryDim / float64(headDim)
+		f = &v
+	}
+	if f == nil || math.IsNaN(*f) || *f <= 0 || *f >= 1 {
+		return 0
+	}
+	return *f
 }

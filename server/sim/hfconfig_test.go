@@ -243,3 +243,57 @@ func TestCatalogueNamesUnique(t *testing.T) {
 	assert.GreaterOrEqual(t, len(p.GPUs), 24)
 	assert.GreaterOrEqual(t, len(p.Models), 50)
 }
+
+// The rotary tables vLLM builds count in the weights: their rows and widths come from the
+// config's context, scaling and partial rotation.
+func TestHFConfigRopeTables(t *testing.T) {
+	gemma3 := `{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 34,
+	  "hidden_size": 2560, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "intermediate_size": 10240,
+	  "vocab_size": 262208, "max_position_embeddings": 131072, "sliding_window": 1024, "sliding_window_pattern": 6,
+	  "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "rope_local_base_freq": 10000.0, "rope_theta": 1000000.0},
+	  "torch_dtype": "bfloat16"}`
+	m, err := ModelFromHFConfig("t/g3", []byte(gemma3))
+	require.NoError(t, err)
+	assert.Equal(t, 131072, m.MaxPositionEmbeddings, "vLLM does not scale Gemma 3's context")
+	assert.Equal(t, []RopeTable{{131072, 256}, {1048576, 256}}, m.RopeTables, "a local table and the global one, 8x longer")
+	assert.InDelta(t, 0.5625*gib, ropeCacheBytes(&Setup{ModelProfile: m, ModelDType: "bfloat16"}), 1)
+
+	base := `"num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8,
+	  "head_dim": 128, "intermediate_size": 4096, "vocab_size": 32000, "torch_dtype": "bfloat16"`
+	cases := []struct {
+		name, extra string
+		positions   int
+		rotary      int
+	}{
+		{"plain", `"max_position_embeddings": 8192`, 8192, 128},
+		{"linear scaling stretches the table", `"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 4.0}`, 16384, 128},
+		{"llama3 keeps it", `"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}`, 131072, 128},
+		{"yarn from the original length", `"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}`, 131072, 128},
+		{"flat rope_parameters", `"max_position_embeddings": 4096, "rope_parameters": {"rope_type": "linear", "factor": 2.0}`, 8192, 128},
+		{"partial_rotary_factor", `"max_position_embeddings": 2048, "partial_rotary_factor": 0.4`, 2048, 51},
+		{"in rope_parameters", `"max_position_embeddings": 262144, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.25}`, 262144, 32},
+		{"rotary_pct", `"max_position_embeddings": 2048, "rotary_pct": 0.25`, 2048, 32},
+		{"rotary_dim", `"max_position_embeddings": 2048, "rotary_dim": 64`, 2048, 64},
+		{"a factor out of range is the whole head", `"max_position_embeddings": 2048, "partial_rotary_factor": 7`, 2048, 128},
+	}
+	for _, tc := range cases {
+		m, err := ModelFromHFConfig("t/x", []byte("{"+base+", "+tc.extra+"}"))
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, []RopeTable{{tc.positions, tc.rotary}}, m.ropeTables(), tc.name)
+	}
+}
+
+func TestRopeCacheBytesInTheWeights(t *testing.T) {
+	p, err := LoadProfiles("")
+	require.NoError(t, err)
+	scout, err := p.Model("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+	require.NoError(t, err)
+	s := &Setup{ModelProfile: scout, ModelDType: "bfloat16"}
+	assert.InDelta(t, 10485760*128*2, ropeCacheBytes(s), 1, "10M positions x 128 x bf16, on every rank")
+	qwen, err := p.Model("Qwen/Qwen3.6-35B-A3B")
+	require.NoError(t, err)
+	assert.InDelta(t, 262144*64*2, ropeCacheBytes(&Setup{ModelProfile: qwen, ModelDType: "bfloat16"}), 1, "a quarter of a 256 head")
+	logged := scout
+	logged.LoadedWeightsGiB = 50
+	assert.Zero(t, ropeCacheBytes(&Setup{ModelProfile: logged, ModelDType: "bfloat16"}), "a logged weight size holds the tables")
+}

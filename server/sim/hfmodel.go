@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -43,6 +44,7 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 	if m.MaxPositionEmbeddings, err = c.context(); err != nil {
 		return Model{}, err
 	}
+	m.PartialRotaryFactor = c.partialRotary(m.HeadDim)
 	if s.sliding > 0 {
 		m.SlidingWindow, _ = hfInt("sliding_window", 1, 1<<28, 0, c.SlidingWindow)
 	}
@@ -56,6 +58,7 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 	if err = c.fullAttention(&m); err != nil {
 		return Model{}, err
 	}
+	m.RopeTables = c.ropeTables(m)
 	s.kEqV = c.kEqV()
 	if m.DType = strings.ToLower(firstNonEmpty(c.TorchDType, c.DType, top.TorchDType, top.DType, "float32")); m.DType == "float" {
 		m.DType = "float32"
@@ -157,20 +160,50 @@ func (c *hfConfig) context() (int, error) {
 	if n == 0 {
 		n = 2048
 	}
-	r := c.RopeScaling
-	kind, _ := r["rope_type"].(string)
-	if t, ok := r["type"].(string); ok && kind == "" {
-		kind = t
-	}
-	if r == nil || kind == "su" || kind == "longrope" || kind == "llama3" {
+	r, kind, factor := c.ropeScaling()
+	// Gemma 3's max_position_embeddings is already the scaled length: vLLM does not scale it.
+	if r == nil || kind == "su" || kind == "longrope" || kind == "llama3" || strings.Contains(c.ModelType, "gemma3") {
 		return n, nil
-	}
-	factor, ok := r["factor"].(float64)
-	if !ok || factor < 1 || factor > 1024 {
-		factor = 1
 	}
 	if orig, ok := r["original_max_position_embeddings"].(float64); kind == "yarn" && ok && orig >= 1 && orig <= 1<<24 {
 		n = int(orig)
 	}
 	return int(float64(n) * factor), nil
+}
+
+// ropeScaling is the RoPE scaling setting: rope_scaling, or a flat rope_parameters as newer
+// configs write it; its type and its factor (1 when unset or out of range).
+func (c *hfConfig) ropeScaling() (r map[string]any, kind string, factor float64) {
+	r = c.RopeScaling
+	if r == nil {
+		if _, flat := c.RopeParams["rope_type"]; flat {
+			r = c.RopeParams
+		}
+	}
+	kind, _ = r["rope_type"].(string)
+	if t, ok := r["type"].(string); ok && kind == "" {
+		kind = t
+	}
+	factor, ok := r["factor"].(float64)
+	if !ok || factor < 1 || factor > 1024 {
+		factor = 1
+	}
+	return r, kind, factor
+}
+
+// ropeTables are Gemma 3's two rotary tables (rope_local_base_freq set): the sliding layers'
+// of the context's length, and the global layers', which linear scaling stretches by its
+// factor (vLLM's LinearScalingRotaryEmbedding keeps length x factor rows). Nil otherwise: one
+// table of the context's length.
+func (c *hfConfig) ropeTables(m Model) []RopeTable {
+	if c.RopeLocal == nil || m.IsMLA() {
+		return nil
+	}
+	rotary := m.ropeTables()[0].RotaryDim
+	_, kind, factor := c.ropeScaling()
+	if kind != "linear" {
+		factor = 1
+	}
+	global := int(math.Min(float64(m.MaxPositionEmbeddings)*factor, 1<<28))
+	return []RopeTable{{Positions: m.MaxPositionEmbeddings, RotaryDim: rotary}, {Positions: global, RotaryDim: rotary}}
 }

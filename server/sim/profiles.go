@@ -56,7 +56,14 @@ type Model struct {
 	VocabSize             int      `json:"vocab_size"`
 	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
 	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
-	DType                 string   `json:"dtype"`
+	// PartialRotaryFactor is the share of a head that RoPE rotates (config's
+	// partial_rotary_factor, rotary_pct or rotary_dim / head_dim); 0 means all of it.
+	PartialRotaryFactor float64 `json:"partial_rotary_factor,omitempty"`
+	// RopeTables are the rotary embedding's cos/sin tables where the model builds more than
+	// one, or one longer than its context (Gemma 3: a local table and a global one stretched
+	// by its linear factor). Empty: one table of max_position_embeddings rows.
+	RopeTables []RopeTable `json:"rope_tables,omitempty"`
+	DType      string      `json:"dtype"`
 	// Quantization is the checkpoint's quantization_config method ("mxfp4" for gpt-oss), if any.
 	Quantization string `json:"quantization,omitempty"`
 	// Params is the total parameter count, embeddings included.
@@ -152,6 +159,13 @@ func (m Model) LayerParams() float64 {
 	return p
 }
 
+// RopeTable is one cos/sin table of the rotary embedding: a row of rotary_dim values for
+// each position.
+type RopeTable struct {
+	Positions int `json:"positions"`
+	RotaryDim int `json:"rotary_dim"`
+}
+
 // validateLayers checks the layer-type and expert fields against each other.
 func (m Model) validateLayers() error {
 	switch {
@@ -170,6 +184,10 @@ func (m Model) validateLayers() error {
 		return fmt.Errorf("full_attention_head_dim and full_attention_kv_heads must not be negative")
 	case m.ExpertBytesPerParam < 0 || m.MTPLayers < 0:
 		return fmt.Errorf("expert_bytes_per_param and mtp_num_hidden_layers must not be negative")
+	case m.PartialRotaryFactor < 0 || m.PartialRotaryFactor > 1:
+		return fmt.Errorf("partial_rotary_factor must be between 0 and 1")
+	case !validRopeTables(m.RopeTables):
+		return fmt.Errorf("rope_tables need positions from 1 to 2^28 and rotary_dim from 1 to 2^14")
 	case m.KVLoraRank < 0 || (m.KVLoraRank > 0 && (m.QKRopeHeadDim <= 0 || m.QKNopeHeadDim <= 0 || m.VHeadDim <= 0)):
 		return fmt.Errorf("multi-head latent attention needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim (all positive)")
 	}
@@ -462,4 +480,29 @@ func dtypeBytes(dtype string) (float64, error) {
 		return 0.5, nil
 	}
 	return 0, fmt.Errorf("unknown dtype %q", dtype)
+}
+
+func validRopeTables(ts []RopeTable) bool {
+	for _, t := range ts {
+		if t.Positions < 1 || t.Positions > 1<<28 || t.RotaryDim < 1 || t.RotaryDim > 1<<14 {
+			return false
+		}
+	}
+	return len(ts) <= 16
+}
+
+// ropeTables are the model's rotary tables: RopeTables, else one of max_position_embeddings
+// rows of the rotated part of a head (qk_rope_head_dim for multi-head latent attention).
+func (m Model) ropeTables() []RopeTable {
+	if len(m.RopeTables) > 0 {
+		return m.RopeTables
+	}
+	rotary := m.HeadDim
+	if f := m.PartialRotaryFactor; f > 0 {
+		rotary = int(float64(m.HeadDim) * f)
+	}
+	if m.IsMLA() {
+		rotary = m.QKRopeHeadDim
+	}
+	return []RopeTable{{Positions: m.MaxPositionEmbeddings, RotaryDim: rotary}}
 }
