@@ -368,15 +368,26 @@ func (o *overview) legend(def chartDef, width int) []string {
 		}
 		items = append(items, ss.Style.Render(mark+" "+seriesName(c, id))+" "+st.Value.Render(v))
 	}
+	// A note goes last, in the first of its forms that leaves every item whole in three lines;
+	// none when even the shortest does not.
+	var notes []string
 	switch def.unit {
 	case unitMs:
-		items = append(items, st.Muted.Render(fmt.Sprintf("client n=%d/%s", c.s.live.TTFT.N, fmtSpan(c.deps.LiveWindow))))
+		n, span := c.s.live.TTFT.N, fmtSpan(c.deps.LiveWindow)
+		notes = []string{fmt.Sprintf("client n=%d/%s", n, span), fmt.Sprintf("n=%d/%s", n, span), fmt.Sprintf("n=%d", n)}
 	case unitTokPerSec:
 	case unitPercent:
 		if tok, _ := c.s.capacity(); tok > 0 {
-			items = append(items, st.Muted.Render("of "+commas(tok)+" tok"))
+			notes = []string{"of " + commas(tok) + " tok", "of " + siNumber(float64(tok)) + " tok"}
 		}
 	case unitRequests:
 	}
-	return wrapItems(items, "  ", width, 3)
+	const maxLines = 3
+	for _, note := range notes {
+		with := append(items[:len(items):len(items)], st.Muted.Render(note))
+		if len(wrapItems(with, "  ", width, math.MaxInt)) <= maxLines {
+			return wrapItems(with, "  ", width, maxLines)
+		}
+	}
+	return wrapItems(items, "  ", width, maxLines)
 }

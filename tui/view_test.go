@@ -217,3 +217,18 @@ func TestTooSmallAndBeforeTheFirstSize(t *testing.T) {
 		assert.LessOrEqual(t, maxLineWidth(out), sz[0])
 	}
 }
+
+// At 80 columns the legends keep every series whole: the sample-count note shortens, and no
+// legend line is cut with an ellipsis.
+func TestOverviewLegendsFitAt80Columns(t *testing.T) {
+	d := scripted(t, 80, 24, "dark", false)
+	d.m.show(overviewTab)
+	out := d.view()
+	assert.Contains(t, out, "≤300ms", "the queue bound stays")
+	assert.Regexp(t, `\bn=\d+(/10s)?\b`, out, "the sample count stays, in a shorter form")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "━") || strings.Contains(l, "◂") {
+			assert.NotContains(t, l, "…", "a legend line is not cut: %q", l)
+		}
+	}
+}
