@@ -23,6 +23,9 @@ func FuzzHFConfig(f *testing.F) {
 	}
 	f.Add([]byte(`{"num_hidden_layers":1e308,"hidden_size":-1,"num_attention_heads":0}`))
 	f.Add([]byte(`{"text_config":{"text_config":{"text_config":null}}}`))
+	f.Add([]byte(`{"model_type":"gemma3_text","num_hidden_layers":2,"hidden_size":64,"num_attention_heads":2,"head_dim":1,` +
+		`"max_position_embeddings":268435456,"rope_scaling":{"rope_type":"linear","factor":1024},"rope_local_base_freq":1e4,` +
+		`"partial_rotary_factor":0.01,"rope_parameters":{"rope_type":"yarn","factor":-3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > MaxHFConfigBytes {
 			return
@@ -36,6 +39,11 @@ func FuzzHFConfig(f *testing.F) {
 		}
 		if p := m.Params; math.IsNaN(p) || math.IsInf(p, 0) || p < 0 {
 			t.Fatalf("parameters %v", p)
+		}
+		for _, r := range m.ropeTables() {
+			if r.Positions < 1 || r.Positions > 1<<28 || r.RotaryDim < 1 || r.RotaryDim > m.HeadDim {
+				t.Fatalf("rotary table %+v for head_dim %d", r, m.HeadDim)
+			}
 		}
 	})
 }

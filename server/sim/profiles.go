@@ -499,7 +499,7 @@ func (m Model) ropeTables() []RopeTable {
 	}
 	rotary := m.HeadDim
 	if f := m.PartialRotaryFactor; f > 0 {
-		rotary = int(float64(m.HeadDim) * f)
+		rotary = max(1, int(float64(m.HeadDim)*f))
 	}
 	if m.IsMLA() {
 		rotary = m.QKRopeHeadDim
