@@ -174,3 +174,32 @@ func TestCalibrationH100Qwen35(t *testing.T) {
 	extra := sm.GPUSeconds(batch) - sm.GPUSeconds(one)
 	assert.Greater(t, extra, 63*2*state/(s.GPUProfile.EtaBandwidth*bw), "every sequence reads and writes its state")
 }
+
+// --enforce-eager: a small model's decode is bound by the CPU's kernel launches (Qwen3-0.6B on
+// the H200: 4.50 ms eager against 1.37 ms in a CUDA graph, docs/calibration.md#eager-mode),
+// while a large batch or a long prefill keeps the GPU the slower side and does not change.
+func TestEagerStepsAreLaunchBound(t *testing.T) {
+	step := func(model string, eager bool, batch []Work) float64 {
+		s, err := Resolve(Config{Model: model, GPU: "H200", EnforceEager: eager}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewStepModel(s).GPUSeconds(batch) * 1e3
+	}
+	decode := func(n int) []Work {
+		b := make([]Work, n)
+		for i := range b {
+			b[i] = Work{Q: 1, C: 256}
+		}
+		return b
+	}
+	small := "Qwen/Qwen3-0.6B"
+	within(t, 1.37, step(small, false, decode(1)), 0.15, "Qwen3-0.6B graph decode ms")
+	within(t, 4.50, step(small, true, decode(1)), 0.10, "Qwen3-0.6B eager decode ms")
+	big := "meta-llama/Llama-3.1-8B-Instruct"
+	for _, b := range [][]Work{decode(256), {{Q: 8192}}} {
+		if g, e := step(big, false, b), step(big, true, b); e != g {
+			t.Errorf("a GPU-bound step of %d sequences: eager %.2f ms, graph %.2f ms", len(b), e, g)
+		}
+	}
+}

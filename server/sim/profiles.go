@@ -217,7 +217,10 @@ type Host struct {
 	// InputMSPerActiveRequest delays a new request's input processing for each request already
 	// in flight: the single-threaded API server also detokenizes and streams their tokens.
 	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
-	Source                  string  `json:"source,omitempty"`
+	// EagerLayerUS is the CPU time to launch one decoder layer's kernels one by one, as
+	// --enforce-eager runs them without CUDA graphs; the GPU cannot run ahead of it.
+	EagerLayerUS float64 `json:"eager_layer_us,omitempty"`
+	Source       string  `json:"source,omitempty"`
 
 	// Memory the vLLM runtime holds besides weights and KV cache (docs/vllm-behaviour.md#kv-cache-memory, docs/calibration.md#activation-memory): the transient
 	// activation peak of the profiling forward pass (the larger of the forward over
@@ -333,7 +336,7 @@ func (p *Profiles) validate() error {
 		}
 	}
 	for _, h := range p.Hosts {
-		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 ||
+		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 || h.EagerLayerUS < 0 || h.EagerLayerUS > 1e5 ||
 			h.ActivationBytesPerTokenHidden < 0 || h.ActivationBytesPerTokenIntermediate < 0 || h.SamplerBytesPerSeqVocab < 0 || h.MoEActivationBytes < 0 || h.NonTorchGiB < 0 || h.NonTorchTPGiB < 0 || h.CUDAGraphGiB < 0 {
 			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
 		}

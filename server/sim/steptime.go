@@ -22,6 +22,7 @@ type Work struct{ Q, C int }
 //     read with probability 1 - (1 - k/E)^B.
 type StepModel struct {
 	floor       float64 // per-layer kernel floor x layers, seconds
+	eagerFloor  float64 // with --enforce-eager, the CPU's launches of every layer's kernels, seconds
 	denseBytes  float64 // weights every step streams: non-expert layers and the LM head, per GPU
 	expertBytes float64 // all experts of all layers, per GPU (0 for a dense model)
 	expertFrac  float64 // k / E
@@ -86,6 +87,9 @@ func NewStepModel(s *Setup) *StepModel {
 		allReduce:    newAllReduce(g, m, s.TensorParallelSize, db),
 		peakRate:     g.BF16TFLOPS * 1e12,
 	}
+	if s.EnforceEager {
+		sm.eagerFloor = float64(m.NumLayers) * h.EagerLayerUS * 1e-6
+	}
 	if (q != "" || m.Quantization != "") && g.FP8TFLOPS > g.BF16TFLOPS {
 		sm.peakRate = g.FP8TFLOPS * 1e12 // quantized GEMMs may run at the 8-bit peak
 	}
@@ -145,7 +149,10 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 	tw := weights / sm.bandwidth
 	tg := (sm.layerFLOPs*tokens + sm.headFLOPs*seqs) / sm.gemmRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
-	return sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
+	gpu := sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
+	// Without CUDA graphs the CPU launches each kernel and the GPU runs behind it: a step
+	// takes the longer of the two (docs/calibration.md#eager-mode).
+	return max(gpu, sm.eagerFloor)
 }
 
 // DraftSeconds is the drafting of k tokens for a step's speculating requests: k sequential

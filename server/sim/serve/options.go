@@ -176,7 +176,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.Engine.CheckpointQuantization, "sim-checkpoint-quantization", "", "Size the model as a checkpoint quantized with this method (awq, gptq, fp8, mxfp4, nvfp4), as a quantized build of a catalogue model is")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
-	fs.BoolVar(&o.Engine.EnforceEager, "enforce-eager", false, "Run without CUDA graphs: none captured, none reserved in the KV budget")
+	fs.BoolVar(&o.Engine.EnforceEager, "enforce-eager", false, "Run without CUDA graphs: none captured, none reserved in the KV budget; small batches wait on kernel launches")
 	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
 	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
 	r.chunkedOn = fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
