@@ -101,6 +101,7 @@ func main() {
 // a second one ends the process.
 func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, prog: "vllmtop"}
+	args = vllmSpelling(args)
 	root := newRoot(e)
 	if err := unknownCommand(root, args); err != nil {
 		e.say("%s (see vllmtop help)", err.Msg)
@@ -133,6 +134,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	e.say("%s", textfmt.OneLine(err.Error(), 0))
 	return 1
+}
+
+// vllmSpelling reads vLLM's "bench sweep ..." as "sweep ...", so that a vllm bench sweep
+// command line runs with vllm replaced by vllmtop ("bench serve" is bench's own spelling).
+func vllmSpelling(args []string) []string {
+	if len(args) >= 2 && args[0] == "bench" && args[1] == "sweep" {
+		return append([]string{"sweep"}, args[2:]...)
+	}
+	return args
 }
 
 // newRoot builds the command tree from the table; cobra adds help and completion.

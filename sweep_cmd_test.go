@@ -249,3 +249,17 @@ func TestSweepSkipsASettingTheServerCannotStartWith(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(errOut, "skipped, the server did not start"))
 	assert.Contains(t, errOut, "the server started with none of the settings: nothing was measured")
 }
+
+// vLLM's spelling, vllm bench sweep serve, runs as vllmtop bench sweep serve.
+func TestBenchSweepIsVLLMsSpellingOfSweep(t *testing.T) {
+	benchNoKeys(t)
+	out := t.TempDir()
+	code, stdout, errOut := runVllmtop("bench", "sweep", "serve", "--serve-cmd", "vllmtop sim Qwen/Qwen2.5-0.5B-Instruct --sim-gpu L4",
+		"--sim-clock", "virtual", "--num-runs", "1", "-o", out, "-e", "p",
+		"--bench-cmd", "vllm bench serve --num-prompts 4 --random-input-len 32 --random-output-len 4")
+	require.Equal(t, 0, code, errOut)
+	assert.FileExists(t, filepath.Join(out, "p", "summary.json"), stdout)
+	code, stdout, _ = runVllmtop("bench", "sweep", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "usage: vllmtop sweep")
+}
