@@ -202,7 +202,6 @@ func TestConfigErrors(t *testing.T) {
 		{"utilisation above 1", Config{GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization must be greater than 0 and at most 1"},
 		{"utilisation negative", Config{GPUMemoryUtilization: -0.1}, "--gpu-memory-utilization must be greater than 0"},
 		{"heads not divisible", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", TensorParallelSize: 4}, "Total number of attention heads (14) must be divisible by tensor parallel size (4)."},
-		{"max_model_len above the model's", Config{Model: "facebook/opt-125m", MaxModelLen: 999999}, "User-specified max_model_len (999999) is greater than the derived max_model_len (max_position_embeddings=2048.0"},
 		{"bad block size", Config{BlockSize: 7}, "--block-size must be one of"},
 		{"bad dtype", Config{DType: "int3"}, "argument --dtype: invalid choice: 'int3'"},
 		{"bad kv dtype", Config{KVCacheDType: "fp3"}, "argument --kv-cache-dtype: invalid choice"},
@@ -217,6 +216,18 @@ func TestConfigErrors(t *testing.T) {
 			assert.Contains(t, ce.Msg, tc.msg)
 		})
 	}
+}
+
+// TestMaxModelLenAboveTheModelsIsAValidationError: vLLM's ModelConfig rejects it (exit 1, its
+// pydantic error), which is vLLM refusing, not a setting the simulator cannot take.
+func TestMaxModelLenAboveTheModelsIsAValidationError(t *testing.T) {
+	_, err := Resolve(Config{Model: "facebook/opt-125m", MaxModelLen: 999999}, nil)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "ModelConfig", ve.Class)
+	assert.Contains(t, ve.Short(), "User-specified max_model_len (999999) is greater than the derived max_model_len (max_position_embeddings=2048.0")
+	_, err = Resolve(Config{Model: "facebook/opt-125m", MaxModelLen: 999999, AllowLongMaxModelLen: true}, nil)
+	assert.NoError(t, err, "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 lets it through")
 }
 
 func TestModelAndGPULookup(t *testing.T) {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -238,6 +239,19 @@ func resolveDTypes(s *Setup, cfg Config) error {
 	return nil
 }
 
+// maxModelLenTooLong is ModelConfig's refusal of a --max-model-len above the model's derived
+// context, as vLLM prints it (docs/vllm-behaviour.md#--max-model-len-above-the-models): 0.19 on
+// print the derived length as a float and end pydantic's shortened input with the last
+// ModelConfig field of those releases; 0.11's log has the integer and its last field.
+func maxModelLenTooLong(asked, derived int, v Version) *ValidationError {
+	length, tail := strconv.Itoa(derived), "...rocessor_plugin': None})"
+	if v.AtLeast("0.19.0") {
+		length, tail = length+".0", "...nderer_num_workers': 1})"
+	}
+	msg := fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%s or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.", asked, length)
+	return &ValidationError{Class: "ModelConfig", Constraint: valueError, Input: "ArgsKwargs((), {'model': " + tail, Message: msg}
+}
+
 // resolveLimits defaults and checks the context length, the per-step token and sequence
 // budgets, the memory already in use, the block override and the jitter.
 func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
@@ -248,7 +262,7 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 		return &ConfigError{fmt.Sprintf("--max-model-len must be positive, got %d", cfg.MaxModelLen)}
 	}
 	if cfg.MaxModelLen > m.MaxPositionEmbeddings && !cfg.AllowLongMaxModelLen {
-		return &ConfigError{fmt.Sprintf("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d.0 or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position encoding (RoPE), positional encodings outside the model's maximum length will be misinterpreted.", cfg.MaxModelLen, m.MaxPositionEmbeddings)}
+		return maxModelLenTooLong(cfg.MaxModelLen, m.MaxPositionEmbeddings, v)
 	}
 
 	defaultBatch(cfg, m, g, v)

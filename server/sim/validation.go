@@ -14,7 +14,13 @@ type ValidationError struct {
 	Constraint string
 	Bound      string
 	Input      any // the value given: a float64 or an int
+	// Message is a model validator's ValueError (Constraint "value_error"): pydantic prints
+	// it with the class's whole ArgsKwargs as the input, shortened as pydantic shortens it.
+	Message string
 }
+
+// valueError is pydantic's error type for a ValueError raised by a validator.
+const valueError = "value_error"
 
 var constraintWords = map[string]string{
 	"greater_than":       "greater than",
@@ -24,6 +30,10 @@ var constraintWords = map[string]string{
 
 // Error is pydantic's str(ValidationError).
 func (e *ValidationError) Error() string {
+	if e.Constraint == valueError {
+		return fmt.Sprintf("1 validation error for %s\n  Value error, %s [type=value_error, input_value=%v, input_type=ArgsKwargs]\n    For further information visit https://errors.pydantic.dev/2.12/v/value_error",
+			e.Class, e.Message, e.Input)
+	}
 	input, typ := fmt.Sprint(e.Input), "int"
 	if f, ok := e.Input.(float64); ok {
 		input, typ = PyFloat(f), "float"
@@ -34,6 +44,9 @@ func (e *ValidationError) Error() string {
 
 // Short is the violation in one line, for output of our own (not an imitated vLLM log).
 func (e *ValidationError) Short() string {
+	if e.Constraint == valueError {
+		return e.Message
+	}
 	input := fmt.Sprint(e.Input)
 	if f, ok := e.Input.(float64); ok {
 		input = PyFloat(f)
@@ -50,12 +63,12 @@ func ValidateRanges(cfg Config, set func(flag string) bool) error {
 		bad  bool
 		err  ValidationError
 	}{
-		{"gpu-memory-utilization", !(cfg.GPUMemoryUtilization > 0), ValidationError{"CacheConfig", "gpu_memory_utilization", "greater_than", "0", cfg.GPUMemoryUtilization}},
-		{"gpu-memory-utilization", cfg.GPUMemoryUtilization > 1, ValidationError{"CacheConfig", "gpu_memory_utilization", "less_than_equal", "1", cfg.GPUMemoryUtilization}},
-		{"block-size", cfg.BlockSize <= 0, ValidationError{"CacheConfig", "block_size", "greater_than", "0", cfg.BlockSize}},
-		{"tensor-parallel-size", cfg.TensorParallelSize < 1, ValidationError{"ParallelConfig", "tensor_parallel_size", "greater_than_equal", "1", cfg.TensorParallelSize}},
-		{"max-num-batched-tokens", cfg.MaxNumBatchedTokens < 1, ValidationError{"SchedulerConfig", "max_num_batched_tokens", "greater_than_equal", "1", cfg.MaxNumBatchedTokens}},
-		{"max-num-seqs", cfg.MaxNumSeqs < 1, ValidationError{"SchedulerConfig", "max_num_seqs", "greater_than_equal", "1", cfg.MaxNumSeqs}},
+		{"gpu-memory-utilization", !(cfg.GPUMemoryUtilization > 0), ValidationError{"CacheConfig", "gpu_memory_utilization", "greater_than", "0", cfg.GPUMemoryUtilization, ""}},
+		{"gpu-memory-utilization", cfg.GPUMemoryUtilization > 1, ValidationError{"CacheConfig", "gpu_memory_utilization", "less_than_equal", "1", cfg.GPUMemoryUtilization, ""}},
+		{"block-size", cfg.BlockSize <= 0, ValidationError{"CacheConfig", "block_size", "greater_than", "0", cfg.BlockSize, ""}},
+		{"tensor-parallel-size", cfg.TensorParallelSize < 1, ValidationError{"ParallelConfig", "tensor_parallel_size", "greater_than_equal", "1", cfg.TensorParallelSize, ""}},
+		{"max-num-batched-tokens", cfg.MaxNumBatchedTokens < 1, ValidationError{"SchedulerConfig", "max_num_batched_tokens", "greater_than_equal", "1", cfg.MaxNumBatchedTokens, ""}},
+		{"max-num-seqs", cfg.MaxNumSeqs < 1, ValidationError{"SchedulerConfig", "max_num_seqs", "greater_than_equal", "1", cfg.MaxNumSeqs, ""}},
 	}
 	for _, c := range checks {
 		if set(c.flag) && c.bad {

@@ -73,7 +73,8 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 	first := column("as given", base, profiles, w)
 	var cfgErr *ConfigError
 	var engineErr *sim.EngineConfigError
-	if errors.As(first.err, &cfgErr) || errors.As(first.err, &engineErr) {
+	var invalid *ValidationError
+	if errors.As(first.err, &cfgErr) || errors.As(first.err, &engineErr) || errors.As(first.err, &invalid) {
 		return capacity.Report{}, first.err
 	}
 	r := capacity.Report{Model: base.Model, GPU: base.GPU, Util: base.GPUMemoryUtilization, Workload: w, Columns: []capacity.Column{first.Column}}
@@ -147,7 +148,12 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 		out.startup, c = startup, startup.Capacity
 		out.Refused = textfmt.OneLine(startup.Error(), 0)
 	default:
-		out.Refused = textfmt.OneLine(err.Error(), 0)
+		msg := err.Error()
+		var invalid *sim.ValidationError
+		if errors.As(err, &invalid) {
+			msg = invalid.Short()
+		}
+		out.Refused = textfmt.OneLine(msg, 0)
 		return out
 	}
 	out.Memory = capacity.Memory{TotalGiB: gib(c.TotalBytes), RequestedGiB: gib(c.RequestedBytes), WeightsGiB: gib(c.WeightsBytes),
@@ -176,6 +182,12 @@ func gib(b int64) float64 { return float64(b) / (1 << 30) }
 // vLLM would refuse the setting as given.
 func printCapacity(opts *Options, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	r, err := CapacityReport(args, getenv, capacity.Workload{PromptTokens: opts.CapacityPromptLen, OutputTokens: opts.CapacityOutputLen})
+	var invalid *ValidationError
+	if errors.As(err, &invalid) {
+		// Our own report: one line, not vLLM's traceback.
+		fmt.Fprintf(stderr, "vllmtop sim: error: %s\n", invalid.Short())
+		return 2
+	}
 	if err != nil {
 		writeStartError(err, stdout, stderr, false)
 		return ExitCode(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
@@ -142,4 +144,50 @@ func TestMainServesUntilCancelled(t *testing.T) {
 		t.Fatal("Main did not return after cancel")
 	}
 	assert.Contains(t, errOut.String(), "Application shutdown complete.")
+}
+
+// TestMaxModelLenAboveTheModelsIsVLLMsValidationError: a --max-model-len above the model's
+// context fails as vLLM 0.25.1 failed on the same command (testdata's CPU log): ModelConfig's
+// pydantic error, word for word, exit 1, and the supervisor's log parser reads it as the
+// same fatal reason it reads from the real log.
+func TestMaxModelLenAboveTheModelsIsVLLMsValidationError(t *testing.T) {
+	real, err := os.ReadFile("../../../testdata/vllm-0.25.1-cpu-serve-crash-max-model-len-rejected.log")
+	require.NoError(t, err)
+	var want string
+	for _, ln := range strings.Split(string(real), "\n") {
+		if strings.Contains(ln, "Value error, User-specified") {
+			want = strings.TrimPrefix(ln, "(APIServer pid=1) ")
+		}
+	}
+	require.NotEmpty(t, want)
+
+	var out, errOut syncBuffer
+	code := Main(context.Background(), []string{"facebook/opt-125m", "--max-model-len", "999999", "--sim-vllm-version", "0.25.1"}, &out, &errOut, noEnv)
+	assert.Equal(t, 1, code)
+	p := prefix(errOut.String())
+	assert.Contains(t, errOut.String(), p+"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"+p+want+"\n")
+	assert.Contains(t, errOut.String(), p+"    return ModelConfig(\n"+p+"           ^^^^^^^^^^^^\n")
+
+	var fatal *server.Fatal
+	for _, ln := range strings.Split(errOut.String(), "\n") {
+		if ev, ok := server.ParseLogLine(ln); ok {
+			if f, isFatal := ev.(server.Fatal); isFatal {
+				fatal = &f
+			}
+		}
+	}
+	require.NotNil(t, fatal, "the supervisor recognises the failure")
+	assert.Equal(t, server.InvalidConfig, fatal.Reason)
+
+	// Releases before 0.19 printed the derived length as the config's integer.
+	errOut = syncBuffer{}
+	Main(context.Background(), []string{"facebook/opt-125m", "--max-model-len", "4096", "--sim-vllm-version", "0.11.0"}, &out, &errOut, noEnv)
+	assert.Contains(t, errOut.String(), "(max_position_embeddings=2048 or model_max_length=None in model's config.json)")
+
+	// --print-capacity says it in one line of its own.
+	errOut = syncBuffer{}
+	code = Main(context.Background(), []string{"facebook/opt-125m", "--max-model-len", "4096", "--print-capacity"}, &out, &errOut, noEnv)
+	assert.Equal(t, 2, code, "as the other settings --print-capacity cannot plan")
+	assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), errOut.String())
+	assert.Contains(t, errOut.String(), "vllmtop sim: error: User-specified max_model_len (4096) is greater than the derived max_model_len")
 }

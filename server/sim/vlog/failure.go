@@ -171,12 +171,19 @@ func (l *Logger) ConfigFailure(err *sim.ValidationError) {
 		return
 	}
 	frames := append([]frame{}, configFrames...)
-	variable := map[string]string{"CacheConfig": "cache_config", "ParallelConfig": "parallel_config", "SchedulerConfig": "scheduler_config"}[err.Class]
-	if variable == "" {
-		variable = "config"
+	if err.Class == "ModelConfig" {
+		// The model's config is built by its own method of EngineArgs.
+		frames = slices.Insert(frames, len(frames)-1, frame{vllmPkg + "engine/arg_utils.py", 1398, "create_model_config", "return ModelConfig(", "ModelConfig("})
+		frames[len(frames)-3].code = "model_config = self.create_model_config()"
+		frames[len(frames)-3].underline = "self.create_model_config()"
+	} else {
+		variable := map[string]string{"CacheConfig": "cache_config", "ParallelConfig": "parallel_config", "SchedulerConfig": "scheduler_config"}[err.Class]
+		if variable == "" {
+			variable = "config"
+		}
+		frames[len(frames)-2].code = variable + " = " + err.Class + "("
+		frames[len(frames)-2].underline = err.Class + "("
 	}
-	frames[len(frames)-2].code = variable + " = " + err.Class + "("
-	frames[len(frames)-2].underline = err.Class + "("
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lines := traceback(frames, "pydantic_core._pydantic_core.ValidationError: "+err.Error())
