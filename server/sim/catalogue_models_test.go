@@ -58,6 +58,70 @@ func minimaxM2() float64 {
 	return 62*layer + 2*200064*h
 }
 
+// denseShapes counts a dense decoder: attention (with the query, key and value biases of
+// Qwen2 when bias), a gated MLP, norms, and the embedding (and an untied LM head).
+func denseShapes(layers, hidden, heads, kvHeads, headDim, inter, vocab int, tied, bias bool) float64 {
+	h, q, kv := float64(hidden), float64(heads*headDim), float64(kvHeads*headDim)
+	attn := h*q + 2*h*kv + q*h
+	if bias {
+		attn += q + 2*kv
+	}
+	emb := float64(vocab) * h
+	if !tied {
+		emb *= 2
+	}
+	return float64(layers)*(attn+3*h*float64(inter)+2*h) + emb + h
+}
+
+// qwen15MoE: Qwen1.5-MoE-A2.7B, 60 experts of 1408 and a shared expert of 5632 with its gate.
+func qwen15MoE(active bool) float64 {
+	h := 2048.0
+	experts := 60.0
+	if active {
+		experts = 4
+	}
+	layer := 4*h*h + 3*h + experts*3*h*1408 + 3*h*5632 + h + h*60 + 2*h
+	return 24*layer + 2*151936*h + h
+}
+
+// TestLoggedCatalogueEntriesMatchTheirConfigs checks the entries added for the validation
+// corpus's start-ups against the config figures their sources give, and their parameter
+// counts against the shapes.
+func TestLoggedCatalogueEntriesMatchTheirConfigs(t *testing.T) {
+	qwen25 := configFigures{layers: 28, hidden: 3584, heads: 28, kvHeads: 4, headDim: 128, vocab: 152064, context: 32768,
+		textParams: denseShapes(28, 3584, 28, 4, 128, 18944, 152064, false, true)}
+	w8a8, fp8 := qwen25, qwen25
+	w8a8.quantization, fp8.quantization = "w8a8", "fp8"
+	cases := map[string]configFigures{
+		"codellama/CodeLlama-7b-hf": {layers: 32, hidden: 4096, heads: 32, kvHeads: 32, headDim: 128, vocab: 32016, context: 16384,
+			textParams: denseShapes(32, 4096, 32, 32, 128, 11008, 32016, false, false)},
+		"google/gemma-7b": {layers: 28, hidden: 3072, heads: 16, kvHeads: 16, headDim: 256, vocab: 256000, context: 8192, tied: true,
+			textParams: denseShapes(28, 3072, 16, 16, 256, 24576, 256000, true, false)},
+		"ibm-granite/granite-3.1-2b-instruct": {layers: 40, hidden: 2048, heads: 32, kvHeads: 8, headDim: 64, vocab: 49155, context: 131072, tied: true,
+			textParams: denseShapes(40, 2048, 32, 8, 64, 8192, 49155, true, false)},
+		"Qwen/Qwen1.5-MoE-A2.7B": {layers: 24, hidden: 2048, heads: 16, kvHeads: 16, headDim: 128, vocab: 151936, context: 8192,
+			experts: 60, perToken: 4, textParams: qwen15MoE(false)},
+		"RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": w8a8,
+		"RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic":    fp8,
+		"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic": {layers: 80, hidden: 8192, heads: 64, kvHeads: 8, headDim: 128, vocab: 128256, context: 131072,
+			quantization: "fp8", textParams: denseShapes(80, 8192, 64, 8, 128, 28672, 128256, false, false)},
+	}
+	p := BuiltinProfiles()
+	for name, f := range cases {
+		m, err := p.Model(name)
+		require.NoError(t, err, name)
+		got := configFigures{m.NumLayers, m.HiddenSize, m.NumAttentionHeads, m.NumKeyValueHeads, m.HeadDim, m.VocabSize,
+			m.MaxPositionEmbeddings, m.TieWordEmbeddings, m.NumSlidingWindowLayers, m.SlidingWindow, m.FullAttentionHeadDim,
+			m.FullAttentionKVHeads, m.NumLinearAttentionLayers, m.LinearNumKeyHeads, m.LinearNumValueHeads, m.NumExperts,
+			m.ExpertsPerToken, m.Quantization, f.textParams}
+		assert.Equal(t, f, got, name)
+		within(t, f.textParams, m.Params, 0.005, name+": parameters")
+	}
+	moe, err := p.Model("Qwen/Qwen1.5-MoE-A2.7B")
+	require.NoError(t, err)
+	within(t, qwen15MoE(true), moe.ActiveParams, 0.005, "Qwen1.5-MoE active parameters")
+}
+
 func TestNewCatalogueEntriesMatchTheirConfigs(t *testing.T) {
 	hybrid27 := configFigures{layers: 64, hidden: 5120, heads: 24, kvHeads: 4, headDim: 256, vocab: 248320, context: 262144,
 		linear: 48, linKeyHeads: 16, linValueHeads: 48, textParams: qwenHybridDense()}
