@@ -92,6 +92,12 @@ const (
 	outcomeStarted = "started"
 	outcomeRefused = "refused"
 	outcomeNone    = "not expressible"
+	// outcomeConfig is predicted's word for a refusal of vLLM's config check (evaluate
+	// decides what it is for the case).
+	outcomeConfig = "refused by the config check"
+	// refusedByConfig is the refusal kind of a log whose vLLM stopped at its config check
+	// (--max-model-len above the model's context), before loading anything.
+	refusedByConfig = "config"
 )
 
 // inSplit is the split rule of docs/validation.md: calibration cases are fit, the rest by hash.
@@ -190,6 +196,7 @@ func predicted(args []string) (outcome string, tokens int, availGiB float64, rea
 	p, err := serve.Prepare(args, func(string) string { return "" })
 	var startup *serve.StartupError
 	var usage *serve.UsageError
+	var invalid *serve.ValidationError
 	switch {
 	case err == nil:
 		c := p.Capacity()
@@ -199,6 +206,8 @@ func predicted(args []string) (outcome string, tokens int, availGiB float64, rea
 		return outcomeRefused, c.KVCacheTokens, float64(c.AvailableKVBytes) / (1 << 30), startup.Message
 	case errors.As(err, &usage):
 		return outcomeNone, 0, 0, "not expressible: " + usage.Msg
+	case errors.As(err, &invalid):
+		return outcomeConfig, 0, 0, invalid.Short()
 	}
 	return outcomeNone, 0, 0, "not expressible: " + err.Error()
 }
@@ -231,6 +240,14 @@ func evaluate(c corpusCase, p *sim.Profiles) result {
 		return result{Outcome: outcomeNone, Reason: why}
 	}
 	outcome, tokens, avail, reason := predicted(args)
+	if outcome == outcomeConfig {
+		// vLLM's config check refuses the settings before anything is loaded: the prediction
+		// of a case that logged that refusal, and a check the case's server got past otherwise.
+		if c.Logged.Refusal == nil || c.Logged.Refusal.Kind != refusedByConfig {
+			return result{Outcome: outcomeNone, Reason: "not expressible: " + reason}
+		}
+		return result{Outcome: outcomeRefused, Reason: reason, Metric: "outcome"}
+	}
 	r := result{Outcome: outcome, Reason: reason}
 	if outcome == outcomeNone {
 		return r
