@@ -106,18 +106,8 @@ func TestLoggedCatalogueEntriesMatchTheirConfigs(t *testing.T) {
 		"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic": {layers: 80, hidden: 8192, heads: 64, kvHeads: 8, headDim: 128, vocab: 128256, context: 131072,
 			quantization: "fp8", textParams: denseShapes(80, 8192, 64, 8, 128, 28672, 128256, false, false)},
 	}
-	p := BuiltinProfiles()
-	for name, f := range cases {
-		m, err := p.Model(name)
-		require.NoError(t, err, name)
-		got := configFigures{m.NumLayers, m.HiddenSize, m.NumAttentionHeads, m.NumKeyValueHeads, m.HeadDim, m.VocabSize,
-			m.MaxPositionEmbeddings, m.TieWordEmbeddings, m.NumSlidingWindowLayers, m.SlidingWindow, m.FullAttentionHeadDim,
-			m.FullAttentionKVHeads, m.NumLinearAttentionLayers, m.LinearNumKeyHeads, m.LinearNumValueHeads, m.NumExperts,
-			m.ExpertsPerToken, m.Quantization, f.textParams}
-		assert.Equal(t, f, got, name)
-		within(t, f.textParams, m.Params, 0.005, name+": parameters")
-	}
-	moe, err := p.Model("Qwen/Qwen1.5-MoE-A2.7B")
+	checkConfigFigures(t, cases)
+	moe, err := BuiltinProfiles().Model("Qwen/Qwen1.5-MoE-A2.7B")
 	require.NoError(t, err)
 	within(t, qwen15MoE(true), moe.ActiveParams, 0.005, "Qwen1.5-MoE active parameters")
 }
@@ -141,6 +131,13 @@ func TestNewCatalogueEntriesMatchTheirConfigs(t *testing.T) {
 		"MiniMaxAI/MiniMax-M2.7": {layers: 62, hidden: 3072, heads: 48, kvHeads: 8, headDim: 128, vocab: 200064, context: 196608,
 			experts: 256, perToken: 8, quantization: "fp8", textParams: minimaxM2()},
 	}
+	checkConfigFigures(t, cases)
+}
+
+// checkConfigFigures compares each named catalogue entry with its config's figures, and its
+// text parameters (all but an encoder's) with the count from the shapes.
+func checkConfigFigures(t *testing.T, cases map[string]configFigures) {
+	t.Helper()
 	p := BuiltinProfiles()
 	for name, f := range cases {
 		m, err := p.Model(name)
