@@ -46,7 +46,10 @@ type speedCase struct {
 	NumPrompts     int `json:"num_prompts"`
 	// Runs is how many times the published protocol sent the same prompts to the same server
 	// in a row, its figures the mean of the runs' (0 or 1: one run).
-	Runs     int           `json:"runs"`
+	Runs int `json:"runs"`
+	// Session names the speedSession the case ran in, if the protocol ran it with others on
+	// one server.
+	Session  string        `json:"session"`
 	Exclude  string        `json:"exclude"` // why the run is listed but not predicted
 	Measured speedFigures  `json:"measured"`
 	Baseline *speedFigures `json:"baseline"` // the errors in percent recorded last
@@ -79,23 +82,103 @@ var speedColumns = [][2]int{{0, 1}, {2, 3}, {4, 4}}
 // case's cold bound (coldTTFTBound).
 func predictSpeed(t *testing.T, c speedCase) (speedFigures, coldBound) {
 	t.Helper()
-	args := append([]string{c.Model, "--sim-gpu", c.GPUProfile, "--tensor-parallel-size", strconv.Itoa(c.TP),
-		"--sim-vllm-version", c.SimVersion, "--max-model-len", strconv.Itoa(c.MaxModelLen)}, c.SimArgs...)
-	target := predict.New(plan(t, args...), loadgen.EndpointCompletions)
-	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
+	target := predict.New(plan(t, serverArgs(c)...), loadgen.EndpointCompletions)
 	runs := max(c.Runs, 1)
-	var sum [5]float64
+	var sum runSum
 	for range runs { // the same prompts each time: the server's prefix cache keeps them
-		_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
-			MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1, ReadyCheck: clientReadyCheck(c)})
-		require.NoError(t, err, c.ID)
-		require.Equal(t, c.NumPrompts, s.Completed, c.ID)
-		for i, v := range []float64{s.TTFT.Mean, s.TTFT.Median, s.TPOT.Mean, s.TPOT.Median, s.OutputThroughput} {
-			sum[i] += v / float64(runs)
+		sum.add(benchCase(t, target, c), runs)
+	}
+	return sum.figures(), coldTTFTBound(target, c)
+}
+
+// serverArgs are the simulator's flags for the case's server.
+func serverArgs(c speedCase) []string {
+	return append([]string{c.Model, "--sim-gpu", c.GPUProfile, "--tensor-parallel-size", strconv.Itoa(c.TP),
+		"--sim-vllm-version", c.SimVersion, "--max-model-len", strconv.Itoa(c.MaxModelLen)}, c.SimArgs...)
+}
+
+// benchCase runs the case's benchmark once against target. Its random prompts are a pure
+// function of the index and the one seed of randomWorkload, whatever the length, so a longer
+// prompt starts with the words of a shorter one of the same index, as the prompts of vLLM's
+// random dataset do with one --seed.
+func benchCase(t *testing.T, target *predict.Target, c speedCase) loadgen.Summary {
+	t.Helper()
+	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
+	_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
+		MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1, ReadyCheck: clientReadyCheck(c)})
+	require.NoError(t, err, c.ID)
+	require.Equal(t, c.NumPrompts, s.Completed, c.ID)
+	return s
+}
+
+// runSum averages the figures of several runs.
+type runSum [5]float64
+
+func (r *runSum) add(s loadgen.Summary, runs int) {
+	for i, v := range []float64{s.TTFT.Mean, s.TTFT.Median, s.TPOT.Mean, s.TPOT.Median, s.OutputThroughput} {
+		r[i] += v / float64(runs)
+	}
+}
+
+func (r *runSum) figures() speedFigures {
+	return speedFigures{TTFT: &r[0], MedianTTFT: &r[1], TPOT: &r[2], MedianTPOT: &r[3], Throughput: &r[4]}
+}
+
+// speedSession is a published protocol that ran several cases back to back against one server:
+// after warmup_requests requests of one fixed short prompt, rounds rounds, each running the
+// cases in order. The server's prefix cache carries over from case to case, so a case can find
+// its prompts, or their first tokens, computed by an earlier one.
+type speedSession struct {
+	Order          []string `json:"order"`
+	Rounds         int      `json:"rounds"`
+	WarmupRequests int      `json:"warmup_requests"`
+	Notes          string   `json:"notes"`
+}
+
+// predictSessions runs every session of the corpus and returns its cases' figures, each the
+// mean over the session's rounds.
+func predictSessions(t *testing.T, sessions map[string]speedSession, cases []speedCase) map[string]speedFigures {
+	t.Helper()
+	byID := map[string]speedCase{}
+	for _, c := range cases {
+		byID[c.ID] = c
+	}
+	out := map[string]speedFigures{}
+	for name, s := range sessions {
+		require.NotEmpty(t, s.Order, name)
+		require.Positive(t, s.Rounds, name)
+		first, ok := byID[s.Order[0]]
+		require.True(t, ok, "%s: no case %s", name, s.Order[0])
+		sums := make([]runSum, len(s.Order))
+		for _, id := range s.Order {
+			c, ok := byID[id]
+			require.True(t, ok, "%s: no case %s", name, id)
+			require.Equal(t, name, c.Session, "%s: the case names its session", id)
+			require.Equal(t, serverArgs(first), serverArgs(c), "%s: one server for the whole session", id)
+			require.Equal(t, s.Rounds, max(c.Runs, 1), "%s: its runs are the session's rounds", id)
+			require.Empty(t, c.Exclude, id)
+		}
+		target := predict.New(plan(t, serverArgs(first)...), loadgen.EndpointCompletions)
+		if s.WarmupRequests > 0 {
+			warm := loadgen.Offset(randomWorkload(t, target, 16, 16), 1<<20) // shares no words with the runs
+			_, _, _, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: &loadgen.Fixed{P: warm.Prompt(0)},
+				NumPrompts: s.WarmupRequests, MaxConcurrency: 1, RequestRate: math.Inf(1), Burstiness: 1})
+			require.NoError(t, err, name)
+		}
+		for range s.Rounds {
+			for k, id := range s.Order {
+				sums[k].add(benchCase(t, target, byID[id]), s.Rounds)
+			}
+		}
+		for k, id := range s.Order {
+			out[id] = sums[k].figures()
 		}
 	}
-	return speedFigures{TTFT: &sum[0], MedianTTFT: &sum[1], TPOT: &sum[2], MedianTPOT: &sum[3], Throughput: &sum[4]},
-		coldTTFTBound(target, c)
+	for _, c := range cases {
+		_, ran := out[c.ID]
+		require.Equal(t, c.Session != "", ran, "%s: a case with a session is in that session's order", c.ID)
+	}
+	return out
 }
 
 // coldBound is the least mean and median TTFT (ms) the run's prompts allow when the server
@@ -192,10 +275,12 @@ func TestSpeedCorpus(t *testing.T) {
 	raw, err := os.ReadFile(speedCorpusPath)
 	require.NoError(t, err)
 	var cor struct {
-		Cases []speedCase `json:"cases"`
+		Cases    []speedCase             `json:"cases"`
+		Sessions map[string]speedSession `json:"sessions"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &cor))
 	require.GreaterOrEqual(t, len(cor.Cases), 10)
+	sessions := predictSessions(t, cor.Sessions, cor.Cases)
 	errs := map[string]speedFigures{}
 	var out strings.Builder
 	for _, set := range []string{"fit", "heldout"} {
@@ -206,7 +291,7 @@ func TestSpeedCorpus(t *testing.T) {
 				cases = append(cases, c)
 			}
 		}
-		out.WriteString(speedTable(t, set, cases, errs))
+		out.WriteString(speedTable(t, set, cases, sessions, errs))
 	}
 	t.Log(out.String())
 	if path := os.Getenv("VLLMTOP_SPEED_BASELINE_OUT"); path != "" {
@@ -216,9 +301,10 @@ func TestSpeedCorpus(t *testing.T) {
 	}
 }
 
-// speedTable predicts one set's cases and returns its table and summary lines; it records
-// each case's errors in errs and checks the held-out ones against their baselines.
-func speedTable(t *testing.T, set string, cases []speedCase, errs map[string]speedFigures) string {
+// speedTable predicts one set's cases (or takes their session's figures from sessions) and
+// returns its table and summary lines; it records each case's errors in errs and checks the
+// held-out ones against their baselines.
+func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string]speedFigures, errs map[string]speedFigures) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s set (%d runs)\n", set, len(cases))
@@ -230,7 +316,12 @@ func speedTable(t *testing.T, set string, cases []speedCase, errs map[string]spe
 			excluded = append(excluded, c.ID+": "+c.Exclude)
 			continue
 		}
-		got, bound := predictSpeed(t, c)
+		// A session's runs model the cache their protocol left: no cold bound applies.
+		got, ran := sessions[c.ID]
+		var bound coldBound
+		if !ran {
+			got, bound = predictSpeed(t, c)
+		}
 		e := speedErrors(c.Measured, got)
 		errs[c.ID] = e
 		cells := make([]string, 3)
