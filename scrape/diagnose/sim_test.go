@@ -55,7 +55,15 @@ func TestKVBoundOnL4(t *testing.T) {
 	assert.Contains(t, v.Text, "--kv-cache-dtype fp8")
 	require.NotEmpty(t, v.Evidence)
 	assert.Equal(t, "kv_cache_usage", v.Evidence[0].Name)
-	assert.GreaterOrEqual(t, v.Evidence[0].Value, 0.9)
+	if v.Evidence[0].Value < diagnose.DefaultThresholds().KVBound {
+		// Below the full mark the rule's other grounds hold: a preemption storm (critical), or
+		// requests waiting whose next prompt the free blocks cannot hold.
+		names := map[string]bool{}
+		for _, e := range v.Evidence {
+			names[e.Name] = true
+		}
+		assert.True(t, v.Severity == diagnose.Critical || names["waiting"], "kv-bound at %.2f usage without a storm or waiting requests: %v", v.Evidence[0].Value, v.Evidence)
+	}
 }
 
 // TestSeqBoundMaxNumSeqs: with --max-num-seqs 4 and 16 clients, 12 wait while the KV
