@@ -85,9 +85,13 @@ func memoryBar(st *Styles, m capacity.Memory, width int) []string {
 	if m.GraphsOutsideGiB > 0 { // captured after the KV cache, out of the free memory
 		graphs = fmt.Sprintf("G graphs %.2f above the budget", m.GraphsOutsideGiB)
 	}
+	activations := fmt.Sprintf("A activations %.2f", m.ActivationGiB)
+	if m.ColdCompile { // a first boot's compile peak, which a restart does not charge
+		activations += " (cold compile)"
+	}
 	legend := []string{
 		fmt.Sprintf("memory %.2f GiB of %.2f", m.RequestedGiB, m.TotalGiB),
-		fmt.Sprintf("W weights %.2f", m.WeightsGiB), fmt.Sprintf("A activations %.2f", m.ActivationGiB),
+		fmt.Sprintf("W weights %.2f", m.WeightsGiB), activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), graphs,
 		fmt.Sprintf("K KV %.2f", m.KVGiB), fmt.Sprintf(". free %.2f GiB", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB)),
 	}

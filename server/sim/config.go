@@ -54,6 +54,10 @@ type Config struct {
 	// OpenAI API server (default), or EntryLLM, the offline LLM class, whose scheduler
 	// defaults differ and so does the memory its profiling pass takes.
 	EntryPoint string
+	// CompileCache is the state of vLLM's torch.compile cache at start-up (--sim-compile-cache):
+	// CompileWarm (default), the cache holds this shape's compiled graphs, or CompileCold, the
+	// first boot of the shape compiles them inside the memory profile (coldCompilePeak).
+	CompileCache string
 	// Speculative is --speculative-config (nil: no speculative decoding).
 	Speculative *SpeculativeConfig
 	// SchedulingPolicy is --scheduling-policy: "fcfs" (default) or PolicyPriority.
@@ -72,6 +76,8 @@ const (
 	DefaultHost                 = "v1"
 	EntryServe                  = "serve"
 	EntryLLM                    = "llm"
+	CompileWarm                 = "warm"
+	CompileCold                 = "cold"
 )
 
 // Setup is a Config resolved against profiles: every default applied, every value checked,
@@ -185,6 +191,13 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	case EntryServe, EntryLLM:
 	default:
 		return nil, &ConfigError{fmt.Sprintf("--sim-entry-point must be %s (vllm serve) or %s (the offline LLM class), got %q", EntryServe, EntryLLM, cfg.EntryPoint)}
+	}
+	switch cfg.CompileCache {
+	case "":
+		cfg.CompileCache = CompileWarm
+	case CompileWarm, CompileCold:
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--sim-compile-cache must be %s or %s, got %q", CompileWarm, CompileCold, cfg.CompileCache)}
 	}
 	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}

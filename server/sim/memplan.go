@@ -96,7 +96,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	if s.Version.V1Engine() {
 		// The encoder's batch runs first; its outputs stay through the forward and the sampler.
 		encoder, kept := encoderProfileBytes(s)
-		peak := max(encoder, kept+max(forward, v1SamplerPeak(s, entries)))
+		peak := max(encoder, kept+max(forward, v1SamplerPeak(s, entries)), coldCompilePeak(s))
 		nonTorch := h.NonTorchGiB + releaseNonTorchGiB(s.Version) + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}
@@ -113,6 +113,36 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		peak = peak*v0ReservedFactor + heldAllReduceBytes(s)
 	}
 	return int64(peak), int64(math.Round(v0NonTorchGiB * gib))
+}
+
+// coldCompileRows is the cold compile's transient peak at a 2,048-token budget in rows of
+// 2,048 tokens x the MLP width a GPU holds (intermediate_size / TP) in the model dtype: the
+// median over the fit set's first boots of the V2 model runner (docs/calibration.md#cold-compile-peak).
+var coldCompileRows = 26.6
+
+// coldCompilePeak is what a first boot's torch.compile leaves in the profile's torch peak, or 0.
+// The V2 model runner compiles the model inside vLLM's memory-profiling window, and on a cold
+// compile cache Inductor's and Triton's temporaries (compilation, autotuning) raise the
+// allocator's high-water mark that the profile charges as activation memory (vllm#54122,
+// vllm#54383); a warm cache loads the compiled graphs and adds nothing. The peak grows with
+// the MLP width a GPU holds, and with the square root of the batched-token budget (the
+// budgets 2,048 and 8,192 observed); it counts only where it tops the forward and sampler peak.
+func coldCompilePeak(s *Setup) float64 {
+	if s.CompileCache != CompileCold || s.EnforceEager || !s.V2ModelRunner() {
+		return 0
+	}
+	b, err := dtypeBytes(s.ModelDType)
+	if err != nil || b < 2 {
+		b = 2
+	}
+	width := float64(s.ModelProfile.IntermediateSize) / float64(s.TensorParallelSize)
+	return coldCompileRows * math.Sqrt(2048*float64(s.MaxNumBatchedTokens)) * width * b
+}
+
+// ColdCompileSetsPeak reports whether the profile's activation peak is the cold compile's.
+func (s *Setup) ColdCompileSetsPeak() bool {
+	peak := coldCompilePeak(s)
+	return peak > 0 && int64(peak) >= s.Capacity.ActivationBytes
 }
 
 // heldAllReduceBytes is what the profile run of a release before 0.2.6 left reserved at tensor

@@ -120,3 +120,49 @@ func TestV0SamplerPeakOnTheDriverRank(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(14*256*128256), v1.Capacity.ActivationBytes)
 }
+
+func TestColdCompilePeak(t *testing.T) {
+	resolve := func(cfg Config) *Setup {
+		t.Helper()
+		if cfg.Model == "" {
+			cfg.Model = "Qwen/Qwen2.5-7B-Instruct"
+		}
+		cfg.GPU, cfg.MaxModelLen, cfg.MaxNumSeqs, cfg.GPUMemoryUtilization = "A10G", 4096, 128, 0.9
+		s, err := Resolve(cfg, nil)
+		require.NoError(t, err)
+		return s
+	}
+	warm := resolve(Config{VLLMVersion: "0.27.1"})
+	cold := resolve(Config{VLLMVersion: "0.27.1", CompileCache: CompileCold})
+	require.Equal(t, CompileWarm, warm.CompileCache, "warm is the default")
+	require.True(t, cold.V2ModelRunner())
+	// 26.6 rows of 2,048 tokens x 18,944 (the 7B's intermediate size) x 2 bytes: 1.92 GiB.
+	peak := coldCompilePeak(cold)
+	assert.InDelta(t, 1.92, peak/gib, 0.01)
+	assert.Equal(t, int64(peak), cold.Capacity.ActivationBytes, "the compile peak tops the forward and sampler peak")
+	assert.Less(t, warm.Capacity.ActivationBytes, cold.Capacity.ActivationBytes)
+	assert.Equal(t, warm.Capacity.AvailableKVBytes-(cold.Capacity.ActivationBytes-warm.Capacity.ActivationBytes), cold.Capacity.AvailableKVBytes,
+		"the KV cache is what the larger peak leaves")
+
+	tp2 := resolve(Config{VLLMVersion: "0.27.1", CompileCache: CompileCold, TensorParallelSize: 2})
+	assert.InDelta(t, peak/2, coldCompilePeak(tp2), 1, "a GPU holds half the MLP width at TP 2")
+	budget := resolve(Config{VLLMVersion: "0.27.1", CompileCache: CompileCold, MaxNumBatchedTokens: 8192})
+	assert.InDelta(t, peak*2, coldCompilePeak(budget), 1, "four times the budget, twice the peak")
+
+	for name, cfg := range map[string]Config{
+		"the V1 model runner (0.19)":               {VLLMVersion: "0.19.0", CompileCache: CompileCold},
+		"--enforce-eager compiles nothing":         {VLLMVersion: "0.27.1", CompileCache: CompileCold, EnforceEager: true},
+		"a MoE model on the V1 runner before 0.29": {Model: "openai/gpt-oss-20b", VLLMVersion: "0.27.1", CompileCache: CompileCold},
+		"a warm cache loads the compiled graphs":   {VLLMVersion: "0.30.0"},
+	} {
+		s := resolve(cfg)
+		assert.Zero(t, coldCompilePeak(s), name)
+		cfg.CompileCache = CompileWarm
+		assert.Equal(t, resolve(cfg).Capacity.ActivationBytes, s.Capacity.ActivationBytes, name)
+	}
+
+	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", CompileCache: "lukewarm"}, nil)
+	var cerr *ConfigError
+	require.ErrorAs(t, err, &cerr)
+	assert.Contains(t, cerr.Error(), "--sim-compile-cache must be warm or cold")
+}

@@ -127,6 +127,9 @@ type Memory struct {
 	// GraphsOutsideGiB is the CUDA-graph pool captured after the KV cache out of the memory
 	// above the budget, where the profiling reserved none for it.
 	GraphsOutsideGiB float64
+	// ColdCompile says the activation peak is a first boot's torch.compile temporaries, which a
+	// restart with the compile cache warm does not charge.
+	ColdCompile bool
 }
 
 // Column is one setting (as given, or a what-if) and how the workload fits it.
@@ -199,15 +202,33 @@ func Bar(m Memory, width int) string {
 	return b.String()
 }
 
-// legend names the bar's parts in GiB. Graphs captured above the budget are said to be, and
-// come out of the free memory.
-func legend(m Memory) string {
+// legend names the bar's parts in GiB, within width columns. Graphs captured above the budget
+// are said to be, and come out of the free memory.
+func legend(m Memory, width int) string {
 	graphs := fmt.Sprintf("%.2f", m.CUDAGraphGiB)
 	if m.GraphsOutsideGiB > 0 {
 		graphs = fmt.Sprintf("%.2f above the budget", m.GraphsOutsideGiB)
 	}
-	return fmt.Sprintf("GiB: W weights %.2f  A activations %.2f  N non-torch %.2f  G graphs %s  K KV %.2f  . free %.2f\n\n",
-		m.WeightsGiB, m.ActivationGiB, m.NonTorchGiB, graphs, m.KVGiB, math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))
+	activations := fmt.Sprintf("%.2f", m.ActivationGiB)
+	if m.ColdCompile {
+		activations += " (cold compile)"
+	}
+	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
+		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
+		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))}
+	line, out := "GiB:", ""
+	for _, p := range parts {
+		if len(line)+2+len(p) > width && line != "GiB:" {
+			out += line + "\n"
+			line = "    "
+		}
+		if line == "GiB:" || line == "    " {
+			line += " " + p
+		} else {
+			line += "  " + p
+		}
+	}
+	return out + line + "\n\n"
 }
 
 // tokensFollowLength reports whether a what-if keeps the KV blocks as given and still reports
@@ -267,7 +288,7 @@ func (r Report) Render(width int) string {
 	}
 	m := r.Columns[0].Memory
 	fmt.Fprintf(&b, "Memory of %.2f GiB (%.2f GiB requested):\n[%s]\n", m.TotalGiB, m.RequestedGiB, Bar(m, width-2))
-	b.WriteString(legend(m))
+	b.WriteString(legend(m, width))
 	rows := [][]string{{""}, {"KV cache (GiB)"}, {"KV cache tokens"}, {"KV blocks"}, {"tokens a request (blocks)"},
 		{"requests that fit in KV"}, {"--max-num-seqs"}, {"--max-num-batched-tokens"}, {"max running requests"}, {"limits first"},
 		{"prompts prefilled a step"}, {"max conc. at max-model-len"}}
@@ -284,9 +305,9 @@ func (r Report) Render(width int) string {
 		}
 	}
 	writeTable(&b, rows, width)
-	b.WriteString("\nWhat-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model\n" +
-		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are\n" +
-		"counted at their largest (prompt + output, in whole blocks).\n")
+	b.WriteString("\n" + wrapWords("What-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model "+
+		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are "+
+		"counted at their largest (prompt + output, in whole blocks).", width, "") + "\n")
 	if tokensFollowLength(r.Columns) {
 		b.WriteString(wrapWords("KV cache tokens is vLLM's figure: the --max-model-len requests that fit, times that length. A "+
 			"request's blocks in sliding-window or linear-attention layers stop growing with its length, so the same blocks give "+

@@ -164,6 +164,7 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 	if s.GraphsOutsideBudget() {
 		out.Memory.GraphsOutsideGiB = gib(sim.CUDAGraphEstimateBytes(s))
 	}
+	out.Memory.ColdCompile = s.ColdCompileSetsPeak()
 	layout := c.Layout
 	out.KVTokens, out.MaxConcAtML, out.GPUBlocks = c.KVCacheTokens, c.MaxConcurrency, c.NumGPUBlocks
 	// One block is vLLM's null block; the scheduler allocates from the rest.

@@ -164,7 +164,10 @@ func TestCapacityReportShowsTheGraphsWhereVLLMPutsThem(t *testing.T) {
 	m = old.Columns[0].Memory
 	assert.Zero(t, m.CUDAGraphGiB)
 	assert.InDelta(t, 0.44, m.GraphsOutsideGiB, 0.005)
-	assert.Contains(t, old.Render(100), "G graphs 0.44 above the budget  K KV ")
+	assert.Contains(t, old.Render(160), "G graphs 0.44 above the budget  K KV ")
+	for _, line := range strings.Split(old.Render(80), "\n") {
+		assert.LessOrEqual(t, len(line), 80, "the plan fits 80 columns: %q", line)
+	}
 
 	eager, err := CapacityReport(append(args, "--enforce-eager"), emptyEnv, w)
 	require.NoError(t, err)

@@ -61,6 +61,9 @@ type corpusCase struct {
 	// SimQuantization the checkpoint's quantization method (--sim-checkpoint-quantization).
 	SimModel        string `json:"sim_model"`
 	SimQuantization string `json:"sim_quantization"`
+	// CompileCache is "cold" where the start-up was the first of its shape, so torch.compile
+	// ran inside the memory profile (--sim-compile-cache); empty is a warm cache or not known.
+	CompileCache string `json:"compile_cache"`
 }
 
 type logged struct {
@@ -129,6 +132,9 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 	}
 	if c.SimQuantization != "" {
 		args = append(args, "--sim-checkpoint-quantization", c.SimQuantization)
+	}
+	if c.CompileCache != "" {
+		args = append(args, "--sim-compile-cache", c.CompileCache)
 	}
 	add := func(flag string, v int) {
 		if v > 0 {
