@@ -168,7 +168,7 @@ func TestStartupErrorsUseVLLMMessages(t *testing.T) {
 		{"weights larger than the GPU", Config{Model: "Llama-3.1-70B-Instruct", GPU: "H100"}, LoadOOM,
 			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization."},
 		{"other processes hold the GPU", Config{Model: "Qwen3-0.6B", GPU: "H100", GPUUsedGiB: 10}, FreeMemoryTooLow,
-			"Free memory on device cuda:0 (69.25/79.25 GiB) on startup is less than desired GPU memory utilization (0.92, 72.91 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."},
+			"Free memory on device cuda:0 (69.19/79.19 GiB) on startup is less than desired GPU memory utilization (0.92, 72.85 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

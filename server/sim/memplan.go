@@ -118,7 +118,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 // coldCompileRows is the cold compile's transient peak at a 2,048-token budget in rows of
 // 2,048 tokens x the MLP width a GPU holds (intermediate_size / TP) in the model dtype: the
 // median over the fit set's first boots of the V2 model runner (docs/calibration.md#cold-compile-peak).
-var coldCompileRows = 26.6
+var coldCompileRows = 27.3
 
 // coldCompilePeak is what a first boot's torch.compile leaves in the profile's torch peak, or 0.
 // The V2 model runner compiles the model inside vLLM's memory-profiling window, and on a cold

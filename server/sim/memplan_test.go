@@ -136,9 +136,9 @@ func TestColdCompilePeak(t *testing.T) {
 	cold := resolve(Config{VLLMVersion: "0.27.1", CompileCache: CompileCold})
 	require.Equal(t, CompileWarm, warm.CompileCache, "warm is the default")
 	require.True(t, cold.V2ModelRunner())
-	// 26.6 rows of 2,048 tokens x 18,944 (the 7B's intermediate size) x 2 bytes: 1.92 GiB.
+	// 27.3 rows of 2,048 tokens x 18,944 (the 7B's intermediate size) x 2 bytes: 1.97 GiB.
 	peak := coldCompilePeak(cold)
-	assert.InDelta(t, 1.92, peak/gib, 0.01)
+	assert.InDelta(t, 1.97, peak/gib, 0.01)
 	assert.Equal(t, int64(peak), cold.Capacity.ActivationBytes, "the compile peak tops the forward and sampler peak")
 	assert.Less(t, warm.Capacity.ActivationBytes, cold.Capacity.ActivationBytes)
 	assert.Equal(t, warm.Capacity.AvailableKVBytes-(cold.Capacity.ActivationBytes-warm.Capacity.ActivationBytes), cold.Capacity.AvailableKVBytes,
