@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"strings"
 )
@@ -117,7 +118,8 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 
 // coldCompileRows is the cold compile's transient peak at a 2,048-token budget in rows of
 // 2,048 tokens x the MLP width a GPU holds (intermediate_size / TP) in the model dtype: the
-// median over the fit set's first boots of the V2 model runner (docs/calibration.md#cold-compile-peak).
+// middle of the range that puts every first boot of the V2 model runner in the fit set within 5%
+// of its KV figure (docs/calibration.md#cold-compile-peak).
 var coldCompileRows = 27.3
 
 // coldCompilePeak is what a first boot's torch.compile leaves in the profile's torch peak, or 0.
@@ -143,6 +145,22 @@ func coldCompilePeak(s *Setup) float64 {
 func (s *Setup) ColdCompileSetsPeak() bool {
 	peak := coldCompilePeak(s)
 	return peak > 0 && int64(peak) >= s.Capacity.ActivationBytes
+}
+
+// ColdCompileNote says why --sim-compile-cache cold leaves the plan as a warm boot's, or "".
+func (s *Setup) ColdCompileNote() string {
+	const flag = "--sim-compile-cache cold: "
+	switch {
+	case s.CompileCache != CompileCold || s.ColdCompileSetsPeak():
+		return ""
+	case s.EnforceEager:
+		return flag + "--enforce-eager compiles nothing, so the first boot's plan is a restart's."
+	case !s.V2ModelRunner():
+		return flag + "vLLM " + s.Version.String() + " runs this model on the V1 model runner, whose profile the cold compile is not charged to " +
+			"(the V2 runner's is: dense models from 0.25, every model from 0.29), so the plan is a restart's."
+	}
+	return fmt.Sprintf(flag+"the compile's peak (%.2f GiB) is below the profile's forward and sampler peak (%.2f GiB), so the plan is a restart's.",
+		coldCompilePeak(s)/gib, float64(s.Capacity.ActivationBytes)/gib)
 }
 
 // heldAllReduceBytes is what the profile run of a release before 0.2.6 left reserved at tensor

@@ -149,6 +149,18 @@ func TestColdCompilePeak(t *testing.T) {
 	budget := resolve(Config{VLLMVersion: "0.27.1", CompileCache: CompileCold, MaxNumBatchedTokens: 8192})
 	assert.InDelta(t, peak*2, coldCompilePeak(budget), 1, "four times the budget, twice the peak")
 
+	assert.Empty(t, cold.ColdCompileNote(), "applied: nothing to explain")
+	assert.Empty(t, warm.ColdCompileNote())
+	for want, cfg := range map[string]Config{
+		"V1 model runner":                  {VLLMVersion: "0.19.0", CompileCache: CompileCold},
+		"--enforce-eager compiles nothing": {VLLMVersion: "0.27.1", CompileCache: CompileCold, EnforceEager: true},
+	} {
+		assert.Contains(t, resolve(cfg).ColdCompileNote(), want)
+	}
+	// On an H100 the 0.6B's sampler peak over 1,024 sequences tops the compile's.
+	small, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.27.1", CompileCache: CompileCold}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, small.ColdCompileNote(), "below the profile's forward and sampler peak")
 	for name, cfg := range map[string]Config{
 		"the V1 model runner (0.19)":               {VLLMVersion: "0.19.0", CompileCache: CompileCold},
 		"--enforce-eager compiles nothing":         {VLLMVersion: "0.27.1", CompileCache: CompileCold, EnforceEager: true},
@@ -161,7 +173,7 @@ func TestColdCompilePeak(t *testing.T) {
 		assert.Equal(t, resolve(cfg).Capacity.ActivationBytes, s.Capacity.ActivationBytes, name)
 	}
 
-	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", CompileCache: "lukewarm"}, nil)
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", CompileCache: "lukewarm"}, nil)
 	var cerr *ConfigError
 	require.ErrorAs(t, err, &cerr)
 	assert.Contains(t, cerr.Error(), "--sim-compile-cache must be warm or cold")

@@ -161,6 +161,8 @@ type Report struct {
 	PlanErr string // why the simulator, which models the server, has no plan
 	// Layout are lines on the GPUs of one engine (tensor and pipeline parallel), if several.
 	Layout []string
+	// Notes are remarks on the plan as given, printed after the tables.
+	Notes []string
 
 	// The server's KV cache now.
 	KVTokens, KVBlocks, BlockSize, MaxModelLen Figure[int]
@@ -281,7 +283,11 @@ func (r Report) Render(width int) string {
 	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g:\nthe plan for a request of %d prompt + %d output tokens\n\n",
 		r.Model, r.GPU, r.Util, r.Workload.PromptTokens, r.Workload.OutputTokens)
 	if len(r.Layout) > 0 {
-		b.WriteString(strings.Join(r.Layout, "\n") + "\n\n")
+		for _, line := range r.Layout {
+			lead := line[:len(line)-len(strings.TrimLeft(line, " "))]
+			b.WriteString(lead + wrapWords(line, width-len(lead), lead+"  ") + "\n")
+		}
+		b.WriteString("\n")
 	}
 	if len(r.Columns) == 0 {
 		return b.String()
@@ -317,6 +323,9 @@ func (r Report) Render(width int) string {
 		if c.Refused != "" {
 			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")
 		}
+	}
+	for _, note := range r.Notes {
+		b.WriteString(wrapWords(note, width, "") + "\n")
 	}
 	return b.String()
 }

@@ -85,6 +85,9 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 	}
 	if first.setup != nil {
 		r.Layout = sim.LayoutLines(first.setup.Config, first.setup.Capacity)
+		if note := first.setup.ColdCompileNote(); note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 	} else if first.startup != nil {
 		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
 	}

@@ -168,6 +168,14 @@ func TestCapacityReportShowsTheGraphsWhereVLLMPutsThem(t *testing.T) {
 	for _, line := range strings.Split(old.Render(80), "\n") {
 		assert.LessOrEqual(t, len(line), 80, "the plan fits 80 columns: %q", line)
 	}
+	staged, err := CapacityReport([]string{"Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G", "-tp", "2", "-pp", "2", "--max-model-len", "4096"}, emptyEnv, w)
+	require.NoError(t, err)
+	require.NotEmpty(t, staged.Layout)
+	out := staged.Render(80)
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len(line), 80, "the parallel layout fits 80 columns too: %q", line)
+	}
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "stage 1: layers 24-47 (24, LM head and sampler)")
 
 	eager, err := CapacityReport(append(args, "--enforce-eager"), emptyEnv, w)
 	require.NoError(t, err)
