@@ -120,7 +120,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 // 2,048 tokens x the MLP width a GPU holds (intermediate_size / TP) in the model dtype: the
 // middle of the range that puts every first boot of the V2 model runner in the fit set within 5%
 // of its KV figure (docs/calibration.md#cold-compile-peak).
-var coldCompileRows = 27.3
+const coldCompileRows = 27.3
 
 // coldCompilePeak is what a first boot's torch.compile leaves in the profile's torch peak, or 0.
 // The V2 model runner compiles the model inside vLLM's memory-profiling window, and on a cold

@@ -218,19 +218,20 @@ func legend(m Memory, width int) string {
 	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
 		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))}
-	line, out := "GiB:", ""
-	for _, p := range parts {
-		if len(line)+2+len(p) > width && line != "GiB:" {
-			out += line + "\n"
-			line = "    "
+	var lines []string
+	line := "GiB:"
+	for i, p := range parts {
+		sep := "  "
+		if i == 0 {
+			sep = " "
 		}
-		if line == "GiB:" || line == "    " {
-			line += " " + p
-		} else {
-			line += "  " + p
+		if i > 0 && len(line)+len(sep)+len(p) > width {
+			lines = append(lines, line)
+			line, sep = "    ", " "
 		}
+		line += sep + p
 	}
-	return out + line + "\n\n"
+	return strings.Join(append(lines, line), "\n") + "\n\n"
 }
 
 // tokensFollowLength reports whether a what-if keeps the KV blocks as given and still reports
