@@ -1,6 +1,8 @@
 package vlog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strings"
@@ -120,6 +122,7 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
 		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
 	}
+	l.compileLines(s, wrk, t)
 	if s.CUDAGraphProfiled() && !s.V2ModelRunner() {
 		// The V1 runner's own estimate line; the V2 runner's wording is not modelled.
 		l.record(wrk, Info, "gpu_model_runner.py:5993", fmt.Sprintf("Estimated CUDA graph memory: %.2f GiB total", float64(sim.CUDAGraphEstimateBytes(s))/(1<<30)))
@@ -147,6 +150,39 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	}
 	l.graphCaptureLines(s, wrk, t)
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
+}
+
+// compileLines are torch.compile's lines between model loading and the KV-cache sizing, as
+// the logs of vLLM 0.19 and 0.26 print them (before 0.19 the wording differs and is not
+// imitated): on a cold compile cache (--sim-compile-cache cold) the graph of the one compile
+// range is compiled and the AOT artifact saved; on a warm one both are loaded. 0.19 also logs
+// that it caches the graph, which 0.26 no longer does at INFO. The paths are under
+// ~/.cache/vllm, named by a hash of the settings. None with --enforce-eager. The caller holds
+// l.mu.
+func (l *Logger) compileLines(s *sim.Setup, wrk proc, t Timings) {
+	if s.EnforceEager || !s.Version.AtLeast("0.19.0") {
+		return
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%d|%d|%s|%s", s.Model, s.Version, s.TensorParallelSize,
+		s.PipelineParallelSize, s.MaxNumBatchedTokens, s.ModelDType, s.KVDType)))
+	key := hex.EncodeToString(sum[:])
+	cache := "~/.cache/vllm/torch_compile_cache"
+	span := fmt.Sprintf("compile range (1, %d)", s.MaxNumBatchedTokens)
+	aot := cache + "/torch_aot_compile/" + key + "/rank_0_0/model"
+	l.record(wrk, Info, "backends.py:1089", "Using cache directory: "+cache+"/"+key[:10]+"/rank_0_0/backbone for vLLM's torch.compile")
+	l.record(wrk, Info, "backends.py:1155", fmt.Sprintf("Dynamo bytecode transform time: %.2f s", 0.4*t.Compilation))
+	if s.CompileCache == sim.CompileCold {
+		if !s.Version.AtLeast("0.26.0") {
+			l.record(wrk, Info, "backends.py:372", "Cache the graph of "+span+" for later use")
+		}
+		l.record(wrk, Info, "backends.py:393", fmt.Sprintf("Compiling a graph for %s takes %.2f s", span, 0.45*t.Compilation))
+		l.record(wrk, Info, "decorators.py:708", "saved AOT compiled function to "+aot)
+	} else {
+		l.record(wrk, Info, "backends.py:292", fmt.Sprintf("Directly load the compiled graph(s) for %s from the cache, took %.3f s", span, 0.35*t.Compilation))
+		l.record(wrk, Info, "decorators.py:311", "Directly load AOT compilation from path "+aot)
+	}
+	l.record(wrk, Info, "monitor.py:53", fmt.Sprintf("torch.compile took %.2f s in total", t.Compilation))
+	l.record(wrk, Info, "monitor.py:81", fmt.Sprintf("Initial profiling/warmup run took %.2f s", 0.04*t.Compilation))
 }
 
 // graphProfilingLine is the worker's note, after "Available KV cache memory", that the

@@ -121,8 +121,9 @@ func only(t *testing.T, ls []string, re *regexp.Regexp) []string {
 
 func qwenSetup(t *testing.T) *sim.Setup {
 	t.Helper()
-	// The release of the reference startup (testdata/vllm-log-synthetic-startup.txt).
-	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.26.0"}, nil)
+	// The release of the reference startup (testdata/vllm-log-synthetic-startup.txt), a first
+	// boot: it compiles its graphs.
+	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.26.0", CompileCache: sim.CompileCold}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
