@@ -76,7 +76,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	m, h := s.ModelProfile, s.HostProfile
 	tp := float64(s.TensorParallelSize)
 	tokens := float64(s.MaxNumBatchedTokens)
-	forward := tokens * h.ActivationBytesPerTokenHidden * float64(m.HiddenSize)
+	var forward float64
 	if m.IsMoE() {
 		// The fused-MoE kernel works through the tokens in chunks of VLLM_FUSED_MOE_CHUNK_SIZE
 		// (32768), so its buffers stop growing there.
@@ -88,7 +88,14 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 			forward += fusedMoEForwardFactor * fusedMoECacheBytes(s, min(tokens, fusedMoEChunk))
 		}
 	} else {
-		forward += h.ActivationBytesPerTokenIntermediate * tokens * float64(m.IntermediateSize) / tp
+		// A dense layer's peak is at its MLP: the hidden-size tensors every rank holds whole
+		// and the intermediate-size ones tensor parallelism splits, in the model's dtype.
+		db, err := dtypeBytes(s.ModelDType)
+		if err != nil {
+			db = 2
+		}
+		forward = tokens * db / 2 * (h.ActivationBytesPerTokenHidden*float64(m.HiddenSize) +
+			h.ActivationBytesPerTokenIntermediate*float64(m.IntermediateSize)/tp)
 	}
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	if !s.lastStage() {

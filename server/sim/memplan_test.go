@@ -178,3 +178,30 @@ func TestColdCompilePeak(t *testing.T) {
 	require.ErrorAs(t, err, &cerr)
 	assert.Contains(t, cerr.Error(), "--sim-compile-cache must be warm or cold")
 }
+
+// TestDenseForwardKeepsHiddenTensorsWhole: a dense layer's profiled peak is at its MLP, where the
+// code holds three hidden-size tensors (the layer's input, still the caller's, the residual and
+// the normalised input of the MLP) and three of the intermediate size (gate/up's output and the
+// activation of it). Tensor parallelism splits the MLP's and not the hidden ones, and the
+// figure follows the dtype. At TP 1 the form gives vllm#10517's 2.07 GiB (Llama-3.1-8B, 20,000
+// batched tokens, 0.6.4's allocated peak) within 1%.
+func TestDenseForwardKeepsHiddenTensorsWhole(t *testing.T) {
+	cfg := Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "A100-SXM-80GB", MaxModelLen: 20000, VLLMVersion: "0.6.4"}
+	one, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	require.Equal(t, 20000, one.MaxNumBatchedTokens, "V0 without chunked prefill profiles the whole context")
+	const tokens = 20000.0
+	assert.InDelta(t, tokens*(6*4096+6*14336), float64(one.Capacity.ActivationBytes), 1)
+	within(t, 2.07, float64(one.Capacity.ActivationBytes)/gib, 0.01, "vllm#10517 at 20,000 tokens")
+
+	cfg.TensorParallelSize = 2
+	two, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.InDelta(t, tokens*(6*4096+6*14336/2), float64(two.Capacity.ActivationBytes), 1,
+		"the hidden-size tensors are whole on every rank")
+
+	cfg.TensorParallelSize, cfg.DType = 1, "float32"
+	wide, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.InDelta(t, 2*float64(one.Capacity.ActivationBytes), float64(wide.Capacity.ActivationBytes), 1)
+}

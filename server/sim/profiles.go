@@ -226,9 +226,13 @@ type Host struct {
 	// activation peak of the profiling forward pass (the larger of the forward over
 	// max_num_batched_tokens and the sampler over max_num_seqs), non-torch allocations
 	// (CUDA context, cuBLAS workspaces, NCCL) and, with the V1 model runner, CUDA graphs.
-	ActivationBytesPerTokenHidden float64 `json:"activation_bytes_per_token_hidden"`
-	// ActivationBytesPerTokenIntermediate is the dense MLP's share: per batched token and unit
-	// of intermediate size (split across tensor-parallel ranks).
+	//
+	// A dense model's forward peak is ActivationBytesPerTokenHidden per batched token and unit
+	// of hidden size (tensors every tensor-parallel rank holds whole) plus
+	// ActivationBytesPerTokenIntermediate per batched token and unit of intermediate size
+	// (split across the ranks), both for a 16-bit model and scaled by the model's dtype.
+	// A mixture-of-experts model's forward is its fused-MoE term instead.
+	ActivationBytesPerTokenHidden       float64 `json:"activation_bytes_per_token_hidden"`
 	ActivationBytesPerTokenIntermediate float64 `json:"activation_bytes_per_token_intermediate,omitempty"`
 	// SamplerBytesPerSeqVocab, when set, replaces the V1 dummy sampler's peak per sequence and
 	// vocabulary entry that the release's code gives (an install without FlashInfer runs the
