@@ -104,7 +104,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	if s.Version.V1Engine() {
 		// The encoder's batch runs first; its outputs stay through the forward and the sampler.
 		encoder, kept := encoderProfileBytes(s)
-		peak := max(encoder, kept+max(forward, v1SamplerPeak(s, entries)), coldCompilePeak(s))
+		peak := max(encoder, kept+max(forward, profiledHiddenBytes(s, entries)+v1SamplerPeak(s, entries)), coldCompilePeak(s))
 		nonTorch := h.NonTorchGiB + releaseNonTorchGiB(s.Version) + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}
@@ -183,6 +183,20 @@ func heldAllReduceBytes(s *Setup) float64 {
 	m := s.ModelProfile
 	b, _ := dtypeBytes(s.ModelDType)
 	return float64(2*m.NumLayers+1) * float64(s.MaxNumBatchedTokens) * float64(m.HiddenSize) * b
+}
+
+// profiledHiddenBytes is the profile forward's output that the V1 profile run holds through its
+// dummy sampler run (profile_run deletes hidden_states only after it): max_num_batched_tokens
+// rows of the hidden size in the model's dtype, where the stage samples (entries > 0).
+func profiledHiddenBytes(s *Setup, entries float64) float64 {
+	if entries == 0 {
+		return 0
+	}
+	db, err := dtypeBytes(s.ModelDType)
+	if err != nil {
+		db = 2
+	}
+	return float64(s.MaxNumBatchedTokens) * float64(s.ModelProfile.HiddenSize) * db
 }
 
 // v1SamplerPeak is the V1 dummy sampler run's peak: the release's default top-k/top-p path,

@@ -42,16 +42,16 @@ func tensorParallelNonTorchGiB(s *Setup) float64 {
 }
 
 // Single-GPU non-torch memory grew over V1's releases; what each fit log shows over the host
-// profile's figure (0.021 GiB, fitted on the 0.10.1.1 Qwen2-7B fixture; the 0.10.0 B200 fit
+// profile's figure (0.007 GiB, fitted on the 0.10.1.1 Qwen2-7B fixture; the 0.10.0 B200 fit
 // log prints 0.07). Each step is taken from the first release whose fit log shows it: the
 // change happened there or before (docs/calibration.md#activation-memory).
 const (
 	// nonTorchV016GiB: 0.13 GiB at 0.16.0 (requested minus weights, activations and KV cache
-	// in the fit log of Qwen3-14B on an H100), over 0.021.
-	nonTorchV016GiB = 0.11
+	// in the fit log of Qwen3-14B on an H100), over 0.007.
+	nonTorchV016GiB = 0.123
 	// nonTorchV019GiB: 0.25 GiB at 0.19.0 (the median of the DEBUG lines of eight fit logs on
-	// H100, 0.24 to 0.26), over 0.021.
-	nonTorchV019GiB = 0.23
+	// H100, 0.24 to 0.26), over 0.007.
+	nonTorchV019GiB = 0.243
 )
 
 // releaseNonTorchGiB is what release v's single-GPU non-torch memory adds to the host

@@ -66,7 +66,7 @@ func TestNonTorchMemoryByRelease(t *testing.T) {
 	for _, c := range []struct {
 		version string
 		want    float64
-	}{{"0.10.1", 0.021}, {"0.15.0", 0.021}, {"0.16.0", 0.13}, {"0.18.0", 0.13}, {"0.19.0", 0.25}, {"0.33.0", 0.25}} {
+	}{{"0.10.1", 0.007}, {"0.15.0", 0.007}, {"0.16.0", 0.13}, {"0.18.0", 0.13}, {"0.19.0", 0.25}, {"0.33.0", 0.25}} {
 		s, err := Resolve(Config{Model: "Qwen/Qwen3-14B", GPU: "H100", VLLMVersion: c.version}, nil)
 		require.NoError(t, err)
 		assert.InDelta(t, c.want, float64(s.Capacity.NonTorchBytes)/gib, 0.002, c.version)

@@ -36,20 +36,22 @@ func TestV1SamplerPeakPerEntry(t *testing.T) {
 
 func TestV1SamplerPeakInTheProfile(t *testing.T) {
 	// gpt-oss-120b on an H200 with a 1,024-token budget: the sampler over 1,024 rows of 201,088
-	// entries outweighs the forward, and its cost follows the release's kernel.
+	// entries outweighs the forward, and its cost follows the release's kernel. The profile
+	// holds the forward's output (1,024 tokens x 2,880 hidden in bf16) through the sampler run.
 	cfg := Config{Model: "openai/gpt-oss-120b", GPU: "H200", MaxNumBatchedTokens: 1024, MaxModelLen: 8192}
 	entries := int64(1024 * 201088)
+	hidden := int64(1024 * 2880 * 2)
 	for v, perEntry := range map[string]int64{"0.10.1.1": 14, "0.11.1": 38, "0.20.0": 14} {
 		cfg.VLLMVersion = v
 		s, err := Resolve(cfg, nil)
 		require.NoError(t, err, v)
 		require.Equal(t, 1024, s.MaxNumSeqs, v)
-		assert.Equal(t, perEntry*entries, s.Capacity.ActivationBytes, v)
+		assert.Equal(t, perEntry*entries+hidden, s.Capacity.ActivationBytes, v)
 	}
 	cfg.VLLMVersion = "0.19.0"
 	s, err := Resolve(cfg, nil)
 	require.NoError(t, err)
-	assert.Equal(t, int64(14*float64(entries)+tritonSamplerBuffers), s.Capacity.ActivationBytes, "the Triton kernel")
+	assert.Equal(t, int64(14*float64(entries)+tritonSamplerBuffers)+hidden, s.Capacity.ActivationBytes, "the Triton kernel")
 
 	// The sort path costs 24 B an entry more than FlashInfer's: less KV memory at 0.11.1.
 	cfg.VLLMVersion = "0.11.0"
@@ -68,5 +70,5 @@ func TestHostSamplerBytesOverrideTheRelease(t *testing.T) {
 	}
 	s, err := Resolve(Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100-SXM-80GB", MaxModelLen: 4096, VLLMVersion: "0.11.1"}, p)
 	require.NoError(t, err)
-	assert.Equal(t, int64(20*256*152064), s.Capacity.ActivationBytes)
+	assert.Equal(t, int64(20*256*152064+2048*3584*2), s.Capacity.ActivationBytes, "the sampler's and the held hidden states")
 }

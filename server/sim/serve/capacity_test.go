@@ -26,7 +26,7 @@ func TestCapacityReportFitsTheWorkload(t *testing.T) {
 	}{
 		{"KV-bound", []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192"}, w,
 			59, 59, capacity.LimitKV},
-		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3104, 256, capacity.LimitSeqs},
+		{"max-num-seqs-bound", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"}, w, 3103, 256, capacity.LimitSeqs},
 		{"fits easily", []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "H100", "--max-num-seqs", "64"}, capacity.Workload{PromptTokens: 100, OutputTokens: 28},
 			0, 64, capacity.LimitSeqs},
 	}
