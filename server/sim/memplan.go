@@ -23,28 +23,57 @@ const (
 	// v0ReservedFactor is the caching allocator's reserve over the allocated peak that V0
 	// counted before 0.6.4, when it read the peak from torch.cuda.mem_get_info.
 	v0ReservedFactor = 1.2
-	// fusedMoEChunk is VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py).
-	fusedMoEChunk = 32768
+	// fusedMoEChunk is VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py) from 0.6.0; it was
+	// 65,536 from the chunking's start in 0.5.1 (vllm#6029) until vllm#7995 halved it.
+	fusedMoEChunk    = 32768
+	fusedMoEChunkV05 = 65536
+	// moeWorkspaceRelease is the first release whose fused-MoE kernels take their buffers from
+	// vLLM's workspace manager (vllm#27532, November 2025), which keeps them for the next layer
+	// and so past the forward.
+	moeWorkspaceRelease = "0.12.0"
 )
 
-// fusedMoEForwardFactor is a MoE model's forward peak over the fused-MoE kernel's caches (the
-// router, the experts' output and the attention around them), fitted on the fit-split Mixtral
-// 8x7B TP 2 log of vLLM 0.19 on H100s: 1.21 GiB of activations over 0.66 GiB of caches.
-const fusedMoEForwardFactor = 1.84
+// fusedMoEChunkTokens is how many of the batched tokens the fused-MoE kernel works on at once.
+func fusedMoEChunkTokens(s *Setup) float64 {
+	tokens := float64(s.MaxNumBatchedTokens)
+	if !s.Version.AtLeast("0.6.0") {
+		return min(tokens, fusedMoEChunkV05)
+	}
+	return min(tokens, fusedMoEChunk)
+}
 
-// fusedMoECacheBytes is what vLLM's Triton fused-MoE kernel allocates for a chunk of tokens
-// (fused_experts in vllm/model_executor/layers/fused_moe/fused_moe.py): one buffer of tokens x
-// top-k x max(2 x intermediate / TP, hidden), shared by the gate/up output and the down
-// projection's, and one of tokens x top-k x intermediate / TP for the activation, in the
-// model's dtype. Tensor parallelism splits the experts' intermediate size, not the hidden size.
-func fusedMoECacheBytes(s *Setup, tokens float64) float64 {
+// fusedMoEBufferBytes is what vLLM's Triton fused-MoE kernel allocates for its chunk of tokens,
+// in the model's dtype, with I the experts' intermediate size a rank holds (tensor parallelism
+// splits it, not the hidden size h). Before 0.12, fused_experts in
+// vllm/model_executor/layers/fused_moe/fused_moe.py allocates one buffer of tokens x top-k x
+// max(2I, h), shared by the gate/up output and the down projection's, and one of tokens x top-k
+// x I for the activation, and frees them with the call. From 0.12 the modular kernel takes
+// TritonExperts' workspaces from the workspace manager: tokens x top-k x max(I, h), shared with
+// the output, and tokens x top-k x max(2I, h); the manager keeps them, so they are still
+// allocated when the profile run's dummy sampler runs.
+func fusedMoEBufferBytes(s *Setup) float64 {
 	m := s.ModelProfile
 	b, err := dtypeBytes(s.ModelDType)
 	if err != nil {
 		b = 2
 	}
 	n := float64(m.IntermediateSize) / float64(s.TensorParallelSize)
-	return tokens * float64(m.ExpertsPerToken) * (max(2*n, float64(m.HiddenSize)) + n) * b
+	h := float64(m.HiddenSize)
+	per := max(2*n, h) + n
+	if s.Version.AtLeast(moeWorkspaceRelease) {
+		per = max(n, h) + max(2*n, h)
+	}
+	return fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken) * per * b
+}
+
+// heldMoEWorkspaceBytes is the fused-MoE workspace that outlives the profile's forward: the
+// Triton kernels' buffers from 0.12 on, 0 before and for the MXFP4/NVFP4 kernels, which
+// allocate their own.
+func heldMoEWorkspaceBytes(s *Setup) float64 {
+	if !s.ModelProfile.IsMoE() || fourBitExperts(s) || !s.Version.AtLeast(moeWorkspaceRelease) {
+		return 0
+	}
+	return fusedMoEBufferBytes(s)
 }
 
 // fourBitExperts reports whether the experts are stored as MXFP4 or NVFP4 (gpt-oss, the
@@ -83,9 +112,15 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		if fourBitExperts(s) {
 			// MXFP4/NVFP4 experts run through Marlin or FlashInfer kernels, whose workspace
 			// the gpt-oss fit stands for: a figure per expert intermediate unit.
-			forward += h.MoEActivationBytes * min(tokens, fusedMoEChunk) * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
+			forward += h.MoEActivationBytes * fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
 		} else {
-			forward += fusedMoEForwardFactor * fusedMoECacheBytes(s, min(tokens, fusedMoEChunk))
+			// The kernel's buffers beside a layer's three hidden-size tensors and the
+			// experts' output, all of the whole batch.
+			db, err := dtypeBytes(s.ModelDType)
+			if err != nil {
+				db = 2
+			}
+			forward += fusedMoEBufferBytes(s) + 4*tokens*float64(m.HiddenSize)*db
 		}
 	} else {
 		// A dense layer's peak is at its MLP: the hidden-size tensors every rank holds whole
@@ -104,7 +139,11 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	if s.Version.V1Engine() {
 		// The encoder's batch runs first; its outputs stay through the forward and the sampler.
 		encoder, kept := encoderProfileBytes(s)
-		peak := max(encoder, kept+max(forward, profiledHiddenBytes(s, entries)+v1SamplerPeak(s, entries)), coldCompilePeak(s))
+		sampler := profiledHiddenBytes(s, entries) + v1SamplerPeak(s, entries)
+		if entries > 0 {
+			sampler += heldMoEWorkspaceBytes(s)
+		}
+		peak := max(encoder, kept+max(forward, sampler), coldCompilePeak(s))
 		nonTorch := h.NonTorchGiB + releaseNonTorchGiB(s.Version) + tensorParallelNonTorchGiB(s)
 		return int64(peak), int64(nonTorch * gib)
 	}

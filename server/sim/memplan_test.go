@@ -206,3 +206,39 @@ func TestDenseForwardKeepsHiddenTensorsWhole(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 2*float64(one.Capacity.ActivationBytes), float64(wide.Capacity.ActivationBytes), 1)
 }
+
+// TestMoEWorkspaceHeldThroughTheSampler: from 0.12 the Triton fused-MoE kernel takes its buffers
+// from vLLM's workspace manager, which keeps them, so the profile's sampler peak carries them:
+// Qwen3-30B-A3B on an H100 at 0.19 (8,192 tokens, top-8, 768 intermediate, 2,048 hidden) holds
+// 8,192 x 8 x (2,048 + 2,048) bf16 values beside the sampler. Before 0.12 the kernel freed its
+// buffers with the call, and the forward is buffers, hidden-size tensors and the experts' output.
+func TestMoEWorkspaceHeldThroughTheSampler(t *testing.T) {
+	cfg := Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H100", MaxModelLen: 8192, VLLMVersion: "0.19.0"}
+	s, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	require.Equal(t, 8192, s.MaxNumBatchedTokens)
+	workspace := float64(8192 * 8 * (2048 + 2048) * 2)
+	assert.Equal(t, workspace, heldMoEWorkspaceBytes(s))
+	entries := float64(s.MaxNumSeqs) * 151936
+	want := profiledHiddenBytes(s, entries) + v1SamplerPeak(s, entries) + workspace
+	assert.InDelta(t, want, float64(s.Capacity.ActivationBytes), 1, "the sampler's side, with the kept workspace")
+	within(t, 2.68, float64(s.Capacity.ActivationBytes)/gib, 0.01, "the 0.19.0 H100 log's activations")
+
+	cfg.VLLMVersion = "0.11.0"
+	old, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.Zero(t, heldMoEWorkspaceBytes(old), "0.11 frees the kernel's buffers with the call")
+	buffers := float64(8192 * 8 * (2048 + 768) * 2)
+	assert.InDelta(t, buffers, fusedMoEBufferBytes(old), 1)
+
+	// V0 worked through 65,536 tokens at a time before 0.6.0, and 32,768 from it.
+	long := Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", MaxModelLen: 163840, MaxNumBatchedTokens: 163840, VLLMVersion: "0.5.1"}
+	v05, err := Resolve(long, nil)
+	require.NoError(t, err)
+	require.Equal(t, 163840, v05.MaxNumBatchedTokens)
+	assert.Equal(t, 65536.0, fusedMoEChunkTokens(v05))
+	long.VLLMVersion = "0.6.0"
+	v06, err := Resolve(long, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 32768.0, fusedMoEChunkTokens(v06))
+}
