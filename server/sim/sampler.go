@@ -48,8 +48,17 @@ const (
 )
 
 // v1SamplerPath is the default top-k/top-p path of release v on CUDA with FlashInfer
-// installed, as vLLM's images have it (and its CUDA wheels, by late 2025).
-func v1SamplerPath(v Version) samplerPath {
+// installed, as vLLM's images have it (and its CUDA wheels, by late 2025), or on an AMD card.
+// FlashInfer's sampler is CUDA-only: on ROCm TopKTopPSampler takes the PyTorch-native path
+// (aiter's sampler only where VLLM_ROCM_USE_AITER asks for it, off by default), which sorts until
+// the native path gained the Triton kernel in 0.17.
+func v1SamplerPath(v Version, amd bool) samplerPath {
+	if amd {
+		if v.AtLeast("0.17.0") {
+			return samplerTriton
+		}
+		return samplerSort
+	}
 	switch {
 	case v.AtLeast("0.20.0"):
 		return samplerFlashInferLogits

@@ -15,7 +15,14 @@ func TestV1SamplerPathByRelease(t *testing.T) {
 		"0.17.0": samplerTriton, "0.19.0": samplerTriton,
 		"0.20.0": samplerFlashInferLogits, DefaultVersion: samplerFlashInferLogits,
 	} {
-		assert.Equal(t, want, v1SamplerPath(MustVersion(v)), v)
+		assert.Equal(t, want, v1SamplerPath(MustVersion(v), false), v)
+	}
+	// FlashInfer's sampler is CUDA-only: an AMD card sorts until the native path's Triton kernel.
+	for v, want := range map[string]samplerPath{
+		"0.8.0": samplerSort, "0.10.2": samplerSort, "0.16.0": samplerSort,
+		"0.17.0": samplerTriton, DefaultVersion: samplerTriton,
+	} {
+		assert.Equal(t, want, v1SamplerPath(MustVersion(v), true), v+" on ROCm")
 	}
 }
 
