@@ -33,6 +33,14 @@ const (
 	moeWorkspaceRelease = "0.12.0"
 )
 
+// activationBytes is one activation value's size: the model dtype's, 2 where it is not known.
+func (s *Setup) activationBytes() float64 {
+	if b, err := dtypeBytes(s.ModelDType); err == nil {
+		return b
+	}
+	return 2
+}
+
 // fusedMoEChunkTokens is how many of the batched tokens the fused-MoE kernel works on at once.
 func fusedMoEChunkTokens(s *Setup) float64 {
 	tokens := float64(s.MaxNumBatchedTokens)
@@ -53,17 +61,13 @@ func fusedMoEChunkTokens(s *Setup) float64 {
 // allocated when the profile run's dummy sampler runs.
 func fusedMoEBufferBytes(s *Setup) float64 {
 	m := s.ModelProfile
-	b, err := dtypeBytes(s.ModelDType)
-	if err != nil {
-		b = 2
-	}
 	n := float64(m.IntermediateSize) / float64(s.TensorParallelSize)
 	h := float64(m.HiddenSize)
 	per := max(2*n, h) + n
 	if s.Version.AtLeast(moeWorkspaceRelease) {
 		per = max(n, h) + max(2*n, h)
 	}
-	return fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken) * per * b
+	return fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken) * per * s.activationBytes()
 }
 
 // heldMoEWorkspaceBytes is the fused-MoE workspace that outlives the profile's forward: the
@@ -107,8 +111,8 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	tokens := float64(s.MaxNumBatchedTokens)
 	var forward float64
 	if m.IsMoE() {
-		// The fused-MoE kernel works through the tokens in chunks of VLLM_FUSED_MOE_CHUNK_SIZE
-		// (32768), so its buffers stop growing there.
+		// The fused-MoE kernel works through the tokens in chunks of VLLM_FUSED_MOE_CHUNK_SIZE,
+		// so its buffers stop growing there.
 		if fourBitExperts(s) {
 			// MXFP4/NVFP4 experts run through Marlin or FlashInfer kernels, whose workspace
 			// the gpt-oss fit stands for: a figure per expert intermediate unit.
@@ -116,20 +120,12 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		} else {
 			// The kernel's buffers beside a layer's three hidden-size tensors and the
 			// experts' output, all of the whole batch.
-			db, err := dtypeBytes(s.ModelDType)
-			if err != nil {
-				db = 2
-			}
-			forward += fusedMoEBufferBytes(s) + 4*tokens*float64(m.HiddenSize)*db
+			forward += fusedMoEBufferBytes(s) + 4*tokens*float64(m.HiddenSize)*s.activationBytes()
 		}
 	} else {
 		// A dense layer's peak is at its MLP: the hidden-size tensors every rank holds whole
 		// and the intermediate-size ones tensor parallelism splits, in the model's dtype.
-		db, err := dtypeBytes(s.ModelDType)
-		if err != nil {
-			db = 2
-		}
-		forward = tokens * db / 2 * (h.ActivationBytesPerTokenHidden*float64(m.HiddenSize) +
+		forward = tokens * s.activationBytes() / 2 * (h.ActivationBytesPerTokenHidden*float64(m.HiddenSize) +
 			h.ActivationBytesPerTokenIntermediate*float64(m.IntermediateSize)/tp)
 	}
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
@@ -231,11 +227,7 @@ func profiledHiddenBytes(s *Setup, entries float64) float64 {
 	if entries == 0 {
 		return 0
 	}
-	db, err := dtypeBytes(s.ModelDType)
-	if err != nil {
-		db = 2
-	}
-	return float64(s.MaxNumBatchedTokens) * float64(s.ModelProfile.HiddenSize) * db
+	return float64(s.MaxNumBatchedTokens) * float64(s.ModelProfile.HiddenSize) * s.activationBytes()
 }
 
 // v1SamplerPeak is the V1 dummy sampler run's peak: the release's default top-k/top-p path,
