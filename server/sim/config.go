@@ -48,6 +48,9 @@ type Config struct {
 	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
+	// FlashInferSampler mirrors VLLM_USE_FLASHINFER_SAMPLER: SamplerEnvUnset (the release's
+	// default), SamplerEnvOff (0, or an install without FlashInfer) or SamplerEnvOn (1).
+	FlashInferSampler SamplerEnv
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
 	VLLMVersion string
 	// EntryPoint is how the imitated vLLM was started (--sim-entry-point): EntryServe, the

@@ -243,7 +243,7 @@ func v1SamplerPeak(s *Setup, entries float64) float64 {
 	if err != nil || logitsBytes < 2 {
 		logitsBytes = 2
 	}
-	return v1SamplerPeakBytes(v1SamplerPath(s.Version, gpuArch(s.GPUProfile) == archAMD), s.MaxNumSeqs, s.ModelProfile.VocabSize, logitsBytes)
+	return v1SamplerPeakBytes(v1SamplerPath(s.Version, gpuArch(s.GPUProfile) == archAMD, s.FlashInferSampler), s.MaxNumSeqs, s.ModelProfile.VocabSize, logitsBytes)
 }
 
 // defaultBatch applies the scheduler's defaults of release v: V1 takes them from the GPU

@@ -1,5 +1,11 @@
 package sim
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // The V1 engine's profiling pass ends with a dummy sampler run over one row per
 // max_num_seqs, on every rank and with the full vocabulary (the logits are all-gathered),
 // with temperature 0.5, top_p 0.9, top_k vocab-1, no penalties and no logprobs. Its peak
@@ -47,30 +53,59 @@ const (
 	tritonSamplerBuffers = 80<<20 + 0.05*(1<<30)
 )
 
-// v1SamplerPath is the default top-k/top-p path of release v on CUDA with FlashInfer
-// installed, as vLLM's images have it (and its CUDA wheels, by late 2025), or on an AMD card.
-// FlashInfer's sampler is CUDA-only: on ROCm TopKTopPSampler takes the PyTorch-native path
-// (aiter's sampler only where VLLM_ROCM_USE_AITER asks for it, off by default), which sorts until
-// the native path gained the Triton kernel in 0.17.
-func v1SamplerPath(v Version, amd bool) samplerPath {
+// SamplerEnv is VLLM_USE_FLASHINFER_SAMPLER as vLLM reads it: unset, or an integer that is 0
+// or not.
+type SamplerEnv int
+
+const (
+	SamplerEnvUnset SamplerEnv = iota
+	SamplerEnvOff
+	SamplerEnvOn
+)
+
+// ParseSamplerEnv reads VLLM_USE_FLASHINFER_SAMPLER as vLLM's envs.py does, bool(int(value)),
+// with int's error for a value that is not an integer.
+func ParseSamplerEnv(value string) (SamplerEnv, error) {
+	if value == "" {
+		return SamplerEnvUnset, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil {
+		return SamplerEnvUnset, fmt.Errorf("VLLM_USE_FLASHINFER_SAMPLER: invalid literal for int() with base 10: %q", value)
+	}
+	if n == 0 {
+		return SamplerEnvOff, nil
+	}
+	return SamplerEnvOn, nil
+}
+
+// v1SamplerPath is the top-k/top-p path of release v on CUDA with FlashInfer installed, as
+// vLLM's images have it (and its CUDA wheels, by late 2025), or on an AMD card, given
+// VLLM_USE_FLASHINFER_SAMPLER. FlashInfer's sampler is CUDA-only: on ROCm TopKTopPSampler takes
+// the PyTorch-native path (aiter's sampler only where VLLM_ROCM_USE_AITER asks for it, off by
+// default), which sorts until the native path gained the Triton kernel in 0.17. On CUDA the
+// variable turns FlashInfer off where it is the default (an install without FlashInfer does the
+// same) and on where it is not.
+func v1SamplerPath(v Version, amd bool, env SamplerEnv) samplerPath {
+	native := samplerSort
+	if v.AtLeast("0.17.0") {
+		native = samplerTriton
+	}
 	if amd {
-		if v.AtLeast("0.17.0") {
-			return samplerTriton
-		}
-		return samplerSort
+		return native
 	}
+	flashInfer := samplerFlashInferLogits
+	if !v.AtLeast("0.9.1") {
+		flashInfer = samplerFlashInferProbs
+	}
+	byDefault := v.AtLeast("0.20.0") || !v.AtLeast("0.11.1")
 	switch {
-	case v.AtLeast("0.20.0"):
-		return samplerFlashInferLogits
-	case v.AtLeast("0.17.0"):
-		return samplerTriton
-	case v.AtLeast("0.11.1"):
-		return samplerSort
-	case v.AtLeast("0.9.1"):
-		return samplerFlashInferLogits
-	default:
-		return samplerFlashInferProbs
+	case env == SamplerEnvOff:
+		return native
+	case env == SamplerEnvOn || byDefault:
+		return flashInfer
 	}
+	return native
 }
 
 // v1SamplerPeakBytes is the dummy sampler run's peak on one rank: rows of vocab logits in

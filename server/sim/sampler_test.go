@@ -15,15 +15,35 @@ func TestV1SamplerPathByRelease(t *testing.T) {
 		"0.17.0": samplerTriton, "0.19.0": samplerTriton,
 		"0.20.0": samplerFlashInferLogits, DefaultVersion: samplerFlashInferLogits,
 	} {
-		assert.Equal(t, want, v1SamplerPath(MustVersion(v), false), v)
+		assert.Equal(t, want, v1SamplerPath(MustVersion(v), false, SamplerEnvUnset), v)
 	}
 	// FlashInfer's sampler is CUDA-only: an AMD card sorts until the native path's Triton kernel.
 	for v, want := range map[string]samplerPath{
 		"0.8.0": samplerSort, "0.10.2": samplerSort, "0.16.0": samplerSort,
 		"0.17.0": samplerTriton, DefaultVersion: samplerTriton,
 	} {
-		assert.Equal(t, want, v1SamplerPath(MustVersion(v), true), v+" on ROCm")
+		assert.Equal(t, want, v1SamplerPath(MustVersion(v), true, SamplerEnvUnset), v+" on ROCm")
+		assert.Equal(t, want, v1SamplerPath(MustVersion(v), true, SamplerEnvOn), v+" on ROCm asks for FlashInfer in vain")
 	}
+	// VLLM_USE_FLASHINFER_SAMPLER turns FlashInfer off where it is the default and on where not.
+	for _, c := range []struct {
+		v    string
+		env  SamplerEnv
+		want samplerPath
+	}{
+		{"0.8.0", SamplerEnvOff, samplerSort}, {"0.11.0", SamplerEnvOff, samplerSort},
+		{"0.11.1", SamplerEnvOn, samplerFlashInferLogits}, {"0.19.0", SamplerEnvOn, samplerFlashInferLogits},
+		{"0.20.0", SamplerEnvOff, samplerTriton}, {"0.16.0", SamplerEnvOff, samplerSort},
+	} {
+		assert.Equal(t, c.want, v1SamplerPath(MustVersion(c.v), false, c.env), "%s with %d", c.v, c.env)
+	}
+	for in, want := range map[string]SamplerEnv{"": SamplerEnvUnset, "0": SamplerEnvOff, "1": SamplerEnvOn, "2": SamplerEnvOn, " 0": SamplerEnvOff} {
+		got, err := ParseSamplerEnv(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	_, err := ParseSamplerEnv("true")
+	assert.Error(t, err, "int('true') is an error in vLLM's envs.py too")
 }
 
 func TestV1SamplerPeakPerEntry(t *testing.T) {

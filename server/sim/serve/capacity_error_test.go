@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/server/sim"
 )
 
 func TestPrintCapacityErrorIsOneLineOnStderr(t *testing.T) {
@@ -40,4 +42,36 @@ func TestQuantizationRefusalExitsOne(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "%q: one line: %q", args, errb.String())
 		assert.Contains(t, errb.String(), "vllmtop sim: error: ", "%q", args)
 	}
+}
+
+// TestFlashInferSamplerEnv: VLLM_USE_FLASHINFER_SAMPLER is read as vLLM reads it, bool(int(x)).
+// At 0.11.0, where FlashInfer is the default, 0 (as an install without FlashInfer) runs the
+// sort-based sampler, 24 B an entry more: the KV cache shrinks by that much.
+func TestFlashInferSamplerEnv(t *testing.T) {
+	args := []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100", "--sim-vllm-version", "0.11.0", "--max-model-len", "4096"}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "VLLM_USE_FLASHINFER_SAMPLER" {
+				return v
+			}
+			return ""
+		}
+	}
+	on, err := ParseArgs(args, emptyEnv)
+	require.NoError(t, err)
+	assert.Equal(t, sim.SamplerEnvUnset, on.Engine.FlashInferSampler)
+	off, err := ParseArgs(args, env("0"))
+	require.NoError(t, err)
+	assert.Equal(t, sim.SamplerEnvOff, off.Engine.FlashInferSampler)
+
+	withFI, err := sim.Resolve(on.Engine, nil)
+	require.NoError(t, err)
+	without, err := sim.Resolve(off.Engine, nil)
+	require.NoError(t, err)
+	entries := int64(withFI.MaxNumSeqs) * 128256
+	assert.Equal(t, 24*entries, withFI.Capacity.AvailableKVBytes-without.Capacity.AvailableKVBytes)
+
+	_, err = ParseArgs(args, env("yes"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid literal for int()")
 }

@@ -310,6 +310,11 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 		}
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
+	fi, err := sim.ParseSamplerEnv(getenv("VLLM_USE_FLASHINFER_SAMPLER"))
+	if err != nil {
+		return &UsageError{err.Error()}
+	}
+	o.Engine.FlashInferSampler = fi
 	if err := o.checkPP(getenv); err != nil {
 		return err
 	}
