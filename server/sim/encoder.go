@@ -15,15 +15,30 @@ type VisionTower struct {
 	TokensPerItem  int `json:"tokens_per_item"`
 	// CrossAttention marks an encoder-decoder model (Llama-3.2-Vision), which V0 profiled with
 	// an image in every one of max_num_seqs dummy sequences.
-	CrossAttention bool   `json:"cross_attention,omitempty"`
-	Source         string `json:"source,omitempty"`
+	CrossAttention bool `json:"cross_attention,omitempty"`
+	// PixelValuesPerPatch is the pixel values a patch takes in (channels x temporal frames x
+	// patch size squared), which the tower's caller holds through its run.
+	PixelValuesPerPatch int `json:"pixel_values_per_patch,omitempty"`
+	// GatedMLP marks a tower whose MLP is gated (Pixtral's SiLU gate and up projections),
+	// three intermediate-size tensors at its peak where a GELU MLP has two.
+	GatedMLP bool `json:"gated_mlp,omitempty"`
+	// InterpolatedPositions marks a tower that interpolates its position embeddings over the
+	// image's grid before the first block (Qwen3-VL and the Qwen3.5 family), and keeps them.
+	InterpolatedPositions bool   `json:"interpolated_positions,omitempty"`
+	Source                string `json:"source,omitempty"`
 }
 
-// encoderPatchFactor is the vision tower's profiled peak over its MLP's live tensors (the input
-// and normed hidden states, the up projection's output and its activation, in the model dtype),
-// fitted on the fit-split Gemma 3 4B B200 log of 0.10.0: 9.96 GiB of activations for 64 images
-// over 5.33 GiB of those tensors.
-const encoderPatchFactor = 1.87
+// v0EncoderPatchFactor is V0's tower peak over its MLP's input and normed hidden states, the up
+// projection's output and its activation, fitted on the fit-split Llama-3.2-11B-Vision log of
+// 0.7.0 (36.63 GiB for 128 images of 6,432 patches).
+const v0EncoderPatchFactor = 1.87
+
+// positionInterpolationHidden is the hidden-size values a patch holds while the tower
+// interpolates its position embeddings: four embedding lookups, their weighted copies, their sum
+// and its reordered copy (fast_pos_embed_interpolate, twelve by the code of late 2025), and the
+// patch embeddings beside them; fitted as 10 on the fit-split Qwen3.8-27B TP 2 log of 0.26 (1.59
+// GiB for one 65,536-patch image).
+const positionInterpolationHidden = 10
 
 // encoderItems is how many dummy items the V1 profile run encodes in one batch
 // (MultiModalBudget in vllm/multimodal/budget.py): the encoder budget, max(max_num_batched_tokens,
@@ -64,8 +79,31 @@ func encoderProfileBytes(s *Setup) (peak, outputs float64) {
 		b = 2
 	}
 	tp := float64(s.TensorParallelSize)
-	perPatch := 2*float64(v.IntermediateSize)/tp + 2*float64(v.HiddenSize)
+	h, inter := float64(v.HiddenSize), float64(v.IntermediateSize)/tp
 	patches := float64(items) * float64(v.PatchesPerItem)
 	outputs = float64(items) * float64(v.TokensPerItem) * float64(s.ModelProfile.HiddenSize) * b
-	return encoderPatchFactor * patches * perPatch * b, outputs
+	if !s.Version.V1Engine() {
+		return v0EncoderPatchFactor * patches * (2*inter + 2*h) * b, outputs
+	}
+	return patches * towerPeakPerPatch(v, h, inter) * b, outputs
+}
+
+// towerPeakPerPatch is the values a patch holds at the V1 vision tower's peak, read from the
+// towers' code (siglip.py, pixtral.py, qwen3_vl.py in vllm/model_executor/models): in a block's
+// MLP, the block's input (still the caller's), its output after attention and the MLP's normed
+// input, three of the hidden size h and whole on every rank, beside the up projection's output and
+// its activation (and the gate's, for a gated MLP), of the intermediate size a rank holds. The
+// pixel values, and the interpolated position embeddings where a tower has them, stay alive
+// through every block, and the interpolation itself may be the larger peak.
+func towerPeakPerPatch(v *VisionTower, h, inter float64) float64 {
+	held := float64(v.PixelValuesPerPatch)
+	mlp := 2.0
+	if v.GatedMLP {
+		mlp = 3
+	}
+	block := 3*h + mlp*inter
+	if !v.InterpolatedPositions {
+		return held + block
+	}
+	return held + max(block+h, positionInterpolationHidden*h)
 }
