@@ -49,8 +49,12 @@ type Config struct {
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
 	// FlashInferSampler mirrors VLLM_USE_FLASHINFER_SAMPLER: SamplerEnvUnset (the release's
-	// default), SamplerEnvOff (0, or an install without FlashInfer) or SamplerEnvOn (1).
+	// default), SamplerEnvOff (0) or SamplerEnvOn (1).
 	FlashInferSampler SamplerEnv
+	// FlashInfer is whether the imitated install has FlashInfer (--sim-flashinfer):
+	// FlashInferInstalled (default, as vLLM's images have it) or FlashInferAbsent (a pip wheel of
+	// 0.10.1 to 0.11.0, say), whose sampler then takes the PyTorch-native path.
+	FlashInfer string
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
 	VLLMVersion string
 	// EntryPoint is how the imitated vLLM was started (--sim-entry-point): EntryServe, the
@@ -81,6 +85,8 @@ const (
 	EntryLLM                    = "llm"
 	CompileWarm                 = "warm"
 	CompileCold                 = "cold"
+	FlashInferInstalled         = "installed"
+	FlashInferAbsent            = "absent"
 )
 
 // Setup is a Config resolved against profiles: every default applied, every value checked,
@@ -201,6 +207,13 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	case CompileWarm, CompileCold:
 	default:
 		return nil, &ConfigError{fmt.Sprintf("--sim-compile-cache must be %s or %s, got %q", CompileWarm, CompileCold, cfg.CompileCache)}
+	}
+	switch cfg.FlashInfer {
+	case "":
+		cfg.FlashInfer = FlashInferInstalled
+	case FlashInferInstalled, FlashInferAbsent:
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--sim-flashinfer must be %s or %s, got %q", FlashInferInstalled, FlashInferAbsent, cfg.FlashInfer)}
 	}
 	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}

@@ -243,7 +243,11 @@ func v1SamplerPeak(s *Setup, entries float64) float64 {
 	if err != nil || logitsBytes < 2 {
 		logitsBytes = 2
 	}
-	return v1SamplerPeakBytes(v1SamplerPath(s.Version, gpuArch(s.GPUProfile) == archAMD, s.FlashInferSampler), s.MaxNumSeqs, s.ModelProfile.VocabSize, logitsBytes)
+	env := s.FlashInferSampler
+	if s.FlashInfer == FlashInferAbsent {
+		env = SamplerEnvOff // vLLM falls back to the native path, as with the variable at 0
+	}
+	return v1SamplerPeakBytes(v1SamplerPath(s.Version, gpuArch(s.GPUProfile) == archAMD, env), s.MaxNumSeqs, s.ModelProfile.VocabSize, logitsBytes)
 }
 
 // defaultBatch applies the scheduler's defaults of release v: V1 takes them from the GPU

@@ -74,4 +74,16 @@ func TestFlashInferSamplerEnv(t *testing.T) {
 	_, err = ParseArgs(args, env("yes"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid literal for int()")
+
+	// An install without FlashInfer falls back as the variable at 0 does.
+	absent, err := ParseArgs(append(args, "--sim-flashinfer", "absent"), emptyEnv)
+	require.NoError(t, err)
+	noFI, err := sim.Resolve(absent.Engine, nil)
+	require.NoError(t, err)
+	assert.Equal(t, without.Capacity.AvailableKVBytes, noFI.Capacity.AvailableKVBytes)
+	bad, err := ParseArgs(append(args, "--sim-flashinfer", "maybe"), emptyEnv)
+	require.NoError(t, err)
+	_, err = sim.Resolve(bad.Engine, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--sim-flashinfer must be installed or absent")
 }

@@ -197,6 +197,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
 	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor()+"; from 0.2 for the memory plan")
 	fs.StringVar(&o.Engine.EntryPoint, "sim-entry-point", sim.EntryServe, "How the imitated vLLM was started, for its scheduler defaults and memory plan: serve (vllm serve) or llm (the offline LLM class)")
+	fs.StringVar(&o.Engine.FlashInfer, "sim-flashinfer", sim.FlashInferInstalled, "Whether the imitated install has FlashInfer, for the profile's sampler: installed (vLLM's images) or absent (the pip wheels of 0.10.1 to 0.11.0, or any install without it), which runs the PyTorch-native top-k/top-p path")
 	fs.StringVar(&o.Engine.CompileCache, "sim-compile-cache", sim.CompileWarm, "State of vLLM's torch.compile cache at start-up, for the memory plan: warm (the configuration was compiled before) or cold (its first boot, whose compile the V2 model runner charges to the profile: dense models from 0.25, every model from 0.29; not with --enforce-eager)")
 	r.specAcceptance = fs.Float64("sim-spec-acceptance", 0, "Mean draft acceptance rate to simulate with --speculative-config (0: the method's default)")
 	for _, name := range accepted {

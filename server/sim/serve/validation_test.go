@@ -64,6 +64,9 @@ type corpusCase struct {
 	// CompileCache is "cold" where the start-up was the first of its shape, so torch.compile
 	// ran inside the memory profile (--sim-compile-cache); empty is a warm cache or not known.
 	CompileCache string `json:"compile_cache"`
+	// FlashInfer is "absent" where the log shows an install without FlashInfer ("FlashInfer is
+	// not available. Falling back to the PyTorch-native implementation", --sim-flashinfer).
+	FlashInfer string `json:"flashinfer"`
 }
 
 type logged struct {
@@ -135,6 +138,9 @@ func simArgs(c corpusCase, p *sim.Profiles) ([]string, string) {
 	}
 	if c.CompileCache != "" {
 		args = append(args, "--sim-compile-cache", c.CompileCache)
+	}
+	if c.FlashInfer != "" {
+		args = append(args, "--sim-flashinfer", c.FlashInfer)
 	}
 	add := func(flag string, v int) {
 		if v > 0 {
