@@ -243,7 +243,11 @@ func weightBytes(s *Setup) float64 {
 	linear := linearWeightBytes(q, db)
 	if m.IsMoE() {
 		experts := float64(m.NumExperts) * m.ExpertParams()
-		return (m.LayerParams()-experts)*linear + experts*expertBytes(m, q, db) + embed*db + m.EncoderParams*db
+		stored := experts * expertBytes(m, q, db)
+		if m.ExpertBytesPerParam > 0 && q == "" {
+			stored = float64(s.TensorParallelSize) * mxfp4ExpertBytesPerRank(m, s.TensorParallelSize)
+		}
+		return (m.LayerParams()-experts)*linear + stored + embed*db + m.EncoderParams*db
 	}
 	return m.LayerParams()*linear + embed*db + m.EncoderParams*db
 }
@@ -281,6 +285,20 @@ func (s *Setup) weightQuantization() string {
 		return ""
 	}
 	return q
+}
+
+// mxfp4ExpertBytesPerRank is what vLLM's MXFP4 MoE method allocates for the experts on one
+// rank: per layer and expert, a gate/up weight of 2 x I x h values and a down weight of h x I,
+// four bits each, an 8-bit scale for every 32 values and a bf16 bias for every output row, with
+// I the expert intermediate size a rank holds rounded up to 128 and h the hidden size rounded up
+// to 256, the padding its Marlin kernel asks for (Mxfp4MoEMethod.create_weights). The padding
+// is per rank: gpt-oss-120b's 2,880 becomes 2,944 at TP 1 and 768 of 720 at TP 4
+// (docs/calibration.md#model-profiles).
+func mxfp4ExpertBytesPerRank(m Model, tp int) float64 {
+	inter := float64(ceilDiv(ceilDiv(m.IntermediateSize, tp), 128) * 128)
+	hidden := float64(ceilDiv(m.HiddenSize, 256) * 256)
+	perExpert := inter*hidden*(1+1.0/16) + hidden*inter*(0.5+1.0/32) + 2*inter*2 + hidden*2
+	return float64(m.NumLayers) * float64(m.NumExperts) * perExpert
 }
 
 // expertBytes is the storage of one expert parameter: the checkpoint's (MXFP4 for gpt-oss)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,6 +193,25 @@ func TestGptOss20bAvailableMemory(t *testing.T) {
 	s, err := Resolve(Config{Model: "openai/gpt-oss-20b", GPU: "A100-SXM-80GB", GPUMemoryUtilization: 0.65,
 		MaxModelLen: 131072, VLLMVersion: "0.19.0"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "13.72", FormatGiB(s.Capacity.WeightsBytes))
+	within(t, 13.72, float64(s.Capacity.WeightsBytes)/gib, 0.005, "the experts as vLLM pads them")
 	within(t, 36.56, float64(s.Capacity.AvailableKVBytes)/gib, 0.01, "available KV GiB")
+}
+
+// TestMXFP4ExpertPaddingPerRank: vLLM pads the MXFP4 experts' intermediate size per rank to 128
+// and the hidden size to 256, so gpt-oss-120b's weights are not a TP 4 rank's times four: 17.22
+// GiB a GPU at TP 4 (the 0.10.1.1 A100 log) and 65.97 at TP 1 (the 0.10.1 H100 log of vllm#23278).
+func TestMXFP4ExpertPaddingPerRank(t *testing.T) {
+	m, err := BuiltinProfiles().Model("openai/gpt-oss-120b")
+	require.NoError(t, err)
+	perExpert := func(inter float64) float64 { return inter*3072*(1+1.0/16+0.5+1.0/32) + 4*inter + 2*3072 }
+	assert.InDelta(t, 36*128*perExpert(2944), mxfp4ExpertBytesPerRank(m, 1), 1, "2,880 rounds up to 2,944")
+	assert.InDelta(t, 36*128*perExpert(768), mxfp4ExpertBytesPerRank(m, 4), 1, "720 a rank rounds up to 768")
+	for _, c := range []struct {
+		tp  int
+		gib float64
+	}{{1, 65.97}, {4, 17.2217}} {
+		s, err := Resolve(Config{Model: "openai/gpt-oss-120b", GPU: "A100-SXM-80GB", TensorParallelSize: c.tp, VLLMVersion: "0.10.1.1", MaxModelLen: 8192}, nil)
+		require.NoError(t, err)
+		within(t, c.gib, float64(s.Capacity.WeightsBytes)/gib, 0.005, fmt.Sprintf("TP %d", c.tp))
+	}
 }
