@@ -96,3 +96,36 @@ func TestSpecDecodingLine(t *testing.T) {
 	st.Tick(t0.Add(20 * time.Second))
 	assert.NotContains(t, out.String()[before:], "SpecDecoding")
 }
+
+// TestCompileLinesByRelease: torch.compile's lines in each era's wording, as public logs print
+// them: "for dynamic shape" and "torch.compile takes" until 0.14 (a 0.10.1.1 restart loads the
+// graph, a 0.11 first boot compiles it), the compile range from 0.14, "took" and the AOT artifact
+// from 0.19; 0.10's before 0.10, as the rest of the log; nothing with --enforce-eager.
+func TestCompileLinesByRelease(t *testing.T) {
+	cfg := sim.Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100-SXM-80GB", MaxModelLen: 16384}
+	for _, c := range []struct {
+		version, cache string
+		want, absent   []string
+	}{
+		{"0.10.1.1", sim.CompileWarm, []string{"Directly load the compiled graph(s) for dynamic shape from the cache, took", "torch.compile takes"}, []string{"AOT", "Compiling"}},
+		{"0.11.0", sim.CompileCold, []string{"Cache the graph for dynamic shape for later use", "Compiling a graph for dynamic shape takes", "torch.compile takes"}, []string{"AOT", "Directly load"}},
+		{"0.14.1", sim.CompileWarm, []string{"Directly load the compiled graph(s) for compile range (1, 2048) from the cache, took", "torch.compile takes"}, []string{"AOT", "dynamic shape"}},
+		{"0.19.0", sim.CompileCold, []string{"Cache the graph of compile range (1, 2048) for later use", "saved AOT compiled function to", "torch.compile took"}, []string{"torch.compile takes", "dynamic shape"}},
+		{"0.26.0", sim.CompileWarm, []string{"Directly load AOT compilation from path", "torch.compile took"}, []string{"Cache the graph", "Compiling"}},
+	} {
+		cfg.VLLMVersion, cfg.CompileCache = c.version, c.cache
+		ls := startupLines(t, cfg)
+		require.Len(t, grep(ls, "Using cache directory: ~/.cache/vllm/torch_compile_cache/"), 1, c.version)
+		require.Len(t, grep(ls, "Dynamo bytecode transform time: "), 1, c.version)
+		for _, w := range c.want {
+			assert.Len(t, grep(ls, w), 1, "%s %s: %q", c.version, c.cache, w)
+		}
+		for _, a := range c.absent {
+			assert.Empty(t, grep(ls, a), "%s %s: %q", c.version, c.cache, a)
+		}
+	}
+	cfg.VLLMVersion, cfg.CompileCache = "0.9.2", sim.CompileWarm
+	assert.Len(t, grep(startupLines(t, cfg), "for dynamic shape from the cache"), 1, "0.10's lines before 0.10")
+	cfg.VLLMVersion, cfg.EnforceEager = "0.26.0", true
+	assert.Empty(t, grep(startupLines(t, cfg), "torch.compile"), "--enforce-eager compiles nothing")
+}

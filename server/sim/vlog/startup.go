@@ -152,26 +152,50 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
 }
 
-// compileLines are torch.compile's lines between model loading and the KV-cache sizing, as
-// the logs of vLLM 0.19 and 0.26 print them (before 0.19 the wording differs and is not
-// imitated): on a cold compile cache (--sim-compile-cache cold) the graph of the one compile
-// range is compiled and the AOT artifact saved; on a warm one both are loaded. 0.19 also logs
-// that it caches the graph, which 0.26 no longer does at INFO. The paths are under
-// ~/.cache/vllm, named by a hash of the settings. None with --enforce-eager. The caller holds
-// l.mu.
+// compileLines are torch.compile's lines between model loading and the KV-cache sizing, in the
+// wording of the release imitated: on a cold compile cache (--sim-compile-cache cold) the graph
+// is compiled, on a warm one it is loaded. Until 0.14 the graph is the one "for dynamic shape";
+// from 0.14 it is the "compile range (1, B)" of max_num_batched_tokens; from 0.19 the total is
+// "took" where it was "takes", and the AOT artifact is saved or loaded. 0.19 to 0.25 also log that
+// they cache the graph, which 0.26 no longer does at INFO. The wording is the public logs' (0.10.1.1,
+// 0.11, 0.14.1, 0.19.0 and 0.26.0; releases before 0.10 print 0.10's, as the rest of their log).
+// The paths are under ~/.cache/vllm, named by a hash of the settings. None with --enforce-eager.
+// The caller holds l.mu.
 func (l *Logger) compileLines(s *sim.Setup, wrk proc, t Timings) {
-	if s.EnforceEager || !s.Version.AtLeast("0.19.0") {
+	if s.EnforceEager {
 		return
 	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%d|%d|%s|%s", s.Model, s.Version, s.TensorParallelSize,
 		s.PipelineParallelSize, s.MaxNumBatchedTokens, s.ModelDType, s.KVDType)))
 	key := hex.EncodeToString(sum[:])
 	cache := "~/.cache/vllm/torch_compile_cache"
+	cold := s.CompileCache == sim.CompileCold
+	dir := "Using cache directory: " + cache + "/" + key[:10] + "/rank_0_0/backbone for vLLM's torch.compile"
+	dynamo := fmt.Sprintf("Dynamo bytecode transform time: %.2f s", 0.4*t.Compilation)
+	if !s.Version.AtLeast("0.19.0") {
+		span, at := "dynamic shape", [4]string{"backends.py:548", "backends.py:559", "backends.py:161", "backends.py:218"}
+		cacheLine := "Cache the graph for dynamic shape for later use"
+		if s.Version.AtLeast("0.14.0") {
+			span = fmt.Sprintf("compile range (1, %d)", s.MaxNumBatchedTokens)
+			at = [4]string{"backends.py:644", "backends.py:704", "backends.py:226", "backends.py:257"}
+			cacheLine = "Cache the graph of " + span + " for later use"
+		}
+		l.record(wrk, Info, at[0], dir)
+		l.record(wrk, Info, at[1], dynamo)
+		if cold {
+			l.record(wrk, Info, "backends.py:197", cacheLine)
+			l.record(wrk, Info, at[3], fmt.Sprintf("Compiling a graph for %s takes %.2f s", span, 0.45*t.Compilation))
+		} else {
+			l.record(wrk, Info, at[2], fmt.Sprintf("Directly load the compiled graph(s) for %s from the cache, took %.3f s", span, 0.35*t.Compilation))
+		}
+		l.record(wrk, Info, "monitor.py:34", fmt.Sprintf("torch.compile takes %.2f s in total", t.Compilation))
+		return
+	}
 	span := fmt.Sprintf("compile range (1, %d)", s.MaxNumBatchedTokens)
 	aot := cache + "/torch_aot_compile/" + key + "/rank_0_0/model"
-	l.record(wrk, Info, "backends.py:1089", "Using cache directory: "+cache+"/"+key[:10]+"/rank_0_0/backbone for vLLM's torch.compile")
-	l.record(wrk, Info, "backends.py:1155", fmt.Sprintf("Dynamo bytecode transform time: %.2f s", 0.4*t.Compilation))
-	if s.CompileCache == sim.CompileCold {
+	l.record(wrk, Info, "backends.py:1089", dir)
+	l.record(wrk, Info, "backends.py:1155", dynamo)
+	if cold {
 		if !s.Version.AtLeast("0.26.0") {
 			l.record(wrk, Info, "backends.py:372", "Cache the graph of "+span+" for later use")
 		}
