@@ -113,3 +113,27 @@ func TestDataParallelStartupLogsEachRank(t *testing.T) {
 	assert.Equal(t, 1, bytes.Count([]byte(log), []byte("non-default args:")), "the API server's lines once")
 	assert.Contains(t, log, "'data_parallel_size': 2")
 }
+
+func TestReleaseNamesTheProcesses(t *testing.T) {
+	for _, tc := range []struct{ version, engine string }{
+		{"0.17.0", "EngineCore_DP0"},
+		{"0.10.1.1", "EngineCore_0"},
+	} {
+		var out, errOut syncBuffer
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		inst, err := Start(context.Background(), []string{"--sim-vllm-version", tc.version, "--sim-startup-seconds", "0"}, noEnv,
+			WithLogs(&out, &errOut), WithListener(ln), WithGrace(1))
+		require.NoError(t, err)
+		require.Eventually(t, inst.Ready, 10*time.Second, time.Millisecond)
+		require.NoError(t, inst.Stop())
+		assert.Regexp(t, `(?m)^\(`+tc.engine+` pid=\d+\) INFO .*GPU KV cache size: `, out.String(), tc.version)
+		assert.Regexp(t, `(?m)^\(APIServer pid=\d+\) INFO `, out.String(), tc.version)
+	}
+	// A start-up that fails names the engine core as the release does.
+	var out, errOut syncBuffer
+	_, err := Start(context.Background(), []string{"--sim-vllm-version", "0.17.0", "--gpu-memory-utilization", "0.01", "--sim-startup-seconds", "0"}, noEnv,
+		WithLogs(&out, &errOut))
+	require.Error(t, err)
+	assert.Contains(t, errOut.String(), "Failed core proc(s): {'EngineCore_DP0': 1}")
+}

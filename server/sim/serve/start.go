@@ -185,6 +185,12 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 	if cfg.stdout != nil {
 		pid := os.Getpid()
 		logs = vlog.New(cfg.stdout, cfg.stderr, time.Now, pid, pid)
+		// The release names the processes in every line, a failed start-up's included.
+		if opts, err := ParseArgs(args, getenv); err == nil {
+			if v, err := sim.ParseVersion(opts.Engine.VLLMVersion); err == nil {
+				logs.UseRelease(v)
+			}
+		}
 	}
 	plan, err := Prepare(args, getenv)
 	var startErr *StartupError

@@ -12,7 +12,7 @@ import (
 // --data-parallel-size above 1, each with a pid of its own. It shares l's writers and lock.
 func (l *Logger) DPRank(rank int) *Logger {
 	return &Logger{mu: l.mu, stdout: l.stdout, stderr: l.stderr, now: l.now, apiPID: l.apiPID,
-		enginePID: l.enginePID + 1 + rank*(1+maxWorkers), dp: fmt.Sprintf("_DP%d", rank)}
+		enginePID: l.enginePID + 1 + rank*(1+maxWorkers), dp: fmt.Sprintf("_DP%d", rank), dpRank: rank, names: l.names}
 }
 
 // maxWorkers leaves room in the made-up pids for a rank's tensor-parallel workers.

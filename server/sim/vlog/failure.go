@@ -112,10 +112,6 @@ var apiServerFrames = slices.Concat(cliToEngineArgsFrames, []frame{
 	{vllmPkg + "v1/engine/utils.py", 1272, "wait_for_engine_startup", "raise RuntimeError(", ""},
 })
 
-// EngineStartupFailed is the message of the RuntimeError the API server raises when the
-// engine core dies during startup (vllm/v1/engine/utils.py), with the engine core's exit code.
-const EngineStartupFailed = "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore': 1}"
-
 // traceback renders frames and the final exception line as Python 3.12 prints them.
 func traceback(frames []frame, exception string) []string {
 	lines := []string{"Traceback (most recent call last):"}
@@ -137,7 +133,7 @@ func traceback(frames []frame, exception string) []string {
 // core's logged "EngineCore failed to start." with its traceback ending in
 // "<Exception>: <Message>" (stdout), the traceback Python prints as the engine core process
 // exits (stderr), and the API server's traceback ending in the RuntimeError
-// EngineStartupFailed (stderr). The process would then exit with status 1.
+// of engineStartupFailed (stderr). The process would then exit with status 1.
 func (l *Logger) StartupFailure(err *sim.StartupError) {
 	if err == nil {
 		return
@@ -151,8 +147,8 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 		l.record(eng, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(err.Capacity.AvailableKVBytes)))
 	}
 	l.record(eng, Error, "core.py:1231", "EngineCore failed to start.\n"+strings.Join(traceback(frames, exception), "\n"))
-	l.plain(l.stderr, eng, append([]string{"Process EngineCore:"}, traceback(append(append([]frame{}, processFrames...), frames...), exception)...))
-	l.plain(l.stderr, l.api(), traceback(apiServerFrames, "RuntimeError: "+EngineStartupFailed))
+	l.plain(l.stderr, eng, append([]string{"Process " + l.engineTitle() + ":"}, traceback(append(append([]frame{}, processFrames...), frames...), exception)...))
+	l.plain(l.stderr, l.api(), traceback(apiServerFrames, "RuntimeError: "+l.engineStartupFailed()))
 }
 
 // configFrames is the API server's stack from the `vllm` command to a config class rejecting

@@ -7,16 +7,6 @@ import (
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
-// stageWorker is the first tensor-parallel worker of pipeline stage rank: vLLM names its
-// multiproc workers "Worker[_DP<d>]_PP<p>[_TP<t>]".
-func (l *Logger) stageWorker(tp, rank int) proc {
-	name := fmt.Sprintf("Worker%s_PP%d", l.dp, rank)
-	if tp > 1 {
-		name += "_TP0"
-	}
-	return proc{name, l.enginePID + 1 + rank*tp}
-}
-
 // stageKVLines are the workers' "Available KV cache memory" lines with pipeline stages: each
 // stage's GPUs report their own budget (the last stage's is smaller by the LM head and the
 // sampler). The caller holds l.mu.

@@ -44,6 +44,8 @@ type Logger struct {
 	apiPID    int
 	enginePID int
 	dp        string // "_DP1" in a data-parallel engine's process names, else ""
+	dpRank    int    // the data-parallel rank of the engine
+	names     naming // how the release names its processes (UseRelease)
 	dpSize    int    // the data-parallel engines of the server, in each one's config line
 	buf       []byte
 }
@@ -64,22 +66,18 @@ func New(stdout, stderr io.Writer, now func() time.Time, apiPID, enginePID int) 
 	return &Logger{mu: &sync.Mutex{}, stdout: stdout, stderr: stderr, now: now, apiPID: apiPID, enginePID: enginePID}
 }
 
-// proc is a process prefix: "(name pid=N) ".
+// proc is a process prefix: "(name pid=N) ", none where name is empty.
 type proc struct {
 	name string
 	pid  int
 }
 
-func (l *Logger) api() proc    { return proc{"APIServer", l.apiPID} }
-func (l *Logger) engine() proc { return proc{"EngineCore" + l.dp, l.enginePID} }
-
-// worker is the process of the model runner's lines: the engine core itself with one GPU
-// (vLLM's "uni" executor), the first multiproc worker with tensor parallelism.
-func (l *Logger) worker(tp int) proc {
-	if tp > 1 {
-		return proc{"Worker" + l.dp + "_TP0", l.enginePID + 1}
+// prefix is the text p's lines start with.
+func (p proc) prefix() string {
+	if p.name == "" {
+		return ""
 	}
-	return l.engine()
+	return fmt.Sprintf("(%s pid=%d) ", p.name, p.pid)
 }
 
 // API writes one line of vLLM's logger from the API server process; source is the
@@ -99,7 +97,11 @@ func (l *Logger) Engine(level Level, source, msg string) {
 
 // record writes a vLLM logger record to stdout. The caller holds l.mu.
 func (l *Logger) record(p proc, level Level, source, msg string) {
-	head := fmt.Sprintf("(%s pid=%d) %s %s [%s] ", p.name, p.pid, level, l.now().Format(dateFormat), source)
+	head := fmt.Sprintf("%s%s %s [%s] ", p.prefix(), level, l.now().Format(dateFormat), source)
+	if l.names == namesBareV0 {
+		// vLLM's formatter put the source in brackets from 0.8; before, only a closing one.
+		head = fmt.Sprintf("%s %s %s] ", level, l.now().Format(dateFormat), source)
+	}
 	b := l.buf[:0]
 	for i, line := range strings.Split(msg, "\n") {
 		if i > 0 {
@@ -115,7 +117,7 @@ func (l *Logger) record(p proc, level Level, source, msg string) {
 // plain writes lines that bypass vLLM's formatter (a traceback Python prints itself) with
 // the process prefix alone. The caller holds l.mu.
 func (l *Logger) plain(w io.Writer, p proc, lines []string) {
-	head := fmt.Sprintf("(%s pid=%d) ", p.name, p.pid)
+	head := p.prefix()
 	b := l.buf[:0]
 	for _, line := range lines {
 		b = append(b, head...)

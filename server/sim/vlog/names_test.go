@@ -1,0 +1,106 @@
+package vlog
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vllmtop/vllmtop/server/sim"
+)
+
+// TestProcessNamesByRelease checks each era's prefixes on the engine core's config line, the
+// tensor-parallel worker's KV line and the API server's first line, and the names a failed
+// start-up gives the engine core, against the releases' real logs
+// (docs/vllm-behaviour.md#log-prefixes).
+func TestProcessNamesByRelease(t *testing.T) {
+	cases := []struct {
+		version, engine, worker, api, title string
+	}{
+		{"0.7.3", "INFO 07-24 10:15:01 core.py:116] ", "INFO 07-24 10:15:01 gpu_worker.py:547] ", "INFO 07-24 10:15:01 api_utils.py:345] ", "EngineCore_0"},
+		{"0.9.2", "INFO 07-24 10:15:01 [core.py:116] ", "(VllmWorker rank=0 pid=4311) INFO ", "INFO 07-24 10:15:01 [api_utils.py:345] ", "EngineCore_0"},
+		{"0.10.1.1", "(EngineCore_0 pid=4310) INFO ", "(VllmWorker TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_0"},
+		{"0.10.2", "(EngineCore_DP0 pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_DP0"},
+		{"0.17.0", "(EngineCore_DP0 pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_DP0"},
+		{"0.18.0", "(EngineCore pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore"},
+		{sim.DefaultVersion, "(EngineCore pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.version, func(t *testing.T) {
+			s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", TensorParallelSize: 2, VLLMVersion: tc.version}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stdout bytes.Buffer
+			l := New(&stdout, nil, newClock().now, apiPID, enginePID)
+			l.UseRelease(s.Version)
+			l.Startup(s, qwenArgs, 2)
+			out := lines(stdout.String())
+			if first := out[0]; !strings.HasPrefix(first, tc.api) {
+				t.Errorf("API server's first line %q, want the prefix %q", first, tc.api)
+			}
+			if line := lineWith(out, "Initializing a V1 LLM engine"); !strings.HasPrefix(line, tc.engine) {
+				t.Errorf("engine config line %q, want the prefix %q", line, tc.engine)
+			}
+			if line := lineWith(out, "Available KV cache memory"); !strings.HasPrefix(line, tc.worker) {
+				t.Errorf("worker KV line %q, want the prefix %q", line, tc.worker)
+			}
+
+			var fout, ferr bytes.Buffer
+			f := New(&fout, &ferr, newClock().now, apiPID, enginePID)
+			f.UseRelease(s.Version)
+			f.StartupFailure(&sim.StartupError{Kind: sim.NoKVMemory, Exception: "ValueError", Message: "No available memory for the cache blocks."})
+			errLines := lines(ferr.String())
+			want := "Failed core proc(s): {'" + tc.title + "': 1}"
+			if last := errLines[len(errLines)-1]; !strings.HasSuffix(last, want) {
+				t.Errorf("last stderr line %q, want it to end %q", last, want)
+			}
+			if lineWith(errLines, "Process "+tc.title+":") == "" {
+				t.Errorf("stderr lacks %q:\n%s", "Process "+tc.title+":", ferr.String())
+			}
+		})
+	}
+}
+
+// TestReleaseNamesMatchFixture compares the process names of the simulator's 0.10.1.1
+// start-up with the real 0.10.1.1 log in testdata: the same set of names.
+func TestReleaseNamesMatchFixture(t *testing.T) {
+	real := readTestdata(t, "vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log")
+	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100", VLLMVersion: "0.10.1.1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	l := New(&stdout, nil, newClock().now, apiPID, enginePID)
+	l.UseRelease(s.Version)
+	l.Startup(s, qwenArgs, 2)
+	names := regexp.MustCompile(`(?m)^\(([A-Za-z_0-9 =]+) pid=\d+\)`)
+	set := func(text string) map[string]bool {
+		m := map[string]bool{}
+		for _, sub := range names.FindAllStringSubmatch(text, -1) {
+			m[sub[1]] = true
+		}
+		return m
+	}
+	ours, theirs := set(stdout.String()), set(real)
+	for n := range ours {
+		if !theirs[n] {
+			t.Errorf("the simulator names a process %q the real log does not (%v)", n, theirs)
+		}
+	}
+	for _, n := range []string{"APIServer", "EngineCore_0"} {
+		if !ours[n] || !theirs[n] {
+			t.Errorf("%q: ours %v, real %v", n, ours[n], theirs[n])
+		}
+	}
+}
+
+// lineWith is the first of lines containing sub, or "".
+func lineWith(lines []string, sub string) string {
+	for _, l := range lines {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
