@@ -11,17 +11,20 @@ import (
 
 // What the dashboard and the commands need to know of vLLM's command line, in one place.
 
-// DefaultGPUMemoryUtilization is vLLM's default --gpu-memory-utilization (0.9 before v0.21).
+// DefaultGPUMemoryUtilization is the newest releases' default --gpu-memory-utilization, the
+// starting point of a change when the server has not said its own yet (0.9 before v0.21).
 const DefaultGPUMemoryUtilization = 0.92
 
 const flagGPUMemoryUtilization = "--gpu-memory-utilization"
 
-// GPUMemoryUtilization is the fraction of GPU memory a server started with args takes: its
-// --gpu-memory-utilization, else vLLM's default. It is 0 when the value is not a number.
+// GPUMemoryUtilization is the fraction of GPU memory a server started with args takes, as its
+// --gpu-memory-utilization says. Without the flag it is 0, unknown: the default depends on the
+// release (0.9 before v0.21), and the server reports the value it took in
+// vllm:cache_config_info. It is 0 too when the value is not a number.
 func GPUMemoryUtilization(args []string) float64 {
 	v, ok := ArgValue(args, flagGPUMemoryUtilization)
 	if !ok {
-		return DefaultGPUMemoryUtilization
+		return 0
 	}
 	u, err := strconv.ParseFloat(v, 64)
 	if err != nil {

@@ -16,7 +16,7 @@ func TestGPUMemoryUtilization(t *testing.T) {
 		args []string
 		want float64
 	}{
-		{[]string{"vllm", "serve", "m"}, 0.92},
+		{[]string{"vllm", "serve", "m"}, 0}, // the release's default, which the server reports
 		{[]string{"vllm", "serve", "m", "--gpu-memory-utilization", "0.8"}, 0.8},
 		{[]string{"vllm", "serve", "m", "--gpu_memory_utilization=0.75"}, 0.75},
 		{[]string{"vllm", "serve", "m", "--gpu-memory-utilization", "lots"}, 0},

@@ -219,6 +219,7 @@ type fakeScraper struct {
 	err    error
 	now    func() time.Time
 	start  float64 // process_start_time_seconds
+	util   string  // cache_config_info's gpu_memory_utilization ("0.92" when empty)
 }
 
 func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
@@ -228,7 +229,11 @@ func (f *fakeScraper) Scrape(context.Context) (scrape.Snapshot, error) {
 		return scrape.Snapshot{}, f.err
 	}
 	f.k++
-	snap, err := scrape.Parse(strings.NewReader(exposition(f.k, f.ttft, f.start, f.spec) + prefixExposition(f.k, f.prefix)))
+	body := exposition(f.k, f.ttft, f.start, f.spec) + prefixExposition(f.k, f.prefix)
+	if f.util != "" {
+		body = strings.Replace(body, `gpu_memory_utilization="0.92"`, `gpu_memory_utilization="`+f.util+`"`, 1)
+	}
+	snap, err := scrape.Parse(strings.NewReader(body))
 	snap.Time = f.now()
 	return snap, err
 }

@@ -220,6 +220,24 @@ func TestAttachModeReadsCapacityFromMetrics(t *testing.T) {
 	assert.NotContains(t, out, "waiting for the server")
 }
 
+// TestUtilFromTheServerWhenNotGiven: a supervised server started without
+// --gpu-memory-utilization runs its release's default, which only the server knows (0.90 before
+// vLLM 0.21): the header and the next restart start from what it reports, not from 0.92.
+func TestUtilFromTheServerWhenNotGiven(t *testing.T) {
+	d := newDriver(t, 120, 40, func(dp *Deps) { dp.InitialUtil = 0 })
+	d.td.scr.util = "0.9"
+	d.td.sup.setStatus(func(st *server.Status) {
+		st.Args = []string{"vllmtop", "sim", "meta-llama/Llama-3.1-8B-Instruct", "--sim-vllm-version", "0.17.0"}
+		st.GPUMemoryUtilization = server.GPUMemoryUtilization(st.Args)
+	})
+	d.second()
+	d.second()
+	header := strings.SplitN(d.view(), "\n", 2)[0]
+	assert.Contains(t, header, "util 0.90")
+	d.press("U")
+	assert.Equal(t, 0.91, d.m.c.s.pendingUtil, "one step up from the server's own figure")
+}
+
 func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
 	d := newDriver(t, 120, 40, func(dp *Deps) { dp.Mode, dp.RestartDisabled, dp.StartPaused = ModeAttach, true, true })
 	d.press("space") // attach mode starts paused; the user starts the load
