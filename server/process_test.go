@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/base/testport"
 	"github.com/vllmtop/vllmtop/server/sim"
 )
 
@@ -203,13 +204,7 @@ func childEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-}
+func freePort(t *testing.T) string { return strconv.Itoa(testport.Free(t)) }
 
 // alive reports whether pid is a live process (a zombie is dead: some container inits never
 // reap orphans).

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/internal/base/testport"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/scrape"
@@ -40,12 +40,8 @@ func buildVllmtop(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port for a server a child process starts.
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // TestDashboardEndToEnd runs the dashboard on a supervised `vllmtop sim`: more load shows in
 // the header and in the server's running count, a restart with a lower utilisation changes

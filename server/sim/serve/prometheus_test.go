@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/base/promtool"
+	"github.com/vllmtop/vllmtop/internal/base/testport"
 )
 
 // dashboardQuery is one target expression of a Grafana dashboard, copied into testdata.
@@ -50,14 +50,8 @@ func readQueries(t *testing.T, name string) []dashboardQuery {
 	return out
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port for a server a child process starts.
+func freePort(t *testing.T) int { return testport.Free(t) }
 
 // startPrometheus runs Debian's prometheus scraping target every scrape interval, on
 // loopback, with its data in a temporary directory; it is stopped when the test ends.
