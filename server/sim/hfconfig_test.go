@@ -42,6 +42,8 @@ func TestHFConfigDeepSeekV2LiteMLA(t *testing.T) {
 	assert.True(t, m.IsMLA())
 	assert.Equal(t, []int{512, 64, 128, 128}, []int{m.KVLoraRank, m.QKRopeHeadDim, m.QKNopeHeadDim, m.VHeadDim})
 	assert.Equal(t, []int{64, 6, 1408}, []int{m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	assert.Equal(t, []int{10944, 2816}, []int{m.DenseIntermediateSize, m.SharedExpertIntermediateSize},
+		"the first layer's dense MLP; two shared experts of 1408")
 	assert.Equal(t, 163840, m.MaxPositionEmbeddings, "yarn: 4096 x 40")
 	assert.InDelta(t, 15.71e9, m.Params, 0.01*15.71e9, "the card's 15.7B")
 	assert.InDelta(t, 2.45e9, m.ActiveParams, 0.05*2.45e9, "the card's 2.4B active")

@@ -70,7 +70,11 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 		m.NumExperts, m.ExpertsPerToken = s.experts, s.topK
 		if !s.parallelMLP {
 			m.IntermediateSize = s.moeInter
+			if s.moeLayers < s.layers-s.mlpOnly {
+				m.DenseIntermediateSize = s.denseInter
+			}
 		}
+		m.SharedExpertIntermediateSize = s.sharedInter
 	}
 	m.Params, m.ActiveParams = hfParams(s, m)
 	if top.VisionConfig != nil {

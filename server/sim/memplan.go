@@ -109,6 +109,12 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	m, h := s.ModelProfile, s.HostProfile
 	tp := float64(s.TensorParallelSize)
 	tokens := float64(s.MaxNumBatchedTokens)
+	// A dense layer's peak is at its MLP: the hidden-size tensors every rank holds whole and
+	// the intermediate-size ones tensor parallelism splits, in the model's dtype.
+	denseMLP := func(inter int) float64 {
+		return tokens * s.activationBytes() / 2 * (h.ActivationBytesPerTokenHidden*float64(m.HiddenSize) +
+			h.ActivationBytesPerTokenIntermediate*float64(inter)/tp)
+	}
 	var forward float64
 	if m.IsMoE() {
 		// The fused-MoE kernel works through the tokens in chunks of VLLM_FUSED_MOE_CHUNK_SIZE,
@@ -119,14 +125,20 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 			forward += h.MoEActivationBytes * fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
 		} else {
 			// The kernel's buffers beside a layer's three hidden-size tensors and the
-			// experts' output, all of the whole batch.
-			forward += fusedMoEBufferBytes(s) + 4*tokens*float64(m.HiddenSize)*s.activationBytes()
+			// experts' output, all of the whole batch; with shared experts their output too,
+			// which the layer computes first and adds to the routed experts' at the end.
+			hidden := 4.0
+			if m.SharedExpertIntermediateSize > 0 {
+				hidden++
+			}
+			forward += fusedMoEBufferBytes(s) + hidden*tokens*float64(m.HiddenSize)*s.activationBytes()
+		}
+		if m.DenseIntermediateSize > 0 {
+			// The layers that do not route run a dense MLP, often far wider than an expert.
+			forward = max(forward, denseMLP(m.DenseIntermediateSize))
 		}
 	} else {
-		// A dense layer's peak is at its MLP: the hidden-size tensors every rank holds whole
-		// and the intermediate-size ones tensor parallelism splits, in the model's dtype.
-		forward = tokens * s.activationBytes() / 2 * (h.ActivationBytesPerTokenHidden*float64(m.HiddenSize) +
-			h.ActivationBytesPerTokenIntermediate*float64(m.IntermediateSize)/tp)
+		forward = denseMLP(m.IntermediateSize)
 	}
 	entries := float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	if !s.lastStage() {

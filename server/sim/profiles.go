@@ -114,7 +114,14 @@ type Model struct {
 	// ExpertBytesPerParam is the checkpoint's storage of the expert weights (0.53125 for
 	// MXFP4: 4 bits and an 8-bit scale per 32); 0 means the model dtype.
 	ExpertBytesPerParam float64 `json:"expert_bytes_per_param,omitempty"`
-	Source              string  `json:"source,omitempty"`
+	// DenseIntermediateSize is the MLP width of a MoE model's layers that do not route
+	// (DeepSeek's first_k_dense_replace layers, Llama-4 Maverick's interleaved ones); 0 when
+	// every layer routes. SharedExpertIntermediateSize is the width of the shared experts every
+	// MoE layer runs on all its tokens besides the routed ones (0: none). Both shape the
+	// profile's activation peak (docs/calibration.md#moe-activation).
+	DenseIntermediateSize        int    `json:"dense_intermediate_size,omitempty"`
+	SharedExpertIntermediateSize int    `json:"shared_expert_intermediate_size,omitempty"`
+	Source                       string `json:"source,omitempty"`
 }
 
 // NumFullAttentionLayers is the number of layers with a full (growing) KV cache.
