@@ -27,15 +27,8 @@ func TestProcessNamesByRelease(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.version, func(t *testing.T) {
-			s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", TensorParallelSize: 2, VLLMVersion: tc.version}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stdout bytes.Buffer
-			l := New(&stdout, nil, newClock().now, apiPID, enginePID)
-			l.UseRelease(s.Version)
-			l.Startup(s, qwenArgs, 2)
-			out := lines(stdout.String())
+			s, stdout := startupIn(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", TensorParallelSize: 2, VLLMVersion: tc.version})
+			out := lines(stdout)
 			if first := out[0]; !strings.HasPrefix(first, tc.api) {
 				t.Errorf("API server's first line %q, want the prefix %q", first, tc.api)
 			}
@@ -66,14 +59,7 @@ func TestProcessNamesByRelease(t *testing.T) {
 // start-up with the real 0.10.1.1 log in testdata: the same set of names.
 func TestReleaseNamesMatchFixture(t *testing.T) {
 	real := readTestdata(t, "vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log")
-	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100", VLLMVersion: "0.10.1.1"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	l := New(&stdout, nil, newClock().now, apiPID, enginePID)
-	l.UseRelease(s.Version)
-	l.Startup(s, qwenArgs, 2)
+	_, log := startupIn(t, sim.Config{Model: "Qwen/Qwen2-7B-Instruct", GPU: "A100", VLLMVersion: "0.10.1.1"})
 	names := regexp.MustCompile(`(?m)^\(([A-Za-z_0-9 =]+) pid=\d+\)`)
 	set := func(text string) map[string]bool {
 		m := map[string]bool{}
@@ -82,7 +68,7 @@ func TestReleaseNamesMatchFixture(t *testing.T) {
 		}
 		return m
 	}
-	ours, theirs := set(stdout.String()), set(real)
+	ours, theirs := set(log), set(real)
 	for n := range ours {
 		if !theirs[n] {
 			t.Errorf("the simulator names a process %q the real log does not (%v)", n, theirs)
@@ -93,6 +79,20 @@ func TestReleaseNamesMatchFixture(t *testing.T) {
 			t.Errorf("%q: ours %v, real %v", n, ours[n], theirs[n])
 		}
 	}
+}
+
+// startupIn resolves cfg and writes its start-up under the names of its release.
+func startupIn(t *testing.T, cfg sim.Config) (*sim.Setup, string) {
+	t.Helper()
+	s, err := sim.Resolve(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	l := New(&stdout, nil, newClock().now, apiPID, enginePID)
+	l.UseRelease(s.Version)
+	l.Startup(s, qwenArgs, 2)
+	return s, stdout.String()
 }
 
 // lineWith is the first of lines containing sub, or "".
