@@ -305,8 +305,9 @@ func (m *Model) scraped(msg scrapeResultMsg) {
 	s.srvErr = ""
 	s.snap, s.fast, s.slow = msg.snap, msg.fast, msg.slow
 	m.judge()
-	if u := msg.snap.Capacity.GPUMemoryUtilization; s.util == 0 && u.OK && u.V > 0 {
-		// Attached: the server's configured utilisation is only in cache_config_info.
+	if u := msg.snap.Capacity.GPUMemoryUtilization; s.util == 0 && u.OK && u.V > 0 && u.V <= 1 {
+		// Attached, or started without the flag: the server's configured utilisation is only
+		// in cache_config_info (a fraction, as vLLM validates it; anything else is not taken).
 		s.util, s.pendingUtil = u.V, u.V
 		if n := s.note(s.epoch); n.util == 0 {
 			n.util = u.V

@@ -236,6 +236,15 @@ func TestUtilFromTheServerWhenNotGiven(t *testing.T) {
 	assert.Contains(t, header, "util 0.90")
 	d.press("U")
 	assert.Equal(t, 0.91, d.m.c.s.pendingUtil, "one step up from the server's own figure")
+
+	// A figure outside (0, 1] is not a utilisation vLLM would run with: it is not taken.
+	d = newDriver(t, 120, 40, func(dp *Deps) { dp.InitialUtil = 0 })
+	d.td.scr.util = "7"
+	d.td.sup.setStatus(func(st *server.Status) { st.GPUMemoryUtilization = 0 })
+	d.second()
+	d.second()
+	assert.Zero(t, d.m.c.s.util)
+	assert.NotContains(t, strings.SplitN(d.view(), "\n", 2)[0], "util 7")
 }
 
 func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
