@@ -39,6 +39,11 @@ func (c *common) knownCapacity() capacity.Known {
 func (s *state) knownCapacity() capacity.Known {
 	k := capacity.Known{Util: s.server.GPUMemoryUtilization, DefaultUtil: s.util, Log: server.LoggedCapacity(s.server)}
 	if k.Log.KVTokens > 0 {
+		if k.Log.Util == 0 {
+			// Started without the flag: the run's utilisation is the one the server reported,
+			// which a later run at another one scales the log from.
+			k.Log.Util = s.util
+		}
 		s.logged = k.Log
 	}
 	if s.snap != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/capacity"
 )
 
 func sized(t *testing.T) *driver { return newDriver(t, 120, 40) }
@@ -496,4 +497,21 @@ func TestWatchAndPromptLengthKeys(t *testing.T) {
 	assert.Len(t, d.td.load.watches, 3, "switching prompts watches a request of the new workload")
 	d.press("p")
 	assert.Equal(t, 256, d.td.load.workload.Prompt(0).InputTokens)
+}
+
+// TestLoggedCapacityKeepsTheReportedUtil: a run started without --gpu-memory-utilization logs
+// its KV cache at the utilisation the server reported; after a restart at another, the old
+// log's figures are scaled to the new one, not shown as the new run's.
+func TestLoggedCapacityKeepsTheReportedUtil(t *testing.T) {
+	s := &state{util: 0.9}
+	s.server = server.Status{KVCacheTokens: 500000, KVCacheBlocks: 31250, MaxModelLen: 131072}
+	s.knownCapacity()
+	assert.Equal(t, 0.9, s.logged.Util, "the run's utilisation, as the server reported it")
+
+	// The restart at 0.5: the new run has logged nothing yet.
+	s.util = 0.5
+	s.server = server.Status{GPUMemoryUtilization: 0.5}
+	r := capacity.Build(s.knownCapacity())
+	assert.NotEqual(t, capacity.FromLog, r.KVTokens.Source, "the 0.9 run's log is not this run's")
+	assert.Less(t, r.KVTokens.V, 500000)
 }

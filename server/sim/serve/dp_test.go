@@ -136,4 +136,22 @@ func TestReleaseNamesTheProcesses(t *testing.T) {
 		WithLogs(&out, &errOut))
 	require.Error(t, err)
 	assert.Contains(t, errOut.String(), "Failed core proc(s): {'EngineCore_DP0': 1}")
+
+	// With data parallelism the newest releases name the failed engine by its rank too.
+	out, errOut = syncBuffer{}, syncBuffer{}
+	_, err = Start(context.Background(), []string{"-dp", "2", "--gpu-memory-utilization", "0.01", "--sim-startup-seconds", "0"}, noEnv,
+		WithLogs(&out, &errOut))
+	require.Error(t, err)
+	assert.Contains(t, errOut.String(), "Failed core proc(s): {'EngineCore_DP0': 1}")
+	assert.Contains(t, errOut.String(), "(EngineCore_DP0 pid=")
+
+	// A value out of range is rejected before the options are whole; the release still names
+	// the lines (0.9.2: none).
+	out, errOut = syncBuffer{}, syncBuffer{}
+	_, err = Start(context.Background(), []string{"--sim-vllm-version", "0.9.2", "--gpu-memory-utilization", "1.5"}, noEnv,
+		WithLogs(&out, &errOut))
+	require.Error(t, err)
+	both := out.String() + errOut.String()
+	assert.Contains(t, both, "less_than_equal")
+	assert.NotContains(t, both, "(APIServer pid=")
 }

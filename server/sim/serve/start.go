@@ -181,15 +181,17 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	var logs *vlog.Logger
+	var logs, failures *vlog.Logger
 	if cfg.stdout != nil {
 		pid := os.Getpid()
 		logs = vlog.New(cfg.stdout, cfg.stderr, time.Now, pid, pid)
-		// The release names the processes in every line, a failed start-up's included.
-		if opts, err := ParseArgs(args, getenv); err == nil {
-			if v, err := sim.ParseVersion(opts.Engine.VLLMVersion); err == nil {
-				logs.UseRelease(v)
-			}
+		failures = logs
+		// The release names the processes in every line, a failed start-up's included, and
+		// with data parallelism the first engine's lines carry its rank.
+		v, dp := namingArgs(args, getenv)
+		logs.UseRelease(v)
+		if dp > 1 {
+			failures = logs.DPRank(0)
 		}
 	}
 	plan, err := Prepare(args, getenv)
@@ -198,7 +200,7 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 	switch {
 	case logs == nil:
 	case errors.As(err, &startErr):
-		logs.StartupFailure(startErr)
+		failures.StartupFailure(startErr)
 	case errors.As(err, &invalid):
 		logs.ConfigFailure(invalid)
 	}
@@ -295,3 +297,36 @@ func ChatIDs(roles, contents []string) []int {
 
 // TokenStrings is the text of each token of PromptIDs(text, false), as /tokenize returns it.
 func TokenStrings(text string) []string { return sim.TokenStrings(text) }
+
+// namingArgs is the release and the data-parallel size a command line asks for, as the log's
+// process names need them: from the parsed options, or, where the command line is rejected
+// (a value out of range), from its --sim-vllm-version and --data-parallel-size as written.
+func namingArgs(args []string, getenv func(string) string) (sim.Version, int) {
+	if opts, err := ParseArgs(args, getenv); err == nil {
+		if v, err := sim.ParseVersion(opts.Engine.VLLMVersion); err == nil {
+			return v, opts.DataParallelSize
+		}
+	}
+	v := sim.MustVersion(sim.DefaultVersion)
+	if w, err := sim.ParseVersion(flagValue(args, "--sim-vllm-version")); err == nil {
+		v = w
+	}
+	dp, _ := strconv.Atoi(flagValue(expandShortAliases(args), "--data-parallel-size"))
+	return v, dp
+}
+
+// flagValue is the last value args give flag, as "--flag value" or "--flag=value", or "".
+func flagValue(args []string, flag string) string {
+	v := ""
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return v
+		case a == flag && i+1 < len(args):
+			v = args[i+1]
+		case strings.HasPrefix(a, flag+"="):
+			v = a[len(flag)+1:]
+		}
+	}
+	return v
+}

@@ -97,7 +97,8 @@ func (l *Logger) worker(tp int) proc {
 }
 
 // stageWorker is the first tensor-parallel worker of pipeline stage rank: from 0.10.2 vLLM
-// names its multiproc workers "Worker[_DP<d>]_PP<p>[_TP<t>]"; before, by their global rank.
+// names its multiproc workers "Worker[_DP<d>]_PP<p>[_TP<t>]", 0.10.1 "VllmWorker PP<p>[_TP<t>]",
+// earlier releases by their global rank.
 func (l *Logger) stageWorker(tp, rank int) proc {
 	pid := l.enginePID + 1 + rank*tp
 	switch l.names {
@@ -108,6 +109,12 @@ func (l *Logger) stageWorker(tp, rank int) proc {
 		return proc{"VllmWorkerProcess", pid}
 	case namesBareV1:
 		return proc{fmt.Sprintf("VllmWorker rank=%d", rank*tp), pid}
+	case namesIndexed:
+		name := fmt.Sprintf("VllmWorker PP%d", rank)
+		if tp > 1 {
+			name += "_TP0"
+		}
+		return proc{name, pid}
 	}
 	name := fmt.Sprintf("Worker%s_PP%d", l.dp, rank)
 	if tp > 1 {

@@ -55,6 +55,27 @@ func TestProcessNamesByRelease(t *testing.T) {
 	}
 }
 
+// TestStageWorkerNamesByRelease: with pipeline stages, each stage's first worker reports its
+// KV memory under the release's name for it.
+func TestStageWorkerNamesByRelease(t *testing.T) {
+	for version, want := range map[string][2]string{
+		"0.9.2":    {"(VllmWorker rank=0 pid=", "(VllmWorker rank=2 pid="},
+		"0.10.1.1": {"(VllmWorker PP0_TP0 pid=", "(VllmWorker PP1_TP0 pid="},
+		"0.17.0":   {"(Worker_PP0_TP0 pid=", "(Worker_PP1_TP0 pid="},
+	} {
+		_, log := startupIn(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", TensorParallelSize: 2, PipelineParallelSize: 2, VLLMVersion: version})
+		var got []string
+		for _, l := range lines(log) {
+			if strings.Contains(l, "Available KV cache memory") {
+				got = append(got, l[:strings.Index(l, "pid=")+4])
+			}
+		}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("%s: the stages' KV lines start %q, want %q", version, got, want)
+		}
+	}
+}
+
 // TestReleaseNamesMatchFixture compares the process names of the simulator's 0.10.1.1
 // start-up with the real 0.10.1.1 log in testdata: the same set of names.
 func TestReleaseNamesMatchFixture(t *testing.T) {
