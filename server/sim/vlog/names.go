@@ -48,7 +48,12 @@ func (l *Logger) UseRelease(v sim.Version) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.names = namingOf(v)
+	l.release = &v
 }
+
+// atLeast reports whether the release l imitates is r or later; a Logger without one
+// imitates the newest.
+func (l *Logger) atLeast(r string) bool { return l.release == nil || l.release.AtLeast(r) }
 
 // bare reports whether the API server's and engine core's lines go without a prefix.
 func (n naming) bare() bool { return n == namesBareV1 || n == namesBareV0 }

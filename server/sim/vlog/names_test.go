@@ -2,6 +2,7 @@ package vlog
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,4 +125,32 @@ func lineWith(lines []string, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestStartupWordingByRelease checks three lines whose wording changed, against real logs of
+// each era (docs/vllm-behaviour.md#startup-log-lines): the 0.10.1.1 fixture, 0.16-0.17 and
+// 0.19.2 logs, and the newest.
+func TestStartupWordingByRelease(t *testing.T) {
+	for _, tc := range []struct{ version, tasks, listen, init string }{
+		{"0.10.1.1", "Supported_tasks: ['generate']", "Starting vLLM API server 0 on http://0.0.0.0:8000", "warmup model) took 1.40 seconds"},
+		{"0.17.0", "Supported tasks: ['generate']", "Starting vLLM API server 0 on http://0.0.0.0:8000", "warmup model) took 1.40 seconds"},
+		{"0.19.0", "Supported tasks: ['generate']", "Starting vLLM server on http://0.0.0.0:8000", "warmup model) took 1.40 seconds"},
+		{sim.DefaultVersion, "Supported tasks: ['generate']", "Starting vLLM server on http://0.0.0.0:8000", "warmup model) took 1.40 s (compilation: 0.70 s)"},
+	} {
+		s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: tc.version}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout bytes.Buffer
+		l := New(&stdout, io.Discard, newClock().now, apiPID, enginePID)
+		l.UseRelease(s.Version)
+		l.Startup(s, qwenArgs, 2)
+		l.Serving("http://0.0.0.0:8000", nil)
+		out := lines(stdout.String())
+		for _, want := range []string{tc.tasks, tc.listen, tc.init} {
+			if line := lineWith(out, want); !strings.HasSuffix(line, want) {
+				t.Errorf("%s: no line ends %q", tc.version, want)
+			}
+		}
+	}
 }

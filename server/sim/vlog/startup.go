@@ -149,7 +149,11 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
 	}
 	l.graphCaptureLines(s, wrk, t)
-	l.record(eng, Info, "core.py:340", fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation))
+	initEngine := fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation)
+	if !l.atLeast("0.20.0") {
+		initEngine = fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f seconds", t.InitEngine)
+	}
+	l.record(eng, Info, "core.py:340", initEngine)
 }
 
 // compileLines are torch.compile's lines between model loading and the KV-cache sizing, in the

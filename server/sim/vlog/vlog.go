@@ -43,10 +43,11 @@ type Logger struct {
 	now       func() time.Time
 	apiPID    int
 	enginePID int
-	dp        string // "_DP1" in a data-parallel engine's process names, else ""
-	dpRank    int    // the data-parallel rank of the engine
-	names     naming // how the release names its processes (UseRelease)
-	dpSize    int    // the data-parallel engines of the server, in each one's config line
+	dp        string       // "_DP1" in a data-parallel engine's process names, else ""
+	dpRank    int          // the data-parallel rank of the engine
+	names     naming       // how the release names its processes (UseRelease)
+	release   *sim.Version // the release imitated, nil for the newest
+	dpSize    int          // the data-parallel engines of the server, in each one's config line
 	buf       []byte
 }
 
@@ -152,8 +153,17 @@ func (l *Logger) Serving(listenURL string, routes []Route) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	api := l.api()
-	l.record(api, Info, "api_server.py:673", "Supported tasks: ('generate',)")
-	l.record(api, Info, "api_server.py:677", "Starting vLLM server on "+listenURL)
+	// The wording of these two lines by release (docs/vllm-behaviour.md#startup-log-lines).
+	tasks := "Supported tasks: ['generate']"
+	if !l.atLeast("0.14.0") {
+		tasks = "Supported_tasks: ['generate']"
+	}
+	l.record(api, Info, "api_server.py:673", tasks)
+	start := "Starting vLLM server on "
+	if !l.atLeast("0.18.0") {
+		start = "Starting vLLM API server 0 on "
+	}
+	l.record(api, Info, "api_server.py:677", start+listenURL)
 	l.record(api, Info, "launcher.py:37", "Available routes are:")
 	for _, r := range routes {
 		l.record(api, Info, "launcher.py:46", fmt.Sprintf("Route: %s, Methods: %s", r.Path, r.Methods))

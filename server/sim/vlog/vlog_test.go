@@ -202,7 +202,7 @@ func TestStartupLinesAndCapacity(t *testing.T) {
 		"[scheduler.py:242] Chunked prefill is enabled with max_num_batched_tokens=" + strconv.Itoa(s.MaxNumBatchedTokens) + ".\n",
 		"[api_utils.py:273] non-default args: {'model_tag': 'Qwen/Qwen3-0.6B', 'model': 'Qwen/Qwen3-0.6B'}\n",
 		"[gpu_worker.py:373] Using V2 Model Runner\n",
-		"[api_server.py:673] Supported tasks: ('generate',)\n",
+		"[api_server.py:673] Supported tasks: ['generate']\n",
 	} {
 		if !strings.Contains(stdout.String(), frag) {
 			t.Errorf("stdout lacks %q", frag)
