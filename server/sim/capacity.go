@@ -19,8 +19,10 @@ type Capacity struct {
 	ActivationBytes int64 // transient peak of the profiling run
 	NonTorchBytes   int64
 	CUDAGraphBytes  int64
-	// AvailableKVBytes = requested - weights - activation - non-torch - CUDA graphs.
+	// AvailableKVBytes = requested - weights - activation - non-torch - CUDA graphs, or
+	// --kv-cache-memory-bytes (KVPinned).
 	AvailableKVBytes int64
+	KVPinned         bool
 	// Layout is how the KV cache is grouped and paged.
 	Layout KVLayout
 	// BytesPerToken is the K and V of every full-attention layer for one token on this GPU:
@@ -53,6 +55,7 @@ const (
 	LoadOOM                                // the weights do not fit at all
 	NoKVMemory                             // nothing left for the KV cache
 	MaxModelLenTooLarge                    // one max_model_len request does not fit in the KV cache
+	KVCacheOOM                             // a --kv-cache-memory-bytes cache does not fit on the GPU
 )
 
 func (k StartupKind) String() string {
@@ -65,6 +68,8 @@ func (k StartupKind) String() string {
 		return "no memory for the KV cache"
 	case MaxModelLenTooLarge:
 		return "max_model_len does not fit in the KV cache"
+	case KVCacheOOM:
+		return "the KV cache does not fit on the GPU"
 	}
 	return "unknown"
 }
@@ -121,6 +126,14 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	c.BlockBytes = l.BlockBytes()
 	c.BlocksPerRequest = l.BlocksPerRequest(s.MaxModelLen)
 
+	if b := s.KVCacheMemoryBytes; b > 0 {
+		// Worker.determine_available_memory returns the given bytes after the profile run,
+		// whose figures it no longer subtracts from anything; the allocation must still fit.
+		c.AvailableKVBytes, c.KVPinned = b, true
+		if err := pinnedKVError(c, l); err != nil {
+			return c, err
+		}
+	}
 	if o := s.NumGPUBlocksOverride; o > 0 {
 		// vLLM logs "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d" and sizes
 		// the cache from the override alone.
@@ -137,6 +150,42 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// pinnedKVError is the CUDA out-of-memory error of allocating a --kv-cache-memory-bytes cache
+// that does not fit beside the weights, the non-torch memory and the profile run's activations
+// on the GPU's free memory: the model runner allocates the cache a layer's tensor at a time
+// and fails on the first that no longer fits. Nil when it fits.
+func pinnedKVError(c Capacity, l KVLayout) *StartupError {
+	room := c.FreeBytes - c.WeightsBytes - c.NonTorchBytes - c.ActivationBytes
+	if c.AvailableKVBytes <= room {
+		return nil
+	}
+	tensor := c.AvailableKVBytes / int64(max(1, l.FullLayers+l.SlidingLayers+l.MambaLayers))
+	free := room
+	if tensor > 0 && room > 0 {
+		free = room % tensor
+	}
+	free = max(free, 0)
+	inUse := c.TotalBytes - free - (c.TotalBytes - c.FreeBytes)
+	return &StartupError{Kind: KVCacheOOM, Exception: "torch.OutOfMemoryError", Capacity: c, Message: fmt.Sprintf(
+		"CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is free. Including non-PyTorch memory, this process has %s memory in use.",
+		torchSize(tensor), torchSize(c.TotalBytes), torchSize(free), torchSize(inUse))}
+}
+
+// torchSize is a byte count as PyTorch's out-of-memory message prints it (format_size in
+// c10/cuda/CUDACachingAllocator.cpp): bytes, KiB, MiB or GiB with two decimals.
+func torchSize(b int64) string {
+	switch x := float64(b); {
+	case b <= 1<<10:
+		return fmt.Sprintf("%d bytes", b)
+	case b <= 1<<20:
+		return fmt.Sprintf("%.2f KiB", x/(1<<10))
+	case b <= 1<<30:
+		return fmt.Sprintf("%.2f MiB", x/(1<<20))
+	default:
+		return fmt.Sprintf("%.2f GiB", x/(1<<30))
+	}
 }
 
 // v1StartupError is the V1 engine's check of the KV cache (check_enough_kv_cache_memory): no
@@ -168,11 +217,11 @@ func (s *Setup) V2ModelRunner() bool {
 
 // CUDAGraphProfiled reports whether the CUDA-graph memory estimate comes out of the KV budget:
 // from 0.21 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1) for the V1 model runner,
-// unless --enforce-eager turns graphs off,
+// unless --enforce-eager turns graphs off or --kv-cache-memory-bytes skips the profiling,
 // and for the V2 runner once it measures its graphs (0.29); the V2 runner of 0.25 to 0.28
 // estimates 0 and captures its graphs out of the memory above the budget.
 func (s *Setup) CUDAGraphProfiled() bool {
-	if s.EnforceEager || !s.Version.AtLeast("0.21.0") {
+	if s.EnforceEager || !s.Version.AtLeast("0.21.0") || s.KVCacheMemoryBytes > 0 {
 		return false
 	}
 	return !s.V2ModelRunner() || s.Version.AtLeast("0.29.0")

@@ -36,16 +36,19 @@ type Config struct {
 	// quantFromCheckpoint is set when Quantization was filled in from CheckpointQuantization,
 	// not given as a flag.
 	quantFromCheckpoint  bool
-	TensorParallelSize   int     // --tensor-parallel-size (default 1)
-	PipelineParallelSize int     // --pipeline-parallel-size (default 1)
-	PPLayerPartition     string  // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
-	PrefixCaching        Toggle  // --enable-prefix-caching (default on)
-	ChunkedPrefill       Toggle  // --enable-chunked-prefill (default on)
-	NumGPUBlocksOverride int     // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
-	EnforceEager         bool    // --enforce-eager: no CUDA graphs, so none captured or reserved
-	GPUUsedGiB           float64 // --sim-gpu-used-gib: memory other processes already hold
-	Seed                 int64   // --sim-seed: output lengths and text, and step jitter
-	Jitter               float64 // relative standard deviation of step times (0 = deterministic)
+	TensorParallelSize   int    // --tensor-parallel-size (default 1)
+	PipelineParallelSize int    // --pipeline-parallel-size (default 1)
+	PPLayerPartition     string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
+	PrefixCaching        Toggle // --enable-prefix-caching (default on)
+	ChunkedPrefill       Toggle // --enable-chunked-prefill (default on)
+	NumGPUBlocksOverride int    // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
+	// KVCacheMemoryBytes is --kv-cache-memory-bytes: the KV cache of each GPU in bytes, which
+	// skips the memory profiling and ignores the utilisation's budget (0: profile).
+	KVCacheMemoryBytes int64
+	EnforceEager       bool    // --enforce-eager: no CUDA graphs, so none captured or reserved
+	GPUUsedGiB         float64 // --sim-gpu-used-gib: memory other processes already hold
+	Seed               int64   // --sim-seed: output lengths and text, and step jitter
+	Jitter             float64 // relative standard deviation of step times (0 = deterministic)
 	// AllowLongMaxModelLen mirrors VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
 	AllowLongMaxModelLen bool
 	// FlashInferSampler mirrors VLLM_USE_FLASHINFER_SAMPLER: SamplerEnvUnset (the release's
@@ -313,6 +316,9 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 	}
 	if cfg.NumGPUBlocksOverride < 0 {
 		return &ConfigError{fmt.Sprintf("--num-gpu-blocks-override must be positive, got %d", cfg.NumGPUBlocksOverride)}
+	}
+	if cfg.KVCacheMemoryBytes < 0 || float64(cfg.KVCacheMemoryBytes) > g.MemoryGiB*(1<<30) {
+		return &ConfigError{fmt.Sprintf("--kv-cache-memory-bytes must be between 0 and the GPU's %.2f GiB, got %d", g.MemoryGiB, cfg.KVCacheMemoryBytes)}
 	}
 	if cfg.Jitter < 0 || cfg.Jitter > 0.5 || math.IsNaN(cfg.Jitter) {
 		return &ConfigError{fmt.Sprintf("step jitter must be between 0 and 0.5, got %g", cfg.Jitter)}

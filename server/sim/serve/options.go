@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -150,6 +151,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 // Options field.
 type rawArgs struct {
 	model, maxModelLen, specConfig             *string
+	maxBatchedTokens, kvCacheMemory            *string
 	served, apiKeys                            *[]string
 	prefixOn, prefixOff, chunkedOn, chunkedOff *bool
 	help                                       *bool
@@ -168,7 +170,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", 0, "Fraction of GPU memory for this instance (0, 1] (default: the release's, 0.92 from 0.21, 0.9 before)")
 	r.maxModelLen = fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
 	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
-	fs.IntVar(&o.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "Maximum tokens per iteration (default by GPU: 8192 or 2048)")
+	r.maxBatchedTokens = fs.String("max-num-batched-tokens", "", "Maximum tokens per iteration (default by GPU: 8192 or 2048); accepts 8k (8000), 8K (8192)")
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
 	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
 	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
@@ -176,6 +178,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.Engine.CheckpointQuantization, "sim-checkpoint-quantization", "", "Size the model as a checkpoint quantized with this method (awq, gptq, fp8, mxfp4, nvfp4), as a quantized build of a catalogue model is")
 	fs.IntVar(&o.Engine.TensorParallelSize, "tensor-parallel-size", 1, "Number of tensor-parallel GPUs (-tp)")
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
+	r.kvCacheMemory = fs.String("kv-cache-memory-bytes", "", "KV cache of each GPU in bytes, instead of what the profiling leaves of --gpu-memory-utilization (also --kv-cache-memory); accepts 20G (20 GiB), 20g (20e9)")
 	fs.BoolVar(&o.Engine.EnforceEager, "enforce-eager", false, "Run without CUDA graphs: none captured, none reserved in the KV budget; small batches wait on kernel launches")
 	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
 	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
@@ -309,6 +312,25 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 				o.NonDefault[i].Value = n // vLLM logs the parsed int: 8k is 8000
 			}
 		}
+	}
+	if *r.maxBatchedTokens != "" {
+		n, err := humanReadableInt("max-num-batched-tokens", *r.maxBatchedTokens)
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > 1<<31 {
+			return &UsageError{fmt.Sprintf("argument --max-num-batched-tokens: %d is out of range", n)}
+		}
+		o.Engine.MaxNumBatchedTokens = int(n)
+		o.setNonDefault("max_num_batched_tokens", int(n))
+	}
+	if *r.kvCacheMemory != "" {
+		n, err := humanReadableInt("kv-cache-memory-bytes", *r.kvCacheMemory)
+		if err != nil {
+			return err
+		}
+		o.Engine.KVCacheMemoryBytes = n
+		o.setNonDefault("kv_cache_memory_bytes", n)
 	}
 	o.Engine.AllowLongMaxModelLen = getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN") == "1" || strings.EqualFold(getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "true")
 	fi, err := sim.ParseSamplerEnv(getenv("VLLM_USE_FLASHINFER_SAMPLER"))
@@ -482,6 +504,39 @@ func ParseMaxModelLen(s string) (int, error) {
 	return int(x * mult), nil
 }
 
+// setNonDefault replaces the logged value of a non-default arg with the parsed one, as vLLM
+// logs it (8k is 8000).
+func (o *Options) setNonDefault(key string, v any) {
+	for i := range o.NonDefault {
+		if o.NonDefault[i].Key == key {
+			o.NonDefault[i].Value = v
+		}
+	}
+}
+
+// humanReadableInt parses an integer flag as vLLM's human_readable_int does
+// (vllm/utils/argparse_utils.py): a lowercase suffix is decimal and takes a fraction (25.6k
+// is 25600), an uppercase one binary and takes whole numbers only (2K is 2048); else a plain
+// integer. The errors are argparse's.
+func humanReadableInt(flag, s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if g := reHumanInt.FindStringSubmatch(t); g != nil {
+		mult := map[string]float64{"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[g[2]]
+		if strings.ToUpper(g[2]) == g[2] && strings.Contains(g[1], ".") {
+			return 0, &UsageError{fmt.Sprintf("argument --%s: Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", flag, g[2], g[1], strings.ToLower(g[2]))}
+		}
+		x, err := strconv.ParseFloat(g[1], 64)
+		if err == nil && x*mult < 1<<62 {
+			return int64(x * mult), nil
+		}
+	} else if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return n, nil
+	}
+	return 0, &UsageError{fmt.Sprintf("argument --%s: invalid human_readable_int value: '%s'", flag, s)}
+}
+
+var reHumanInt = regexp.MustCompile(`^(\d+(?:\.\d+)?)([kKmMgGtT])$`)
+
 // expandShortAliases turns vLLM's two-letter aliases into long flags (pflag shorthands are one letter).
 func expandShortAliases(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -494,6 +549,9 @@ func expandShortAliases(args []string) []string {
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + a[4:]
+		case a == "--kv-cache-memory" || strings.HasPrefix(a, "--kv-cache-memory="):
+			// argparse takes a unique prefix of a long flag; vLLM's own advice spells this one.
+			a = "--kv-cache-memory-bytes" + strings.TrimPrefix(a, "--kv-cache-memory")
 		default:
 			a = expandPPAlias(expandDPAlias(a))
 		}

@@ -57,6 +57,15 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
 			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 4312, "load_model", "raise torch.OutOfMemoryError(", ""},
 		)
+	case sim.KVCacheOOM:
+		fs = append(fs,
+			frame{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
+			otelWrapper,
+			frame{vllmPkg + "v1/engine/core.py", 318, "_initialize_kv_caches", "self.model_executor.initialize_from_config(kv_cache_configs)", ""},
+			frame{vllmPkg + "v1/executor/abstract.py", 116, "initialize_from_config", "self.collective_rpc(\"initialize_from_config\", args=(kv_cache_configs,))", ""},
+			frame{vllmPkg + "v1/worker/gpu_worker.py", 456, "initialize_from_config", "self.model_runner.initialize_kv_cache(kv_cache_config)", ""},
+			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 6402, "_allocate_kv_cache_tensors", "tensor = torch.zeros(", "torch.zeros("},
+		)
 	default: // NoKVMemory, MaxModelLenTooLarge: the KV-cache check
 		fs = append(fs,
 			frame{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
@@ -143,7 +152,10 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	eng := l.engine()
-	if err.Kind == sim.NoKVMemory || err.Kind == sim.MaxModelLenTooLarge {
+	switch {
+	case err.Capacity.KVPinned:
+		l.record(eng, Info, "gpu_worker.py:520", pinnedKVLine(err.Capacity))
+	case err.Kind == sim.NoKVMemory || err.Kind == sim.MaxModelLenTooLarge:
 		l.record(eng, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(err.Capacity.AvailableKVBytes)))
 	}
 	l.record(eng, Error, "core.py:1231", "EngineCore failed to start.\n"+strings.Join(traceback(frames, exception), "\n"))

@@ -134,9 +134,12 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if s.NumGPUBlocksOverride > 0 {
 		profiled = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
 	}
-	if len(c.Stages) > 1 {
+	switch {
+	case c.KVPinned:
+		l.record(wrk, Info, "gpu_worker.py:520", pinnedKVLine(c))
+	case len(c.Stages) > 1:
 		l.stageKVLines(s)
-	} else {
+	default:
 		l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
 	}
 	l.graphProfilingLine(s, wrk)
@@ -149,6 +152,7 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
 	}
 	l.graphCaptureLines(s, wrk, t)
+	l.memoryAdviceLine(s, wrk, profiled)
 	initEngine := fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation)
 	if !l.atLeast("0.20.0") {
 		initEngine = fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f seconds", t.InitEngine)
@@ -247,6 +251,49 @@ func (l *Logger) graphCaptureLines(s *sim.Setup, wrk proc, t Timings) {
 	diff := math.Abs(actual - est)
 	l.record(wrk, Info, "gpu_worker.py:792", fmt.Sprintf("CUDA graph pool memory: %s GiB (actual), %s GiB (estimated), difference: %s GiB (%.1f%%).",
 		sim.PyFloat(round2(actual)), sim.PyFloat(round2(est)), sim.PyFloat(round2(diff)), 100*diff/max(actual, 1.0/(1<<30))))
+}
+
+// pinnedKVLine is the worker's line when --kv-cache-memory-bytes sized the cache and the
+// memory profiling was skipped (Worker.determine_available_memory).
+func pinnedKVLine(c sim.Capacity) string {
+	return fmt.Sprintf("Initial free memory %.2f GiB, reserved %.2f GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling. "+
+		"This does not respect the gpu_memory_utilization config. Only use kv_cache_memory_bytes config when you want manual control of KV cache memory size. "+
+		"If OOM'ed, check the difference of initial free memory between the current run and the previous run where kv_cache_memory_bytes is suggested and update it correspondingly.",
+		float64(c.FreeBytes)/(1<<30), float64(c.AvailableKVBytes)/(1<<30))
+}
+
+// adviceMargin is the 150 MiB the worker keeps out of both --kv-cache-memory suggestions
+// ("the memory profiling may slightly underestimate the memory consumption").
+const adviceMargin = 150 << 20
+
+// memoryAdviceLine is the worker's account of the memory after the graphs are captured, with
+// the two --kv-cache-memory values that would fit the requested budget or the whole free
+// memory (Worker.compile_or_warm_up_model). It is logged at INFO from 0.25 (vLLM PR #47374,
+// 2026-07-03; at DEBUG before), only when the cache was profiled, and with pipeline stages
+// not at all (each stage's worker would print its own). The profile run's peak holds the
+// CUDA-graph estimate, and the graphs actually captured are counted again, as vLLM does.
+// The caller holds l.mu.
+func (l *Logger) memoryAdviceLine(s *sim.Setup, wrk proc, kv int64) {
+	c := s.Capacity
+	if c.KVPinned || len(c.Stages) > 1 || !s.Version.AtLeast("0.25.0") {
+		return
+	}
+	consumed := c.WeightsBytes + c.NonTorchBytes
+	peak := c.ActivationBytes + c.CUDAGraphBytes
+	var graphs int64
+	if !s.EnforceEager {
+		graphs = int64(graphPoolGiB(s) * (1 << 30))
+	}
+	nonKV := consumed + peak + graphs
+	toRequested := c.RequestedBytes - nonKV - adviceMargin
+	toGPU := c.FreeBytes - nonKV - adviceMargin
+	l.record(wrk, Info, "gpu_worker.py:804", fmt.Sprintf("Free memory on device (%s/%s GiB) on startup. Desired GPU memory utilization is (%s, %s GiB). "+
+		"Actual usage is %s GiB for consumed memory (weights + non-torch), %s GiB for peak activation, and %s GiB for CUDAGraph memory. "+
+		"Replace gpu_memory_utilization config with `--kv-cache-memory=%d` (%s GiB) to fit into requested memory, or `--kv-cache-memory=%d` (%s GiB) to fully utilize gpu memory. "+
+		"Current kv cache memory in use is %s GiB.",
+		sim.FormatGiB(c.FreeBytes), sim.FormatGiB(c.TotalBytes), sim.PyFloat(s.GPUMemoryUtilization), sim.FormatGiB(c.RequestedBytes),
+		sim.FormatGiB(consumed), sim.FormatGiB(peak), sim.FormatGiB(graphs),
+		toRequested, sim.FormatGiB(toRequested), toGPU, sim.FormatGiB(toGPU), sim.FormatGiB(kv)))
 }
 
 // round2 is Python's round(x, 2) for the figures vLLM prints that way.
