@@ -61,6 +61,26 @@ type CUDAGraphMemory struct {
 	Estimated bool
 }
 
+// MemoryAdvice is a worker's account of its memory once the CUDA graphs are captured, with
+// vLLM's advice on --kv-cache-memory (Worker.compile_or_warm_up_model; INFO from about 0.25,
+// DEBUG before, and in a form with weights and non-torch memory apart in the 0.11 era):
+//
+//	Free memory on device (79.99/80.0 GiB) on startup. Desired GPU memory utilization is (0.92, 73.6 GiB). Actual usage is 51.66 GiB for consumed memory (weights + non-torch), 2.4 GiB for peak activation, and 0.71 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=20064085607` (18.69 GiB) to fit into requested memory, or `--kv-cache-memory=26927570944` (25.08 GiB) to fully utilize gpu memory. Current kv cache memory in use is 19.54 GiB.
+//
+// FitRequestedBytes and FillGPUBytes are the two suggested sizes, 0 when the line gives none
+// (some builds leave the advice out); they are negative when nothing would fit.
+type MemoryAdvice struct {
+	FreeGiB, TotalGiB float64
+	Utilization       float64
+	RequestedGiB      float64
+	ConsumedGiB       float64 // weights and non-torch memory
+	PeakActivationGiB float64
+	CUDAGraphGiB      float64
+	KVCacheGiB        float64 // the cache in use
+	FitRequestedBytes int64   // --kv-cache-memory that keeps to total x utilisation
+	FillGPUBytes      int64   // --kv-cache-memory that uses the free memory whole
+}
+
 // EngineInitialized is "init engine (profile, create kv cache, warmup model) took X s": the engine
 // finished profiling, allocating the KV cache and warming up. CompilationSeconds is 0 when the
 // line does not report it.
@@ -190,6 +210,7 @@ func (KVCacheMemory) event()     {}
 func (KVCacheSize) event()       {}
 func (MaxConcurrency) event()    {}
 func (CUDAGraphMemory) event()   {}
+func (MemoryAdvice) event()      {}
 func (EngineInitialized) event() {}
 func (ServerAddress) event()     {}
 func (StartupComplete) event()   {}
@@ -244,7 +265,15 @@ var (
 
 	reMaxLen = regexp.MustCompile(`max seq len \((\d+)\), \(` + num + ` GiB KV cache is needed, which is larger than the available KV cache memory \(` + num + ` GiB\)\.` +
 		`(?: Based on the available memory, the estimated maximum model length is (\d+)\.)?`)
-	reMaxLenV0   = regexp.MustCompile(`The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`)
+	reMaxLenV0     = regexp.MustCompile(`The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)`)
+	reMemoryAdvice = regexp.MustCompile(`^Free memory on device(?: \S+)? \(` + unum + `/` + unum + ` GiB\) on startup\. ` +
+		`Desired GPU memory utilization is \(` + unum + `, ` + num + ` GiB\)\. Actual usage is ` +
+		`(?:` + num + ` GiB for consumed memory \(weights \+ non-torch\), ` + num + ` GiB for peak activation|` +
+		num + ` GiB for weight, ` + num + ` GiB for peak activation, ` + num + ` GiB for non-torch memory), ` +
+		`and ` + num + ` GiB for CUDAGraph memory\.` +
+		"(?: Replace gpu_memory_utilization config with `--kv-cache-memory=(-?\\d+)`(?: \\(" + num + " GiB\\))? to fit into requested memory, " +
+		"or `--kv-cache-memory=(-?\\d+)`(?: \\(" + num + " GiB\\))? to fully utilize gpu memory\\.)?" +
+		` Current kv cache memory in use is ` + num + ` (GiB|bytes)\.$`)
 	reFreeMemory = regexp.MustCompile(`Free memory on device(?: \S+)? \(` + num + `/` + num + ` GiB\) on startup is less than desired GPU memory utilization \(` + unum + `, ` + num + ` GiB\)`)
 	// argparse's "%(prog)s: error: %(message)s": "vllm: error: unrecognized arguments: --x",
 	// "vllm serve: error: argument --port: invalid int value: 'x'".
@@ -479,10 +508,54 @@ func parseMaxLen(m string) (Event, bool) {
 func parseFreeMemory(m string) (Event, bool) {
 	g := reFreeMemory.FindStringSubmatch(m)
 	if g == nil {
-		return nil, false
+		return parseMemoryAdvice(m)
 	}
 	return Fatal{Reason: FreeMemoryTooLow, Line: m,
 		FreeGiB: toFloat(g[1]), TotalGiB: toFloat(g[2]), Utilization: toFloat(g[3]), RequestedGiB: toFloat(g[4])}, true
+}
+
+// parseMemoryAdvice reads a MemoryAdvice line in either of its forms.
+func parseMemoryAdvice(m string) (Event, bool) {
+	g := reMemoryAdvice.FindStringSubmatch(m)
+	if g == nil {
+		return nil, false
+	}
+	a := MemoryAdvice{FreeGiB: toFloat(g[1]), TotalGiB: toFloat(g[2]), Utilization: toFloat(g[3]), RequestedGiB: toFloat(g[4]),
+		CUDAGraphGiB: toFloat(g[10]), KVCacheGiB: toFloat(g[15])}
+	if g[5] != "" {
+		a.ConsumedGiB, a.PeakActivationGiB = toFloat(g[5]), toFloat(g[6])
+	} else {
+		a.ConsumedGiB, a.PeakActivationGiB = toFloat(g[7])+toFloat(g[9]), toFloat(g[8])
+	}
+	if g[16] == "bytes" {
+		a.KVCacheGiB /= 1 << 30
+	}
+	var ok1, ok2 bool
+	if a.FitRequestedBytes, ok1 = bytesFigure(g[11]); ok1 {
+		a.FillGPUBytes, ok2 = bytesFigure(g[13])
+		if !ok2 {
+			return nil, false
+		}
+	} else if g[11] != "" {
+		return nil, false
+	}
+	if a.TotalGiB <= 0 || a.TotalGiB > maxGiB || a.FreeGiB > a.TotalGiB || a.Utilization > 1 {
+		return nil, false
+	}
+	return a, true
+}
+
+// maxGiB bounds the memory figures a log line may claim: no device has a petabyte.
+const maxGiB = 1 << 20
+
+// bytesFigure parses a byte count of a log line, bounded by maxGiB; false for "" or one out
+// of range.
+func bytesFigure(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > maxGiB<<30 || n < -(maxGiB<<30) {
+		return 0, false
+	}
+	return n, true
 }
 
 func kvMemory(g []string) (Event, bool) {

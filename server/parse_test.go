@@ -21,6 +21,13 @@ func TestParseLogLine(t *testing.T) {
 		line string
 		want Event
 	}{
+		// The worker's memory account with the --kv-cache-memory advice: the current form (INFO
+		// from 2026-07), one without the advice, and the 0.11-era form (weights and non-torch
+		// apart, the cache in bytes). Lines of public 2025-10 to 2026-09 logs.
+		{"memory advice", "(EngineCore pid=3403212) INFO 08-17 02:57:58 [gpu_worker.py:804] Free memory on device (79.99/80.0 GiB) on startup. Desired GPU memory utilization is (0.92, 73.6 GiB). Actual usage is 51.66 GiB for consumed memory (weights + non-torch), 2.4 GiB for peak activation, and 0.71 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=20064085607` (18.69 GiB) to fit into requested memory, or `--kv-cache-memory=26927570944` (25.08 GiB) to fully utilize gpu memory. Current kv cache memory in use is 19.54 GiB.",
+			MemoryAdvice{FreeGiB: 79.99, TotalGiB: 80, Utilization: 0.92, RequestedGiB: 73.6, ConsumedGiB: 51.66, PeakActivationGiB: 2.4, CUDAGraphGiB: 0.71, KVCacheGiB: 19.54, FitRequestedBytes: 20064085607, FillGPUBytes: 26927570944}},
+		{"memory account without advice", "(EngineCore pid=48111) INFO 09-18 22:31:20 [gpu_worker.py:298] Free memory on device (94.41/94.97 GiB) on startup. Desired GPU memory utilization is (0.98, 93.07 GiB). Actual usage is 81.7 GiB for consumed memory (weights + non-torch), 1.78 GiB for peak activation, and 0.66 GiB for CUDAGraph memory. Current kv cache memory in use is 9.59 GiB.",
+			MemoryAdvice{FreeGiB: 94.41, TotalGiB: 94.97, Utilization: 0.98, RequestedGiB: 93.07, ConsumedGiB: 81.7, PeakActivationGiB: 1.78, CUDAGraphGiB: 0.66, KVCacheGiB: 9.59}},
 		// Model loading: V1 runner (current and both older forms), V2 runner, V0.
 		{"model loaded, V1 runner", "(EngineCore pid=4310) INFO 07-24 10:15:17 [gpu_model_runner.py:4290] Model loading took 1.12 GiB memory and 1.873204 seconds",
 			ModelLoaded{GiB: 1.12, Seconds: 1.873204}},
@@ -180,6 +187,9 @@ func TestParseLogLine(t *testing.T) {
 		"",
 		"(APIServer pid=1) ",
 		"(EngineCore_0 pid=1812) ",
+		// a utilisation above 1, and a byte count out of range
+		"INFO 08-17 02:57:58 [gpu_worker.py:804] Free memory on device (79.99/80.0 GiB) on startup. Desired GPU memory utilization is (7, 73.6 GiB). Actual usage is 51.66 GiB for consumed memory (weights + non-torch), 2.4 GiB for peak activation, and 0.71 GiB for CUDAGraph memory. Current kv cache memory in use is 19.54 GiB.",
+		"INFO 08-17 02:57:58 [gpu_worker.py:804] Free memory on device (79.99/80.0 GiB) on startup. Desired GPU memory utilization is (0.92, 73.6 GiB). Actual usage is 51.66 GiB for consumed memory (weights + non-torch), 2.4 GiB for peak activation, and 0.71 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=99999999999999999999999` (18.69 GiB) to fit into requested memory, or `--kv-cache-memory=26927570944` (25.08 GiB) to fully utilize gpu memory. Current kv cache memory in use is 19.54 GiB.",
 		"INFO:     127.0.0.1:51234 - \"GET /health HTTP/1.1\" 200 OK",
 		"(APIServer pid=1671) INFO 09-04 01:02:37 [__init__.py:1750] Using max model len 16384",
 		"INFO 03-06 18:15:45 model_runner.py:1523] Graph capturing finished in 10 secs.",      // no memory figure
@@ -270,6 +280,8 @@ func TestParseLogLineFixtures(t *testing.T) {
 			KVCacheSize{Tokens: 1221776},
 			MaxConcurrency{Concurrency: 29.83, TokensPerRequest: 40960},
 			CUDAGraphMemory{GiB: 0.41, Seconds: 5},
+			MemoryAdvice{FreeGiB: 145.55, TotalGiB: 145.55, Utilization: 0.92, RequestedGiB: 133.91, ConsumedGiB: 1.37, PeakActivationGiB: 2.04,
+				CUDAGraphGiB: 0.41, KVCacheGiB: 130.5, FitRequestedBytes: 139525787484, FillGPUBytes: 152024142315},
 			EngineInitialized{Seconds: 28.71, CompilationSeconds: 14.02},
 			ServerAddress{URL: "http://0.0.0.0:8000"},
 			StartupComplete{},
@@ -480,6 +492,19 @@ func assertNumbersFromLine(t *testing.T, line string, ev Event) {
 		}
 		assert.True(t, found, "%T.%s = %v is not printed in %q", ev, v.Type().Field(i).Name, x, line)
 	}
+}
+
+// The 0.11-era memory account gives weights and non-torch memory apart and the cache in
+// bytes; the event sums the one and converts the other.
+func TestParseMemoryAdviceOldForm(t *testing.T) {
+	ev, ok := ParseLogLine("(Worker_TP1 pid=1806414) INFO 10-23 15:14:56 [gpu_worker.py:391] Free memory on device (139.21/139.81 GiB) on startup. Desired GPU memory utilization is (0.9, 125.83 GiB). Actual usage is 74.28 GiB for weight, 5.58 GiB for peak activation, 1.38 GiB for non-torch memory, and 2.37 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=45175492096` to fit into requested memory, or `--kv-cache-memory=59540753920` to fully utilize gpu memory. Current kv cache memory in use is 47878721024 bytes.")
+	require.True(t, ok)
+	a := ev.(MemoryAdvice)
+	assert.InDelta(t, 74.28+1.38, a.ConsumedGiB, 1e-9)
+	assert.Equal(t, 5.58, a.PeakActivationGiB)
+	assert.InDelta(t, 44.59, a.KVCacheGiB, 0.005)
+	assert.Equal(t, int64(45175492096), a.FitRequestedBytes)
+	assert.Equal(t, int64(59540753920), a.FillGPUBytes)
 }
 
 func FuzzParseLogLine(f *testing.F) {

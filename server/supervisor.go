@@ -58,10 +58,13 @@ type Status struct {
 	MaxConcurrency   float64 // MaxConcurrency, for requests of MaxModelLen tokens
 	MaxModelLen      int
 	CUDAGraphGiB     float64 // CUDAGraphMemory (measured if logged, else the estimate)
-	ListenURL        string  // ServerAddress, as logged
-	Stats            Stats   // the last periodic stats line
-	StatsTime        time.Time
-	Fatal            []Fatal // the failure lines seen in this run, first first (at most 16)
+	// MemoryAdvice is the worker's memory account with vLLM's --kv-cache-memory advice; with
+	// several workers, the one whose GPU has the least room. Zero until logged.
+	MemoryAdvice MemoryAdvice
+	ListenURL    string // ServerAddress, as logged
+	Stats        Stats  // the last periodic stats line
+	StatsTime    time.Time
+	Fatal        []Fatal // the failure lines seen in this run, first first (at most 16)
 
 	StartedAt time.Time
 	ReadyAt   time.Time  // first time Ready in this run
@@ -537,6 +540,10 @@ func (s *Supervisor) applyLocked(r *run, ev Event) {
 	case CUDAGraphMemory:
 		if !e.Estimated || st.CUDAGraphGiB == 0 {
 			st.CUDAGraphGiB = e.GiB
+		}
+	case MemoryAdvice:
+		if st.MemoryAdvice.TotalGiB == 0 || e.FillGPUBytes < st.MemoryAdvice.FillGPUBytes {
+			st.MemoryAdvice = e
 		}
 	case EngineInitialized:
 	case ServerAddress:

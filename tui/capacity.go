@@ -93,6 +93,9 @@ func (p *capacityPanel) render(d capacityView) string {
 		return strings.Join(out, "\n")
 	}
 	out = append(out, p.renderNow(d.Report)...)
+	if a := renderAdvice(st, p.c.s.server.MemoryAdvice, p.w); len(a) > 0 {
+		out = append(out, a...)
+	}
 	out = append(out, "")
 	if f := renderFit(st, d.Report, p.w); len(f) > 0 {
 		out = append(append(out, f...), "")
@@ -123,6 +126,23 @@ func (p *capacityPanel) renderNow(r capacity.Report) []string {
 		now = append(now, conc)
 	}
 	return wrapItems(now, st.Muted.Render(" · "), p.w, 2)
+}
+
+// renderAdvice is vLLM's own advice from its start-up log: the --kv-cache-memory that would
+// use the GPU's free memory whole, and what it would add to the cache in use. Nothing when the
+// log gave no advice or the cache already takes that much.
+func renderAdvice(st *Styles, a server.MemoryAdvice, w int) []string {
+	fill := float64(a.FillGPUBytes) / (1 << 30)
+	if fill <= 0 || fill-a.KVCacheGiB < 0.01 {
+		return nil
+	}
+	text := fmt.Sprintf("vLLM's advice: --kv-cache-memory=%d (%.2f GiB) uses all free GPU memory, +%.2f GiB over the %.2f GiB cache now",
+		a.FillGPUBytes, fill, fill-a.KVCacheGiB, a.KVCacheGiB)
+	lines := wrapWords(text, w)
+	for i := range lines {
+		lines[i] = st.Muted.Render(lines[i])
+	}
+	return lines
 }
 
 // renderWhatIf appends the table of the KV cache at other utilisations to out, as many rows
