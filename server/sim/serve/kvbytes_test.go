@@ -28,6 +28,7 @@ func TestHumanReadableIntFlags(t *testing.T) {
 		{args: []string{"--kv-cache-memory-bytes", "1.5G"}, err: "argument --kv-cache-memory-bytes: Decimals are not allowed with binary suffixes like G. Did you mean to use 1.5g instead?"},
 		{args: []string{"--max-num-batched-tokens", "lots"}, err: "argument --max-num-batched-tokens: invalid human_readable_int value: 'lots'"},
 		{args: []string{"--kv-cache-memory-bytes", "-5"}, err: "--kv-cache-memory-bytes must be between 0"},
+		{args: []string{"--kv-cache-memory-bytes="}, err: "argument --kv-cache-memory-bytes: invalid human_readable_int value: ''"},
 	} {
 		o, err := ParseArgs(tc.args, noEnv)
 		if err == nil {

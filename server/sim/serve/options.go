@@ -313,7 +313,7 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 			}
 		}
 	}
-	if *r.maxBatchedTokens != "" {
+	if fs.Changed("max-num-batched-tokens") {
 		n, err := humanReadableInt("max-num-batched-tokens", *r.maxBatchedTokens)
 		if err != nil {
 			return err
@@ -324,7 +324,7 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 		o.Engine.MaxNumBatchedTokens = int(n)
 		o.setNonDefault("max_num_batched_tokens", int(n))
 	}
-	if *r.kvCacheMemory != "" {
+	if fs.Changed("kv-cache-memory-bytes") {
 		n, err := humanReadableInt("kv-cache-memory-bytes", *r.kvCacheMemory)
 		if err != nil {
 			return err
