@@ -477,31 +477,14 @@ func ParseMaxModelLen(s string) (int, error) {
 	if t == "-1" || strings.EqualFold(t, "auto") {
 		return 0, errors.New("auto-fit (-1 or auto) is not simulated; give a number")
 	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult = 1000
-		case 'K':
-			mult = 1024
-		case 'm':
-			mult = 1e6
-		case 'M':
-			mult = 1 << 20
-		case 'g':
-			mult = 1e9
-		case 'G':
-			mult = 1 << 30
+	n, err := parseHumanInt(t)
+	if err != nil || n <= 0 || n > 1<<31 {
+		if err != nil && strings.HasPrefix(err.Error(), "Decimals") {
+			return 0, err
 		}
-		if mult != 1 {
-			t = t[:n-1]
-		}
-	}
-	x, err := strconv.ParseFloat(t, 64)
-	if err != nil || x <= 0 || math.IsInf(x, 0) || x*mult > 1<<31 {
 		return 0, fmt.Errorf("invalid value %q (a positive number, optionally with k, K, m, M)", s)
 	}
-	return int(x * mult), nil
+	return int(n), nil
 }
 
 // setNonDefault replaces the logged value of a non-default arg with the parsed one, as vLLM
@@ -514,16 +497,26 @@ func (o *Options) setNonDefault(key string, v any) {
 	}
 }
 
-// humanReadableInt parses an integer flag as vLLM's human_readable_int does
-// (vllm/utils/argparse_utils.py): a lowercase suffix is decimal and takes a fraction (25.6k
-// is 25600), an uppercase one binary and takes whole numbers only (2K is 2048); else a plain
-// integer. The errors are argparse's.
+// humanReadableInt parses an integer flag as vLLM's human_readable_int does, with argparse's
+// errors.
 func humanReadableInt(flag, s string) (int64, error) {
+	n, err := parseHumanInt(s)
+	if err != nil {
+		return 0, &UsageError{fmt.Sprintf("argument --%s: %v", flag, err)}
+	}
+	return n, nil
+}
+
+// parseHumanInt is vLLM's human_readable_int (vllm/utils/argparse_utils.py): a lowercase
+// suffix is decimal and takes a fraction (25.6k is 25600), an uppercase one binary and takes
+// whole numbers only (2K is 2048); else a plain integer.
+func parseHumanInt(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if g := reHumanInt.FindStringSubmatch(t); g != nil {
 		mult := map[string]float64{"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[g[2]]
 		if strings.ToUpper(g[2]) == g[2] && strings.Contains(g[1], ".") {
-			return 0, &UsageError{fmt.Sprintf("argument --%s: Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", flag, g[2], g[1], strings.ToLower(g[2]))}
+			//lint:ignore ST1005 vLLM's message, word for word
+			return 0, fmt.Errorf("Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", g[2], g[1], strings.ToLower(g[2]))
 		}
 		x, err := strconv.ParseFloat(g[1], 64)
 		if err == nil && x*mult < 1<<62 {
@@ -532,7 +525,7 @@ func humanReadableInt(flag, s string) (int64, error) {
 	} else if n, err := strconv.ParseInt(t, 10, 64); err == nil {
 		return n, nil
 	}
-	return 0, &UsageError{fmt.Sprintf("argument --%s: invalid human_readable_int value: '%s'", flag, s)}
+	return 0, fmt.Errorf("invalid human_readable_int value: '%s'", s)
 }
 
 var reHumanInt = regexp.MustCompile(`^(\d+(?:\.\d+)?)([kKmMgGtT])$`)

@@ -64,7 +64,7 @@ func TestParseMaxModelLen(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "abc", "-5", "0", "auto", "-1", "1x", "1e99"} {
+	for _, bad := range []string{"", "abc", "-5", "0", "auto", "-1", "1x", "1e99", "1.5K"} {
 		_, err := ParseMaxModelLen(bad)
 		assert.Error(t, err, bad)
 	}

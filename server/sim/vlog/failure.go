@@ -40,6 +40,11 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 		otelWrapper,
 		{vllmPkg + "v1/executor/abstract.py", 103, "__init__", "self._init_executor()", ""},
 	}
+	// Both KV-cache failures are raised under EngineCore._initialize_kv_caches.
+	initKV := []frame{
+		{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
+		otelWrapper,
+	}
 	switch kind {
 	case sim.FreeMemoryTooLow:
 		fs = append(fs, executor...)
@@ -58,18 +63,14 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 4312, "load_model", "raise torch.OutOfMemoryError(", ""},
 		)
 	case sim.KVCacheOOM:
-		fs = append(fs,
-			frame{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
-			otelWrapper,
+		fs = append(append(fs, initKV...),
 			frame{vllmPkg + "v1/engine/core.py", 318, "_initialize_kv_caches", "self.model_executor.initialize_from_config(kv_cache_configs)", ""},
 			frame{vllmPkg + "v1/executor/abstract.py", 116, "initialize_from_config", "self.collective_rpc(\"initialize_from_config\", args=(kv_cache_configs,))", ""},
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 456, "initialize_from_config", "self.model_runner.initialize_kv_cache(kv_cache_config)", ""},
 			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 6402, "_allocate_kv_cache_tensors", "tensor = torch.zeros(", "torch.zeros("},
 		)
 	default: // NoKVMemory, MaxModelLenTooLarge: the KV-cache check
-		fs = append(fs,
-			frame{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
-			otelWrapper,
+		fs = append(append(fs, initKV...),
 			frame{vllmPkg + "v1/engine/core.py", 294, "_initialize_kv_caches", "kv_cache_configs = get_kv_cache_configs(", "get_kv_cache_configs("},
 			frame{vllmPkg + "v1/core/kv_cache_utils.py", 2101, "get_kv_cache_configs", "_check_enough_kv_cache_memory(", ""},
 			frame{vllmPkg + "v1/core/kv_cache_utils.py", 740, "_check_enough_kv_cache_memory", "raise ValueError(", ""},
