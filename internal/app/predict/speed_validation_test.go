@@ -43,7 +43,13 @@ type speedCase struct {
 	OutputLen   int      `json:"output_len"`
 	// MaxConcurrency caps the requests in flight; 0 sends every prompt at once.
 	MaxConcurrency int `json:"max_concurrency"`
-	NumPrompts     int `json:"num_prompts"`
+	// RequestRate is the client's --request-rate: "inf" (every prompt at once, the default) or
+	// requests per second, sent with Poisson arrivals as vLLM's client does.
+	RequestRate requestRate `json:"request_rate"`
+	// Arrivals is "constant" where the client spaced the requests evenly (GuideLLM's constant
+	// profile), else empty: Poisson, as vLLM's client sends them at burstiness 1.
+	Arrivals   string `json:"arrivals"`
+	NumPrompts int    `json:"num_prompts"`
 	// Runs is how many times the published protocol sent the same prompts to the same server
 	// in a row, its figures the mean of the runs' (0 or 1: one run).
 	Runs int `json:"runs"`
@@ -105,10 +111,43 @@ func benchCase(t *testing.T, target *predict.Target, c speedCase) loadgen.Summar
 	t.Helper()
 	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
 	_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
-		MaxConcurrency: c.MaxConcurrency, RequestRate: math.Inf(1), Burstiness: 1, ReadyCheck: clientReadyCheck(c)})
+		MaxConcurrency: c.MaxConcurrency, RequestRate: float64(c.RequestRate), Burstiness: burstiness(t, c), ReadyCheck: clientReadyCheck(c)})
 	require.NoError(t, err, c.ID)
 	require.Equal(t, c.NumPrompts, s.Completed, c.ID)
 	return s
+}
+
+// constantArrivals is the gamma shape that spaces arrivals evenly: the gaps' relative spread is
+// 1/sqrt(shape), a thousandth here.
+const constantArrivals = 1e6
+
+// burstiness is the client's gamma shape for the case's arrivals.
+func burstiness(t *testing.T, c speedCase) float64 {
+	switch c.Arrivals {
+	case "":
+		return 1
+	case "constant":
+		return constantArrivals
+	}
+	t.Fatalf("%s: arrivals %q: want \"constant\" or none", c.ID, c.Arrivals)
+	return 0
+}
+
+// requestRate is a published --request-rate: the string "inf" or absent for +Inf, else a
+// positive number of requests per second.
+type requestRate float64
+
+func (r *requestRate) UnmarshalJSON(b []byte) error {
+	if string(b) == `"inf"` || string(b) == "null" {
+		*r = requestRate(math.Inf(1))
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || !(v > 0) {
+		return fmt.Errorf("request_rate %s: want \"inf\" or a positive number", b)
+	}
+	*r = requestRate(v)
+	return nil
 }
 
 // runSum averages the figures of several runs.
@@ -386,4 +425,35 @@ func within15(errs []float64) string {
 		}
 	}
 	return fmt.Sprintf("%d of %d within 15%%, median |error| %.1f%%", n, len(errs), errs[len(errs)/2])
+}
+
+func TestSpeedCaseRequestRate(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want float64
+		bad  bool
+	}{
+		{`{}`, 0, false}, // absent: the zero rate, which the client takes as every prompt at once
+		{`{"request_rate": "inf"}`, math.Inf(1), false},
+		{`{"request_rate": 4}`, 4, false},
+		{`{"request_rate": 14.99}`, 14.99, false},
+		{`{"request_rate": 0}`, 0, true},
+		{`{"request_rate": -1}`, 0, true},
+		{`{"request_rate": "fast"}`, 0, true},
+	} {
+		var c speedCase
+		err := json.Unmarshal([]byte(tc.json), &c)
+		if tc.bad {
+			require.Error(t, err, tc.json)
+			continue
+		}
+		require.NoError(t, err, tc.json)
+		require.Equal(t, tc.want, float64(c.RequestRate), tc.json)
+	}
+	require.Equal(t, 1.0, burstiness(t, speedCase{}), "Poisson unless the source says otherwise")
+	require.Equal(t, constantArrivals, burstiness(t, speedCase{Arrivals: "constant"}))
+	gaps := loadgen.ArrivalGaps(100, 1, constantArrivals, 0)
+	for _, g := range gaps {
+		require.InDelta(t, time.Second, g, float64(10*time.Millisecond), "constant arrivals are evenly spaced")
+	}
 }
