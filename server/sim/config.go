@@ -41,7 +41,11 @@ type Config struct {
 	PPLayerPartition     string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
 	PrefixCaching        Toggle // --enable-prefix-caching (default on)
 	ChunkedPrefill       Toggle // --enable-chunked-prefill (default on)
-	NumGPUBlocksOverride int    // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
+	// AsyncScheduling is --async-scheduling / --no-async-scheduling, taken as vLLM takes them.
+	// The step model has one host cost, fitted on releases with and without the overlap, and
+	// does not split it out (docs/vllm-behaviour.md#serving-flags).
+	AsyncScheduling      Toggle
+	NumGPUBlocksOverride int // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
 	// KVCacheMemoryBytes is --kv-cache-memory-bytes: the KV cache of each GPU in bytes, which
 	// skips the memory profiling and ignores the utilisation's budget (0: profile).
 	KVCacheMemoryBytes int64

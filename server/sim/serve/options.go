@@ -150,12 +150,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 // rawArgs holds the flags ParseArgs interprets after parsing, rather than binding them to an
 // Options field.
 type rawArgs struct {
-	model, maxModelLen, specConfig             *string
-	maxBatchedTokens, kvCacheMemory            *string
-	served, apiKeys                            *[]string
-	prefixOn, prefixOff, chunkedOn, chunkedOff *bool
-	help                                       *bool
-	specAcceptance                             *float64
+	model, maxModelLen, specConfig                                *string
+	maxBatchedTokens, kvCacheMemory                               *string
+	served, apiKeys                                               *[]string
+	prefixOn, prefixOff, chunkedOn, chunkedOff, asyncOn, asyncOff *bool
+	help                                                          *bool
+	specAcceptance                                                *float64
 }
 
 // defineFlags declares vllm serve's flags, the simulator's own and those accepted for
@@ -184,6 +184,8 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
 	r.chunkedOn = fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
 	r.chunkedOff = fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
+	r.asyncOn = fs.Bool("async-scheduling", false, "Schedule the next step while the GPU runs this one (default on from vLLM 0.14, but not with pipeline parallelism or n-gram drafts)")
+	r.asyncOff = fs.Bool("no-async-scheduling", false, "Schedule each step after the last one finishes")
 	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
 	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
 	r.specConfig = fs.String("speculative-config", "", `Speculative decoding as JSON, e.g. '{"method": "ngram", "num_speculative_tokens": 3}' (method ngram, eagle, eagle3, mtp or draft_model)`)
@@ -247,6 +249,10 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 		return NamedValue{}, false
 	}
 	key := strings.ReplaceAll(f.Name, "-", "_")
+	if negated, ok := negatedToggles[f.Name]; ok {
+		// argparse's BooleanOptionalAction stores --no-x in x's own field, as False.
+		return NamedValue{negated, false}, true
+	}
 	if key == "api_key" {
 		// Logged as vLLM logs it, but never the key itself.
 		return NamedValue{key, "***"}, true
@@ -271,11 +277,19 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 	return NamedValue{key, v}, true
 }
 
-// setToggle sets *dst from an --enable-name / --no-enable-name pair, which argparse declares
-// mutually exclusive.
+// negatedToggles are the --no- halves of the on/off flag pairs, with the field vLLM stores them
+// in.
+var negatedToggles = map[string]string{
+	"no-enable-prefix-caching":  "enable_prefix_caching",
+	"no-enable-chunked-prefill": "enable_chunked_prefill",
+	"no-async-scheduling":       "async_scheduling",
+}
+
+// setToggle sets *dst from an --name / --no-name pair, which argparse declares mutually
+// exclusive.
 func setToggle(dst *sim.Toggle, name string, on, off bool) error {
 	if on && off {
-		return &UsageError{"argument --no-enable-" + name + ": not allowed with argument --enable-" + name}
+		return &UsageError{"argument --no-" + name + ": not allowed with argument --" + name}
 	}
 	switch {
 	case on:
@@ -289,10 +303,13 @@ func setToggle(dst *sim.Toggle, name string, on, off bool) error {
 // applyEngineArgs interprets the flags that shape the engine beyond a plain value, and checks
 // the engine's ranges.
 func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(string) string) error {
-	if err := setToggle(&o.Engine.PrefixCaching, "prefix-caching", *r.prefixOn, *r.prefixOff); err != nil {
+	if err := setToggle(&o.Engine.PrefixCaching, "enable-prefix-caching", *r.prefixOn, *r.prefixOff); err != nil {
 		return err
 	}
-	if err := setToggle(&o.Engine.ChunkedPrefill, "chunked-prefill", *r.chunkedOn, *r.chunkedOff); err != nil {
+	if err := setToggle(&o.Engine.ChunkedPrefill, "enable-chunked-prefill", *r.chunkedOn, *r.chunkedOff); err != nil {
+		return err
+	}
+	if err := setToggle(&o.Engine.AsyncScheduling, "async-scheduling", *r.asyncOn, *r.asyncOff); err != nil {
 		return err
 	}
 	switch {

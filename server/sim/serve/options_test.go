@@ -28,11 +28,14 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	keys := []string{}
 	for _, nv := range o.NonDefault {
 		keys = append(keys, nv.Key)
-		if nv.Key == "max_model_len" {
+		switch nv.Key {
+		case "max_model_len":
 			assert.Equal(t, 8000, nv.Value, "logged as the parsed int")
+		case "enable_prefix_caching":
+			assert.Equal(t, false, nv.Value, "--no-x is argparse's BooleanOptionalAction: x's own field, False")
 		}
 	}
-	assert.Equal(t, []string{"model_tag", "model", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "no_enable_prefix_caching", "sim_gpu", "trust_remote_code", "port"}, keys)
+	assert.Equal(t, []string{"model_tag", "model", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "enable_prefix_caching", "sim_gpu", "trust_remote_code", "port"}, keys)
 
 	d, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)
@@ -145,4 +148,31 @@ func TestSpeculativeAndVersionFlags(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sim.Resolve(o.Engine, nil)
 	assert.ErrorContains(t, err, "--sim-vllm-version 0.1.9 is not simulated; the simulator imitates vLLM 0.2.0 to 0.33")
+}
+
+func TestAsyncSchedulingFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want sim.Toggle
+		kv   any // the non-default arg vLLM logs, nil for none
+	}{
+		{nil, sim.Default, nil},
+		{[]string{"--async-scheduling"}, sim.On, true},
+		{[]string{"--no-async-scheduling"}, sim.Off, false},
+	} {
+		o, err := ParseArgs(append([]string{"Qwen/Qwen3-0.6B"}, tc.args...), noEnv)
+		require.NoError(t, err, tc.args)
+		assert.Equal(t, tc.want, o.Engine.AsyncScheduling, tc.args)
+		var logged any
+		for _, nv := range o.NonDefault {
+			if nv.Key == "async_scheduling" {
+				logged = nv.Value
+			}
+		}
+		assert.Equal(t, tc.kv, logged, tc.args)
+	}
+	_, err := ParseArgs([]string{"--async-scheduling", "--no-async-scheduling"}, noEnv)
+	assert.EqualError(t, err, "argument --no-async-scheduling: not allowed with argument --async-scheduling")
+	_, err = ParseArgs([]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, noEnv)
+	assert.EqualError(t, err, "argument --no-enable-prefix-caching: not allowed with argument --enable-prefix-caching")
 }
