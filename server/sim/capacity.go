@@ -206,14 +206,22 @@ func v1StartupError(c Capacity, l KVLayout, maxModelLen int) *StartupError {
 // V2ModelRunner reports whether vLLM runs the model with its V2 model runner: the default for
 // dense models from about 0.25 (PR #44443, 2026-07-02) and for MoE and hybrid models too from
 // 0.29 (PR #53183). Before, those and every model of older releases use the V1 runner
-// (docs/vllm-behaviour.md#kv-cache-memory).
+// (docs/vllm-behaviour.md#kv-cache-memory). VLLM_USE_V2_MODEL_RUNNER chooses either runner from
+// 0.25, the first release whose V2 runner the memory plan models.
 func (s *Setup) V2ModelRunner() bool {
+	if s.V2ModelRunnerEnv != Default && s.Version.AtLeast(v2RunnerModelled) {
+		return s.V2ModelRunnerEnv == On
+	}
 	if s.Version.AtLeast("0.29.0") {
 		return true
 	}
 	m := s.ModelProfile
 	return !m.IsMoE() && !m.IsHybrid() && s.Version.AtLeast("0.25.0")
 }
+
+// v2RunnerModelled is the first release whose V2 model runner the memory plan models; the
+// runner existed from 0.12 as an experiment (PR #25266) that only the variable turned on.
+const v2RunnerModelled = "0.25.0"
 
 // CUDAGraphProfiled reports whether the CUDA-graph memory estimate comes out of the KV budget:
 // from 0.21 (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1) for the V1 model runner,

@@ -44,7 +44,10 @@ type Config struct {
 	// AsyncScheduling is --async-scheduling / --no-async-scheduling, taken as vLLM takes them.
 	// The step model has one host cost, fitted on releases with and without the overlap, and
 	// does not split it out (docs/vllm-behaviour.md#serving-flags).
-	AsyncScheduling      Toggle
+	AsyncScheduling Toggle
+	// V2ModelRunnerEnv mirrors VLLM_USE_V2_MODEL_RUNNER: Default (unset, the release's rule),
+	// On (1) or Off (0); see Setup.V2ModelRunner.
+	V2ModelRunnerEnv     Toggle
 	NumGPUBlocksOverride int // --num-gpu-blocks-override: fix the KV cache size (for preemption experiments)
 	// KVCacheMemoryBytes is --kv-cache-memory-bytes: the KV cache of each GPU in bytes, which
 	// skips the memory profiling and ignores the utilisation's budget (0: profile).
@@ -132,6 +135,23 @@ func (s *Setup) PrefixCachingEnabled() bool {
 
 // ChunkedPrefillEnabled reports whether chunked prefill is on.
 func (s *Setup) ChunkedPrefillEnabled() bool { return s.ChunkedPrefill != Off }
+
+// ParseEnvToggle reads an on/off environment variable as vLLM's envs.py reads its integer
+// switches, bool(int(value)): unset is Default, 0 Off, any other integer On, anything else
+// int()'s error.
+func ParseEnvToggle(name, value string) (Toggle, error) {
+	if value == "" {
+		return Default, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil {
+		return Default, fmt.Errorf("%s: invalid literal for int() with base 10: %q", name, value)
+	}
+	if n == 0 {
+		return Off, nil
+	}
+	return On, nil
+}
 
 // ConfigError is an invalid flag value, reported before any "engine" starts.
 type ConfigError struct{ Msg string }

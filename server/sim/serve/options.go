@@ -355,6 +355,9 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(str
 		return &UsageError{err.Error()}
 	}
 	o.Engine.FlashInferSampler = fi
+	if o.Engine.V2ModelRunnerEnv, err = sim.ParseEnvToggle("VLLM_USE_V2_MODEL_RUNNER", getenv("VLLM_USE_V2_MODEL_RUNNER")); err != nil {
+		return &UsageError{err.Error()}
+	}
 	if err := o.checkPP(getenv); err != nil {
 		return err
 	}

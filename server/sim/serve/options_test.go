@@ -176,3 +176,35 @@ func TestAsyncSchedulingFlags(t *testing.T) {
 	_, err = ParseArgs([]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, noEnv)
 	assert.EqualError(t, err, "argument --no-enable-prefix-caching: not allowed with argument --enable-prefix-caching")
 }
+
+func TestV2ModelRunnerEnv(t *testing.T) {
+	runner := func(version, model, env string) (v2, graphsReserved bool) {
+		t.Helper()
+		p, err := Prepare([]string{model, "--sim-vllm-version", version}, func(k string) string {
+			if k == "VLLM_USE_V2_MODEL_RUNNER" {
+				return env
+			}
+			return ""
+		})
+		require.NoError(t, err, version+" "+model+" "+env)
+		s := p.Setup()
+		return s.V2ModelRunner(), s.CUDAGraphProfiled()
+	}
+	moe := "Qwen/Qwen3-30B-A3B"
+	v2, reserved := runner("0.29.0", moe, "")
+	assert.True(t, v2 && reserved, "0.29 runs every model on the V2 runner, which reserves its graphs")
+	v2, reserved = runner("0.29.0", moe, "0")
+	assert.True(t, !v2 && reserved, "0 keeps the V1 runner, whose estimate is reserved from 0.21")
+	v2, reserved = runner("0.25.0", moe, "1")
+	assert.True(t, v2 && !reserved, "1 takes the V2 runner of 0.25, whose estimate is 0")
+	v2, _ = runner("0.24.0", moe, "1")
+	assert.False(t, v2, "before 0.25 the memory plan has no V2 runner to take")
+
+	_, err := ParseArgs(nil, func(k string) string {
+		if k == "VLLM_USE_V2_MODEL_RUNNER" {
+			return "yes"
+		}
+		return ""
+	})
+	assert.EqualError(t, err, `VLLM_USE_V2_MODEL_RUNNER: invalid literal for int() with base 10: "yes"`)
+}

@@ -67,6 +67,9 @@ type corpusCase struct {
 	// FlashInfer is "absent" where the log shows an install without FlashInfer ("FlashInfer is
 	// not available. Falling back to the PyTorch-native implementation", --sim-flashinfer).
 	FlashInfer string `json:"flashinfer"`
+	// Env is the vLLM environment variables the source shows the server was started with
+	// (VLLM_USE_V2_MODEL_RUNNER, say), passed to the simulator as its environment.
+	Env map[string]string `json:"env"`
 }
 
 type logged struct {
@@ -202,10 +205,10 @@ func catalogueGap(c corpusCase, p *sim.Profiles) string {
 	return ""
 }
 
-// predicted is what the simulator plans for args: its KV tokens and available KV memory, and
+// predicted is what the simulator plans for args in the environment env: its KV tokens and available KV memory, and
 // whether it refuses to start. All use of the capacity API is here.
-func predicted(args []string) (outcome string, tokens int, availGiB float64, reason string) {
-	p, err := serve.Prepare(args, func(string) string { return "" })
+func predicted(args []string, env map[string]string) (outcome string, tokens int, availGiB float64, reason string) {
+	p, err := serve.Prepare(args, func(k string) string { return env[k] })
 	var startup *serve.StartupError
 	var usage *serve.UsageError
 	var invalid *serve.ValidationError
@@ -251,7 +254,7 @@ func evaluate(c corpusCase, p *sim.Profiles) result {
 	if args == nil {
 		return result{Outcome: outcomeNone, Reason: why}
 	}
-	outcome, tokens, avail, reason := predicted(args)
+	outcome, tokens, avail, reason := predicted(args, c.Env)
 	if outcome == outcomeConfig {
 		// vLLM's config check refuses the settings before anything is loaded: the prediction
 		// of a case that logged that refusal, and a check the case's server got past otherwise.
