@@ -201,6 +201,10 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 			fmt.Sprintf("  (%s tokens in all); the API server spreads requests over them", textfmt.Thousands(int64(dp*r.Columns[0].KVTokens))))
 	}
 	fmt.Fprint(stdout, r.Render(100))
+	if line := notSimulatedLine(opts.NotSimulated); line != "" {
+		// Some of them (--cpu-offload-gb, --limit-mm-per-prompt) would change the plan.
+		fmt.Fprintln(stdout, line+"; the plan above is made without them")
+	}
 	if r.Columns[0].Refused != "" {
 		return 1
 	}

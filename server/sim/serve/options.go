@@ -87,9 +87,14 @@ const usageLine = "usage: vllmtop sim [model_tag] [options]"
 // accepted lists `vllm serve` flags the simulator takes and ignores, so real command lines
 // run unchanged. Their values do not change the simulation.
 var accepted = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
-	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice"}
+	"enable-log-requests", "no-enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice",
+	"language-model-only", "enable-expert-parallel"}
 var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-format", "tokenizer", "revision",
-	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend"}
+	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend",
+	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval", "optimization-level",
+	"compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt", "mamba-ssm-cache-dtype",
+	"hf-overrides", "override-generation-config", "long-prefill-token-threshold", "max-num-partial-prefills",
+	"max-long-partial-prefills", "cpu-offload-gb"}
 
 // ParseArgs parses `vllm serve`'s flags with vLLM's names and defaults. getenv supplies
 // VLLM_API_KEY and VLLM_ALLOW_LONG_MAX_MODEL_LEN.
@@ -132,7 +137,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 			o.APIKeys = []string{k}
 		}
 	}
-	if err := o.applyEngineArgs(fs, raw, getenv); err != nil {
+	if err := o.applyEngineArgs(fs, raw, args, getenv); err != nil {
 		return nil, err
 	}
 	if err := o.checkServing(); err != nil {
@@ -150,12 +155,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 // rawArgs holds the flags ParseArgs interprets after parsing, rather than binding them to an
 // Options field.
 type rawArgs struct {
-	model, maxModelLen, specConfig                                *string
-	maxBatchedTokens, kvCacheMemory                               *string
-	served, apiKeys                                               *[]string
-	prefixOn, prefixOff, chunkedOn, chunkedOff, asyncOn, asyncOff *bool
-	help                                                          *bool
-	specAcceptance                                                *float64
+	model, maxModelLen, specConfig  *string
+	maxBatchedTokens, kvCacheMemory *string
+	served, apiKeys                 *[]string
+
+	help           *bool
+	specAcceptance *float64
 }
 
 // defineFlags declares vllm serve's flags, the simulator's own and those accepted for
@@ -180,12 +185,12 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.IntVar(&o.Engine.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "Use this many KV-cache blocks instead of the profiled number")
 	r.kvCacheMemory = fs.String("kv-cache-memory-bytes", "", "KV cache of each GPU in bytes, instead of what the profiling leaves of --gpu-memory-utilization (also --kv-cache-memory); accepts 20G (20 GiB), 20g (20e9)")
 	fs.BoolVar(&o.Engine.EnforceEager, "enforce-eager", false, "Run without CUDA graphs: none captured, none reserved in the KV budget; small batches wait on kernel launches")
-	r.prefixOn = fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on)")
-	r.prefixOff = fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
-	r.chunkedOn = fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
-	r.chunkedOff = fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
-	r.asyncOn = fs.Bool("async-scheduling", false, "Schedule the next step while the GPU runs this one (default on from vLLM 0.14, but not with pipeline parallelism or n-gram drafts)")
-	r.asyncOff = fs.Bool("no-async-scheduling", false, "Schedule each step after the last one finishes")
+	fs.Bool("enable-prefix-caching", false, "Enable prefix caching (default on; of --x and --no-x the later wins)")
+	fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
+	fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
+	fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
+	fs.Bool("async-scheduling", false, "Schedule the next step while the GPU runs this one (default on from vLLM 0.14, but not with pipeline parallelism or n-gram drafts)")
+	fs.Bool("no-async-scheduling", false, "Schedule each step after the last one finishes")
 	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
 	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
 	r.specConfig = fs.String("speculative-config", "", `Speculative decoding as JSON, e.g. '{"method": "ngram", "num_speculative_tokens": 3}' (method ngram, eagle, eagle3, mtp or draft_model)`)
@@ -283,35 +288,32 @@ var negatedToggles = map[string]string{
 	"no-enable-prefix-caching":  "enable_prefix_caching",
 	"no-enable-chunked-prefill": "enable_chunked_prefill",
 	"no-async-scheduling":       "async_scheduling",
+	"no-enable-log-requests":    "enable_log_requests",
 }
 
-// setToggle sets *dst from an --name / --no-name pair, which argparse declares mutually
-// exclusive.
-func setToggle(dst *sim.Toggle, name string, on, off bool) error {
-	if on && off {
-		return &UsageError{"argument --no-" + name + ": not allowed with argument --" + name}
+// setToggle sets *dst from an --name / --no-name pair. vLLM declares each boolean engine
+// argument as one argparse BooleanOptionalAction (get_kwargs in vllm/engine/arg_utils.py), so
+// given both, the later one wins.
+func setToggle(dst *sim.Toggle, name string, args []string) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		switch a {
+		case "--" + name:
+			*dst = sim.On
+		case "--no-" + name:
+			*dst = sim.Off
+		}
 	}
-	switch {
-	case on:
-		*dst = sim.On
-	case off:
-		*dst = sim.Off
-	}
-	return nil
 }
 
 // applyEngineArgs interprets the flags that shape the engine beyond a plain value, and checks
 // the engine's ranges.
-func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, getenv func(string) string) error {
-	if err := setToggle(&o.Engine.PrefixCaching, "enable-prefix-caching", *r.prefixOn, *r.prefixOff); err != nil {
-		return err
-	}
-	if err := setToggle(&o.Engine.ChunkedPrefill, "enable-chunked-prefill", *r.chunkedOn, *r.chunkedOff); err != nil {
-		return err
-	}
-	if err := setToggle(&o.Engine.AsyncScheduling, "async-scheduling", *r.asyncOn, *r.asyncOff); err != nil {
-		return err
-	}
+func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, args []string, getenv func(string) string) error {
+	setToggle(&o.Engine.PrefixCaching, "enable-prefix-caching", args)
+	setToggle(&o.Engine.ChunkedPrefill, "enable-chunked-prefill", args)
+	setToggle(&o.Engine.AsyncScheduling, "async-scheduling", args)
 	switch {
 	case !o.PrintCapacity && (fs.Changed("random-input-len") || fs.Changed("random-output-len")):
 		return &UsageError{"argument --random-input-len/--random-output-len: only with --print-capacity"}
@@ -562,6 +564,15 @@ func expandShortAliases(args []string) []string {
 			a = "--tensor-parallel-size"
 		case strings.HasPrefix(a, "-tp="):
 			a = "--tensor-parallel-size=" + a[4:]
+		case a == "-cc" || strings.HasPrefix(a, "-cc="):
+			a = "--compilation-config" + strings.TrimPrefix(a, "-cc")
+		case a == "-ep":
+			a = "--enable-expert-parallel"
+		case a == "-O":
+			a = "--optimization-level"
+		case strings.HasPrefix(a, "-O"):
+			// -O3, -O.key=value: argparse's attached value of a short option.
+			a = "--optimization-level=" + strings.TrimPrefix(strings.TrimPrefix(a, "-O"), "=")
 		case a == "--kv-cache-memory" || strings.HasPrefix(a, "--kv-cache-memory="):
 			// argparse takes a unique prefix of a long flag; vLLM's own advice spells this one.
 			a = "--kv-cache-memory-bytes" + strings.TrimPrefix(a, "--kv-cache-memory")

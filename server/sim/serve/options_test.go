@@ -85,7 +85,6 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--gpu-memory-utilization", "lots"}, "argument --gpu-memory-utilization: invalid float value: 'lots'"},
 		{[]string{"--port"}, "argument --port: expected one argument"},
 		{[]string{"--max-model-len", "big"}, "argument --max-model-len: invalid value"},
-		{[]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, "not allowed with argument"},
 		{[]string{"--sim-speed", "0"}, "argument --sim-speed: must be greater than 0"},
 		{[]string{"--port", "70000"}, "is not a port number"},
 	}
@@ -171,10 +170,49 @@ func TestAsyncSchedulingFlags(t *testing.T) {
 		}
 		assert.Equal(t, tc.kv, logged, tc.args)
 	}
-	_, err := ParseArgs([]string{"--async-scheduling", "--no-async-scheduling"}, noEnv)
-	assert.EqualError(t, err, "argument --no-async-scheduling: not allowed with argument --async-scheduling")
-	_, err = ParseArgs([]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, noEnv)
-	assert.EqualError(t, err, "argument --no-enable-prefix-caching: not allowed with argument --enable-prefix-caching")
+	// One BooleanOptionalAction: given both, the later wins, as argparse does.
+	for _, tc := range []struct {
+		args []string
+		want sim.Toggle
+	}{
+		{[]string{"--async-scheduling", "--no-async-scheduling"}, sim.Off},
+		{[]string{"--no-async-scheduling", "--async-scheduling"}, sim.On},
+		{[]string{"--async-scheduling", "--", "--no-async-scheduling"}, sim.On}, // after --, a positional
+	} {
+		o, err := ParseArgs(tc.args, noEnv)
+		require.NoError(t, err, tc.args)
+		assert.Equal(t, tc.want, o.Engine.AsyncScheduling, tc.args)
+	}
+	o, err := ParseArgs([]string{"--enable-prefix-caching", "--no-enable-prefix-caching"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, sim.Off, o.Engine.PrefixCaching)
+}
+
+// TestCurrentServeFlagsAccepted runs command lines of vLLM 0.20 to 0.30 as published: every flag
+// is one vllm serve takes, so the simulator must take it too.
+func TestCurrentServeFlagsAccepted(t *testing.T) {
+	for _, line := range [][]string{
+		// roy6n23/vllm-tp2-profiling's pinned engine settings (0.30.0)
+		{"meta-llama/Llama-3.1-8B-Instruct", "--dtype", "bfloat16", "--max-model-len", "9216", "--gpu-memory-utilization", "0.90",
+			"--max-num-seqs", "1024", "--max-num-batched-tokens", "8192", "--block-size", "16", "--kv-cache-dtype", "auto", "--seed", "0",
+			"--no-enable-prefix-caching", "--enable-chunked-prefill", "--async-scheduling", "--stream-interval", "1",
+			"--attention-backend", "FLASH_ATTN", "--generation-config", "vllm", "-O2"},
+		// a 0.20 docker compose command of a Qwen3.6 NVFP4 MoE
+		{"Qwen/Qwen3.6-35B-A3B", "--trust-remote-code", "--gpu-memory-utilization", "0.90", "--max-model-len", "65536",
+			"--max-num-seqs", "1", "--max-num-batched-tokens", "4096", "--kv-cache-dtype", "fp8_e4m3", "--reasoning-parser", "qwen3",
+			"--tool-call-parser", "qwen3_coder", "--moe-backend", "cutlass", "--enable-prefix-caching", "--max-cudagraph-capture-size", "4"},
+		{"Qwen/Qwen3.5-9B", "--language-model-only", "--limit-mm-per-prompt", `{"image": 2}`, "--mamba-ssm-cache-dtype", "float32",
+			"-cc", `{"cudagraph_mode": "FULL_AND_PIECEWISE"}`, "-ep", "--hf-overrides", "{}", "--override-generation-config", "{}",
+			"--long-prefill-token-threshold", "0", "--max-num-partial-prefills", "1", "--max-long-partial-prefills", "1",
+			"--enable-log-requests", "--no-enable-log-requests", "--cpu-offload-gb", "0", "-O", "3"},
+	} {
+		o, err := ParseArgs(line, noEnv)
+		require.NoError(t, err, line)
+		assert.NotEmpty(t, o.NotSimulated, "the start-up warning names what is not simulated")
+	}
+	o, err := ParseArgs([]string{"-O3"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--optimization-level"}, o.NotSimulated)
 }
 
 func TestV2ModelRunnerEnv(t *testing.T) {
