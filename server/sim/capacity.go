@@ -23,6 +23,8 @@ type Capacity struct {
 	// --kv-cache-memory-bytes (KVPinned).
 	AvailableKVBytes int64
 	KVPinned         bool
+	// AutoFitFrom is the context length --max-model-len auto reduced to fit the KV cache (0: none).
+	AutoFitFrom int
 	// Layout is how the KV cache is grouped and paged.
 	Layout KVLayout
 	// BytesPerToken is the K and V of every full-attention layer for one token on this GPU:
@@ -139,6 +141,11 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		// the cache from the override alone.
 		c.AvailableKVBytes = int64(o) * c.BlockBytes
 	}
+	if s.AutoFitMaxModelLen {
+		if err := autoFitMaxModelLen(s, &c, l); err != nil {
+			return c, err
+		}
+	}
 	c.NumGPUBlocks, c.MaxConcurrency, c.KVCacheTokens = KVCapacity(l, c.AvailableKVBytes, s.MaxModelLen, s.Version)
 	if !s.Version.V1Engine() {
 		if err := v0StartupError(c, l.BlockSize, s.MaxModelLen); err != nil {
@@ -186,6 +193,26 @@ func torchSize(b int64) string {
 	default:
 		return fmt.Sprintf("%.2f GiB", x/(1<<30))
 	}
+}
+
+// autoFitMaxModelLen is --max-model-len auto (_auto_fit_max_model_len in
+// vllm/v1/core/kv_cache_utils.py, vllm#29431): the model's context when one request of it fits
+// the KV cache, else the longest that does, by the estimate the refusal quotes.
+func autoFitMaxModelLen(s *Setup, c *Capacity, l KVLayout) error {
+	full := s.MaxModelLen
+	if l.neededBytes(full) <= c.AvailableKVBytes {
+		return nil
+	}
+	est := 0
+	if c.AvailableKVBytes > 0 {
+		est = l.estimateMaxModelLen(c.AvailableKVBytes, full)
+	}
+	if est <= 0 {
+		return &StartupError{Kind: NoKVMemory, Exception: "ValueError", Capacity: *c, Message: "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. Try increasing `gpu_memory_utilization`."}
+	}
+	s.MaxModelLen, c.AutoFitFrom = est, full
+	c.BlocksPerRequest = l.BlocksPerRequest(est)
+	return nil
 }
 
 // v1StartupError is the V1 engine's check of the KV cache (check_enough_kv_cache_memory): no

@@ -301,3 +301,29 @@ func TestQuantizationMethodMovesToMarlin(t *testing.T) {
 		assert.Equal(t, c.want, s.QuantizationMethod(), "%+v", c)
 	}
 }
+
+func TestAutoFitMaxModelLen(t *testing.T) {
+	s, err := Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", AutoFitMaxModelLen: true}, nil)
+	require.NoError(t, err, "auto fits where 131,072 tokens would be refused")
+	c := s.Capacity
+	assert.Equal(t, 131072, c.AutoFitFrom)
+	assert.Less(t, s.MaxModelLen, 131072)
+	assert.LessOrEqual(t, s.MaxModelLen, c.KVCacheTokens, "one request of the fitted length fits")
+	_, err = Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", MaxModelLen: s.MaxModelLen + 16*64}, nil)
+	var se *StartupError
+	require.ErrorAs(t, err, &se, "a longer context is refused")
+	assert.Equal(t, s.MaxModelLen, se.EstimatedMaxModelLen, "auto takes the length the refusal estimates")
+
+	s, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100-SXM-80GB", AutoFitMaxModelLen: true}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 40960, s.MaxModelLen, "the model's context when it fits")
+	assert.Zero(t, s.Capacity.AutoFitFrom)
+
+	_, err = Resolve(Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.7, AutoFitMaxModelLen: true}, nil)
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Message, "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token.")
+
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", AutoFitMaxModelLen: true, VLLMVersion: "0.13.0"}, nil)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce, "auto came with 0.14")
+}

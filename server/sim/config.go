@@ -23,12 +23,15 @@ type Config struct {
 	Host                 string  // --sim-host-profile: "v1" (default) or "legacy"
 	GPUMemoryUtilization float64 // --gpu-memory-utilization (default: DefaultUtilization of the release)
 	MaxModelLen          int     // --max-model-len (default: the model's max_position_embeddings)
-	MaxNumSeqs           int     // --max-num-seqs (default: by GPU)
-	MaxNumBatchedTokens  int     // --max-num-batched-tokens (default: by GPU)
-	BlockSize            int     // --block-size (default 16)
-	KVCacheDType         string  // --kv-cache-dtype (default "auto": the model dtype)
-	DType                string  // --dtype (default "auto": the checkpoint dtype)
-	Quantization         string  // --quantization: "", "awq", "gptq", "fp8"
+	// AutoFitMaxModelLen is --max-model-len auto (or -1): the model's context, or the longest one
+	// the KV cache holds when that does not fit (from autoFitRelease).
+	AutoFitMaxModelLen  bool
+	MaxNumSeqs          int    // --max-num-seqs (default: by GPU)
+	MaxNumBatchedTokens int    // --max-num-batched-tokens (default: by GPU)
+	BlockSize           int    // --block-size (default 16)
+	KVCacheDType        string // --kv-cache-dtype (default "auto": the model dtype)
+	DType               string // --dtype (default "auto": the checkpoint dtype)
+	Quantization        string // --quantization: "", "awq", "gptq", "fp8"
 	// CheckpointQuantization is the checkpoint's own quantization method where it is not the
 	// catalogue entry's: a quantized build of a catalogue model, sized from its base
 	// (--sim-checkpoint-quantization).
@@ -308,9 +311,19 @@ func maxModelLenTooLong(asked, derived int, v Version) *ValidationError {
 	return &ValidationError{Class: "ModelConfig", Constraint: valueError, Input: "ArgsKwargs((), {'model': " + tail, Message: msg}
 }
 
+// autoFitRelease is the first release that takes --max-model-len auto (vllm#29431, in the 0.14.0
+// release notes).
+const autoFitRelease = "0.14.0"
+
 // resolveLimits defaults and checks the context length, the per-step token and sequence
 // budgets, the memory already in use, the block override and the jitter.
 func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
+	if cfg.AutoFitMaxModelLen {
+		if !v.AtLeast(autoFitRelease) {
+			return &ConfigError{fmt.Sprintf("--max-model-len auto (or -1) fits the context to the KV cache from vLLM %s; %s takes a number", autoFitRelease, v)}
+		}
+		cfg.MaxModelLen = 0 // the model's, until the KV cache is known
+	}
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = m.MaxPositionEmbeddings
 	}

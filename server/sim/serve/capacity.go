@@ -85,6 +85,10 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 	}
 	if first.setup != nil {
 		r.Layout = sim.LayoutLines(first.setup.Config, first.setup.Capacity)
+		if from := first.setup.Capacity.AutoFitFrom; from > 0 {
+			r.Layout = append(r.Layout, fmt.Sprintf("--max-model-len auto: a request of the model's %s tokens does not fit the KV cache; vLLM fits the context to %s",
+				textfmt.Thousands(int64(from)), textfmt.Thousands(int64(first.setup.MaxModelLen))))
+		}
 		if note := first.setup.ColdCompileNote(); note != "" {
 			r.Notes = append(r.Notes, note)
 		}
@@ -116,7 +120,7 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 			name  string
 			apply func(*sim.Config)
 			skip  bool
-		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen = short }, maxLen != 0 && short >= maxLen})
+		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen, c.AutoFitMaxModelLen = short, false }, maxLen != 0 && short >= maxLen})
 	}
 	for _, v := range variants {
 		if v.skip {

@@ -321,15 +321,8 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, args []string, 
 		return &UsageError{"argument --random-input-len/--random-output-len: must be at least 1"}
 	}
 	if *r.maxModelLen != "" {
-		n, err := ParseMaxModelLen(*r.maxModelLen)
-		if err != nil {
-			return &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
-		}
-		o.Engine.MaxModelLen = n
-		for i := range o.NonDefault {
-			if o.NonDefault[i].Key == "max_model_len" {
-				o.NonDefault[i].Value = n // vLLM logs the parsed int: 8k is 8000
-			}
+		if err := o.setMaxModelLen(*r.maxModelLen); err != nil {
+			return err
 		}
 	}
 	if fs.Changed("max-num-batched-tokens") {
@@ -497,7 +490,7 @@ func decodePython(dec *json.Decoder, depth int) (any, error) {
 func ParseMaxModelLen(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	if t == "-1" || strings.EqualFold(t, "auto") {
-		return 0, errors.New("auto-fit (-1 or auto) is not simulated; give a number")
+		return 0, errors.New("auto (-1) fits the context to the KV cache; give a number here")
 	}
 	n, err := parseHumanInt(t)
 	if err != nil || n <= 0 || n > 1<<31 {
@@ -507,6 +500,23 @@ func ParseMaxModelLen(s string) (int, error) {
 		return 0, fmt.Errorf("invalid value %q (a positive number, optionally with k, K, m, M)", s)
 	}
 	return int(n), nil
+}
+
+// setMaxModelLen takes --max-model-len: a length, or auto (-1), which vLLM stores as -1 and
+// fits to the KV cache once it is sized.
+func (o *Options) setMaxModelLen(v string) error {
+	if t := strings.TrimSpace(v); t == "-1" || strings.EqualFold(t, "auto") {
+		o.Engine.AutoFitMaxModelLen = true
+		o.setNonDefault("max_model_len", -1)
+		return nil
+	}
+	n, err := ParseMaxModelLen(v)
+	if err != nil {
+		return &UsageError{fmt.Sprintf("argument --max-model-len: %v", err)}
+	}
+	o.Engine.MaxModelLen = n
+	o.setNonDefault("max_model_len", n) // vLLM logs the parsed int: 8k is 8000
+	return nil
 }
 
 // setNonDefault replaces the logged value of a non-default arg with the parsed one, as vLLM

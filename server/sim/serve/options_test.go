@@ -69,7 +69,13 @@ func TestParseMaxModelLen(t *testing.T) {
 	}
 	for _, bad := range []string{"", "abc", "-5", "0", "auto", "-1", "1x", "1e99", "1.5K"} {
 		_, err := ParseMaxModelLen(bad)
-		assert.Error(t, err, bad)
+		assert.Error(t, err, bad, "a length; auto is the flag's own case")
+	}
+	for _, auto := range []string{"auto", "AUTO", "-1"} {
+		o, err := ParseArgs([]string{"--max-model-len", auto}, noEnv)
+		require.NoError(t, err, auto)
+		assert.True(t, o.Engine.AutoFitMaxModelLen, auto)
+		assert.Equal(t, []NamedValue{{"max_model_len", -1}}, o.NonDefault, "vLLM stores auto as -1")
 	}
 }
 

@@ -82,3 +82,18 @@ func TestPinnedKVCacheLines(t *testing.T) {
 		t.Error("the graphs are still captured")
 	}
 }
+
+func TestAutoFitMaxModelLenLines(t *testing.T) {
+	out := releaseStartup(t, sim.Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", VLLMVersion: sim.DefaultVersion, AutoFitMaxModelLen: true})
+	l := lineWith(out, "Auto-fit max_model_len")
+	if !strings.Contains(l, "Auto-fit max_model_len: reduced from 131072 to ") || !strings.Contains(l, "GiB available for KV cache)") {
+		t.Fatalf("no auto-fit line: %q", l)
+	}
+	if c := lineWith(out, "Maximum concurrency for"); !strings.Contains(c, "tokens per request: 1.00x") {
+		t.Errorf("the fitted length holds one request: %q", c)
+	}
+	fits := releaseStartup(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100-SXM-80GB", VLLMVersion: sim.DefaultVersion, AutoFitMaxModelLen: true})
+	if l := lineWith(fits, "Auto-fit max_model_len"); l != "" {
+		t.Errorf("a context that fits is kept, with no auto-fit line: %q", l)
+	}
+}

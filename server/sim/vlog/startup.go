@@ -146,6 +146,10 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
 		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
 	}
+	if c.AutoFitFrom > 0 {
+		l.record(eng, Info, "kv_cache_utils.py:1373", fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)",
+			c.AutoFitFrom, s.MaxModelLen, sim.FormatGiB(c.AvailableKVBytes)))
+	}
 	// The engine reports the unified cache once per worker (get_kv_cache_configs).
 	for range s.WorldSize() {
 		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
