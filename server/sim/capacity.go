@@ -84,6 +84,9 @@ type StartupError struct {
 	// EstimatedMaxModelLen is set for MaxModelLenTooLarge.
 	EstimatedMaxModelLen int
 	Capacity             Capacity // what was computed before the failure
+	// Setup is the resolved server that failed (its Capacity holds what was computed), for the
+	// start-up lines vLLM prints before it fails. Nil where the failure came before a setup.
+	Setup *Setup
 }
 
 func (e *StartupError) Error() string { return e.Exception + ": " + e.Message }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -191,6 +192,11 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 
 	s.Config = cfg
 	if s.Capacity, err = planCapacity(s); err != nil {
+		var se *StartupError
+		if errors.As(err, &se) && se.Setup == nil {
+			s.Capacity = se.Capacity
+			se.Setup = s
+		}
 		return nil, err
 	}
 	return s, nil

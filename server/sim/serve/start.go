@@ -44,19 +44,26 @@ type Plan struct {
 // *HelpRequested, *UsageError (argparse's kind), *ConfigError, *ValidationError or
 // *StartupError.
 func Prepare(args []string, getenv func(string) string) (*Plan, error) {
+	plan, _, err := prepare(args, getenv)
+	return plan, err
+}
+
+// prepare is Prepare that also returns the parsed options when resolving fails, for the
+// start-up lines a failed start-up prints first.
+func prepare(args []string, getenv func(string) string) (*Plan, *Options, error) {
 	opts, err := ParseArgs(args, getenv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	profiles, err := loadProfiles(opts, getenv)
 	if err != nil {
-		return nil, err
+		return nil, opts, err
 	}
 	setup, err := sim.Resolve(opts.Engine, profiles)
 	if err != nil {
-		return nil, err
+		return nil, opts, err
 	}
-	return &Plan{opts: opts, profiles: profiles, setup: setup}, nil
+	return &Plan{opts: opts, profiles: profiles, setup: setup}, opts, nil
 }
 
 // ExitCode is the status `vllmtop sim` ends with for an error of Prepare or Start: 0 for a
@@ -194,11 +201,13 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 			failures = logs.DPRank(0)
 		}
 	}
-	plan, err := Prepare(args, getenv)
+	plan, parsed, err := prepare(args, getenv)
 	var startErr *StartupError
 	var invalid *ValidationError
 	switch {
 	case logs == nil:
+	case errors.As(err, &startErr) && parsed != nil:
+		failures.FailedStartup(startErr, toKV(parsed.NonDefault), parsed.StartupSeconds)
 	case errors.As(err, &startErr):
 		failures.StartupFailure(startErr)
 	case errors.As(err, &invalid):

@@ -138,6 +138,23 @@ func traceback(frames []frame, exception string) []string {
 	return append(lines, exception)
 }
 
+// FailedStartup writes a start-up that ends in err as `vllm serve` prints it: the start-up
+// lines up to the point where vLLM raises err (the API server's, then the engine's: model
+// loading, compilation, profiling), then StartupFailure's. nonDefaultArgs and loadSeconds are
+// as for Startup. Without err.Setup it is StartupFailure alone.
+func (l *Logger) FailedStartup(err *sim.StartupError, nonDefaultArgs []KV, loadSeconds float64) {
+	if err == nil {
+		return
+	}
+	if s := err.Setup; s != nil {
+		l.mu.Lock()
+		l.startupAPI(s, nonDefaultArgs)
+		l.engineLines(s, StartupTimings(s, loadSeconds), err)
+		l.mu.Unlock()
+	}
+	l.StartupFailure(err)
+}
+
 // StartupFailure writes what `vllm serve` prints when the engine core fails to start with err:
 // for a KV-cache failure the worker's "Available KV cache memory" line first; then the engine
 // core's logged "EngineCore failed to start." with its traceback ending in

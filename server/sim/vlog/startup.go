@@ -94,6 +94,15 @@ func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
 // startupEngine writes one engine core's start-up lines, under its process names. The caller
 // holds l.mu.
 func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
+	l.engineLines(s, t, nil)
+}
+
+// engineLines writes an engine core's start-up lines. With fail, it stops where vLLM raises
+// that failure: a GPU with too little free memory fails as the worker initialises its device,
+// before the model loads; weights that do not fit fail while they load; a KV cache that cannot
+// be sized fails after profiling, before the "Available KV cache memory" line, which
+// StartupFailure writes with the error. The caller holds l.mu.
+func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 	c := s.Capacity
 	version := s.Version.String()
 	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
@@ -111,14 +120,24 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if lay := c.Layout; lay.MambaPaddingPercent > 0 {
 		l.record(eng, Info, "interface.py:935", fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", lay.MambaPaddingPercent))
 	}
+	if fail != nil && fail.Kind == sim.FreeMemoryTooLow {
+		return
+	}
 	l.partitionLines(s)
+	loading := fail != nil && fail.Kind == sim.LoadOOM
 	if s.V2ModelRunner() {
 		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
 		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
+		if loading {
+			return
+		}
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
 		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
 	} else {
 		l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
+		if loading {
+			return
+		}
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
 		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
 	}
@@ -126,6 +145,9 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 	if s.CUDAGraphProfiled() && !s.V2ModelRunner() {
 		// The V1 runner's own estimate line; the V2 runner's wording is not modelled.
 		l.record(wrk, Info, "gpu_model_runner.py:5993", fmt.Sprintf("Estimated CUDA graph memory: %.2f GiB total", float64(sim.CUDAGraphEstimateBytes(s))/(1<<30)))
+	}
+	if fail != nil {
+		return
 	}
 
 	// With --num-gpu-blocks-override the capacity is sized from the override, but the worker
