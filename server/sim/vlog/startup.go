@@ -124,22 +124,8 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		return
 	}
 	l.partitionLines(s)
-	loading := fail != nil && fail.Kind == sim.LoadOOM
-	if s.V2ModelRunner() {
-		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
-		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
-		if loading {
-			return
-		}
-		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
-	} else {
-		l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
-		if loading {
-			return
-		}
-		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
+	if !l.loadLines(s, wrk, weights, t, fail != nil && fail.Kind == sim.LoadOOM) {
+		return
 	}
 	l.compileLines(s, wrk, t)
 	if s.CUDAGraphProfiled() && !s.V2ModelRunner() {
@@ -184,6 +170,28 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		initEngine = fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f seconds", t.InitEngine)
 	}
 	l.record(eng, Info, "core.py:340", initEngine)
+}
+
+// loadLines writes the model runner's loading lines and reports whether the weights loaded: a
+// load that runs out of memory stops after the load's first line. The caller holds l.mu.
+func (l *Logger) loadLines(s *sim.Setup, wrk proc, weights int64, t Timings, oom bool) bool {
+	if s.V2ModelRunner() {
+		l.record(wrk, Info, "gpu_worker.py:373", "Using V2 Model Runner")
+		l.record(wrk, Info, "model_runner.py:288", "Loading model from scratch...")
+		if oom {
+			return false
+		}
+		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
+		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
+		return true
+	}
+	l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")
+	if oom {
+		return false
+	}
+	l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
+	l.record(wrk, Info, "gpu_model_runner.py:4384", v1ModelLoading(s, weights, t.ModelLoad))
+	return true
 }
 
 // compileLines are torch.compile's lines between model loading and the KV-cache sizing, in the
