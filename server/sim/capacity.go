@@ -81,6 +81,9 @@ type StartupError struct {
 	Kind      StartupKind
 	Exception string // the Python exception type vLLM raises, e.g. "ValueError"
 	Message   string // vLLM's message, verbatim in form
+	// LoggedError is what vLLM logs at ERROR before it raises, where it wraps the exception in
+	// advice ("Failed to load model - not enough GPU memory. ..."); "" where it does not.
+	LoggedError string
 	// EstimatedMaxModelLen is set for MaxModelLenTooLarge.
 	EstimatedMaxModelLen int
 	Capacity             Capacity // what was computed before the failure
@@ -89,7 +92,13 @@ type StartupError struct {
 	Setup *Setup
 }
 
-func (e *StartupError) Error() string { return e.Exception + ": " + e.Message }
+// Error is the failure in a line: vLLM's advice where it logs one, else the exception.
+func (e *StartupError) Error() string {
+	if e.LoggedError != "" {
+		return e.LoggedError
+	}
+	return e.Exception + ": " + e.Message
+}
 
 // computeCapacity sizes weights, activation peak and KV cache for s, or returns the
 // *StartupError vLLM would raise.
@@ -107,13 +116,12 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	}
 
 	c.WeightsBytes = int64(stageWeightBytes(s)/tp + ropeCacheBytes(s))
-	if c.WeightsBytes > c.FreeBytes {
-		return c, &StartupError{Kind: LoadOOM, Exception: "torch.OutOfMemoryError", Capacity: c, Message: fmt.Sprintf(
-			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original error: CUDA out of memory. Tried to allocate %s GiB. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.)",
-			FormatGiB(c.WeightsBytes-c.FreeBytes+512<<20), float64(c.TotalBytes)/gib, float64(c.FreeBytes)/gib)}
-	}
-
 	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
+	if c.WeightsBytes > c.FreeBytes-c.NonTorchBytes {
+		if err := loadOOMError(s, c, c.NonTorchBytes); err != nil {
+			return c, err
+		}
+	}
 	c.CUDAGraphBytes = int64(h.CUDAGraphGiB * gib)
 	if s.CUDAGraphProfiled() {
 		c.CUDAGraphBytes += CUDAGraphEstimateBytes(s)

@@ -166,7 +166,7 @@ func TestStartupErrorsUseVLLMMessages(t *testing.T) {
 		{"max_model_len does not fit", Config{Model: "Llama-3.1-8B-Instruct", GPU: "L4", GPUMemoryUtilization: 0.9}, MaxModelLenTooLarge,
 			"To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is needed, which is larger than the available KV cache memory ("},
 		{"weights larger than the GPU", Config{Model: "Llama-3.1-70B-Instruct", GPU: "H100"}, LoadOOM,
-			"Failed to load model - not enough GPU memory. Try lowering --gpu-memory-utilization to free memory for weights, increasing --tensor-parallel-size, or using --quantization."},
+			"CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which "},
 		{"other processes hold the GPU", Config{Model: "Qwen3-0.6B", GPU: "H100", GPUUsedGiB: 10}, FreeMemoryTooLow,
 			"Free memory on device cuda:0 (69.19/79.19 GiB) on startup is less than desired GPU memory utilization (0.92, 72.85 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."},
 	}

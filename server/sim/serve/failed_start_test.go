@@ -28,6 +28,7 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 		{"no room for a max-model-len request", []string{"--model", "openai/gpt-oss-120b", "--sim-gpu", "H100-SXM-80GB", "--sim-vllm-version", "0.11.0",
 			"--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "1024", "--sim-flashinfer", "absent"}, sim.MaxModelLenTooLarge, true, true},
 		{"weights do not fit", []string{"--model", "Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G"}, sim.LoadOOM, false, false},
+		{"weights do not fit the V1 runner", []string{"--model", "Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G", "--sim-vllm-version", "0.20.0"}, sim.LoadOOM, false, false},
 		{"other processes hold the GPU", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--sim-gpu-used-gib", "20"}, sim.FreeMemoryTooLow, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,6 +73,17 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 			assert.Equal(t, tc.loaded, contains(order, "loaded"), "%v", order)
 			assert.Equal(t, tc.available, contains(order, "available"), "%v", order)
 			assert.Equal(t, tc.kind != sim.FreeMemoryTooLow, contains(order, "load"), "the model starts loading unless the device check fails: %v", order)
+			if tc.kind == sim.LoadOOM {
+				// torch's error ends the traceback; the V1 model runner logs its advice first.
+				log := out.String()
+				assert.Contains(t, log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ")
+				advice := strings.Index(log, "] Failed to load model - not enough GPU memory.")
+				assert.Equal(t, se.LoggedError != "", advice >= 0, "the advice is logged where vLLM logs it")
+				if advice >= 0 {
+					assert.Less(t, advice, strings.Index(log, "EngineCore failed to start."))
+					assert.Contains(t, log, "ERROR", "at ERROR")
+				}
+			}
 			if tc.loaded {
 				assert.InDelta(t, float64(se.Setup.Capacity.WeightsBytes)/(1<<30), weights, 0.01, "the weights logged are the plan's")
 			}

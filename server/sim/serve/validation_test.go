@@ -8,11 +8,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -82,6 +84,7 @@ type logged struct {
 
 type refusal struct {
 	Kind         string   `json:"kind"`
+	Message      string   `json:"message"`
 	KVTokens     int      `json:"kv_tokens"`
 	AvailableGiB *float64 `json:"available_gib"`
 }
@@ -449,4 +452,51 @@ func catalogueCoverage(cases []corpusCase, p *sim.Profiles) string {
 	}
 	return fmt.Sprintf("catalogue: %d of %d cases have their model and GPU in the catalogue; lacking: %s",
 		covered, len(cases), strings.Join(missing, "; "))
+}
+
+// refusalKinds are the corpus's words for the start-up failures the simulator predicts.
+var refusalKinds = map[string]sim.StartupKind{
+	"weights":       sim.LoadOOM,
+	"no_kv_memory":  sim.NoKVMemory,
+	"max_model_len": sim.MaxModelLenTooLarge,
+}
+
+// TestRefusalsMatchTheLoggedFailure checks every refusal in the corpus fails in the simulator
+// at the same point as in vLLM, and, for weights that do not fit, on a tensor of the size torch
+// reported.
+func TestRefusalsMatchTheLoggedFailure(t *testing.T) {
+	raw, err := os.ReadFile(corpusPath)
+	require.NoError(t, err)
+	var cor corpus
+	require.NoError(t, json.Unmarshal(raw, &cor))
+	profiles, err := sim.LoadProfiles("")
+	require.NoError(t, err)
+	tried := regexp.MustCompile(`Tried to allocate [0-9.]+ [KMG]iB\.`)
+	checked := 0
+	for _, c := range cor.Cases {
+		kind, ok := refusalKinds[refusalKind(c)]
+		if !ok || c.Exclude != "" || evaluate(c, profiles).Outcome == outcomeNone {
+			continue // not a refusal the simulator can express (the validation table says why)
+		}
+		args, _ := simArgs(c, profiles)
+		_, err := serve.Prepare(args, func(k string) string { return c.Env[k] })
+		var se *serve.StartupError
+		if !assert.ErrorAs(t, err, &se, "%s: vLLM refused (%s)", c.ID, c.Logged.Refusal.Kind) {
+			continue
+		}
+		checked++
+		assert.Equal(t, kind, se.Kind, "%s: %s", c.ID, se.Error())
+		if want := tried.FindString(c.Logged.Refusal.Message); want != "" {
+			assert.Contains(t, se.Message, want, c.ID)
+		}
+	}
+	t.Logf("%d refusals fail as in vLLM", checked)
+	assert.Positive(t, checked, "the corpus has refusals the simulator can express")
+}
+
+func refusalKind(c corpusCase) string {
+	if c.Logged.Refusal == nil {
+		return ""
+	}
+	return c.Logged.Refusal.Kind
 }

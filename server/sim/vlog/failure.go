@@ -29,7 +29,7 @@ var otelWrapper = frame{vllmPkg + "tracing/otel.py", 178, "sync_wrapper", "retur
 
 // engineCoreFrames is the engine core's stack from run_engine_core down to the raise, by
 // failure kind.
-func engineCoreFrames(kind sim.StartupKind) []frame {
+func engineCoreFrames(err *sim.StartupError) []frame {
 	fs := []frame{
 		{vllmPkg + "v1/engine/core.py", 1200, "run_engine_core", "engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)", "EngineCoreProc(*args, engine_index=dp_rank, **kwargs)"},
 		otelWrapper,
@@ -45,7 +45,7 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 		{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
 		otelWrapper,
 	}
-	switch kind {
+	switch err.Kind {
 	case sim.FreeMemoryTooLow:
 		fs = append(fs, executor...)
 		fs = append(fs,
@@ -60,8 +60,8 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 			frame{vllmPkg + "v1/executor/uniproc_executor.py", 48, "_init_executor", "self.driver_worker.load_model()", ""},
 			frame{vllmPkg + "v1/worker/worker_base.py", 337, "load_model", "self.worker.load_model()", ""},
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
-			frame{vllmPkg + "v1/worker/gpu_model_runner.py", 4312, "load_model", "raise torch.OutOfMemoryError(", ""},
 		)
+		fs = append(fs, loadFrames(err)...)
 	case sim.KVCacheOOM:
 		fs = append(append(fs, initKV...),
 			frame{vllmPkg + "v1/engine/core.py", 318, "_initialize_kv_caches", "self.model_executor.initialize_from_config(kv_cache_configs)", ""},
@@ -77,6 +77,24 @@ func engineCoreFrames(kind sim.StartupKind) []frame {
 		)
 	}
 	return fs
+}
+
+// loadFrames is the model runner's stack from load_model to the parameter allocation that
+// runs out of memory as the model is built. The V1 runner catches the error, logs its advice
+// and re-raises it (hence load_model twice); the V2 runner lets it through.
+func loadFrames(err *sim.StartupError) []frame {
+	runner := []frame{{vllmPkg + "v1/worker/gpu/model_runner.py", 305, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("}}
+	if err.LoggedError != "" {
+		runner = []frame{
+			{vllmPkg + "v1/worker/gpu_model_runner.py", 4820, "load_model", "raise e", ""},
+			{vllmPkg + "v1/worker/gpu_model_runner.py", 4755, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("},
+		}
+	}
+	return append(runner,
+		frame{vllmPkg + "model_executor/model_loader/base_loader.py", 50, "load_model", "model = initialize_model(", "initialize_model("},
+		frame{vllmPkg + "model_executor/model_loader/utils.py", 55, "initialize_model", "return model_class(vllm_config=vllm_config, prefix=prefix)", "model_class(vllm_config=vllm_config, prefix=prefix)"},
+		frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"},
+	)
 }
 
 // processFrames is the top of the engine core process's stack, as Python prints it when the
@@ -166,10 +184,17 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 		return
 	}
 	exception := err.Exception + ": " + err.Message
-	frames := engineCoreFrames(err.Kind)
+	frames := engineCoreFrames(err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	eng := l.engine()
+	if err.LoggedError != "" {
+		wrk := eng
+		if err.Setup != nil {
+			wrk = l.worker(err.Setup.TensorParallelSize)
+		}
+		l.record(wrk, Error, "gpu_model_runner.py:4818", err.LoggedError)
+	}
 	switch {
 	case err.Capacity.KVPinned:
 		l.record(eng, Info, "gpu_worker.py:520", pinnedKVLine(err.Capacity))
