@@ -94,7 +94,7 @@ var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-form
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval", "optimization-level",
 	"compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt", "mamba-ssm-cache-dtype",
 	"hf-overrides", "override-generation-config", "long-prefill-token-threshold", "max-num-partial-prefills",
-	"max-long-partial-prefills", "cpu-offload-gb"}
+	"max-long-partial-prefills", "cpu-offload-gb", "cuda-graph-sizes", "cudagraph-capture-sizes"}
 
 // ParseArgs parses `vllm serve`'s flags with vLLM's names and defaults. getenv supplies
 // VLLM_API_KEY and VLLM_ALLOW_LONG_MAX_MODEL_LEN.

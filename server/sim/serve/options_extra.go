@@ -27,7 +27,8 @@ var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "
 	"enable-expert-parallel", "reasoning-parser", "attention-backend", "moe-backend", "stream-interval",
 	"optimization-level", "compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt",
 	"mamba-ssm-cache-dtype", "hf-overrides", "override-generation-config", "long-prefill-token-threshold",
-	"max-num-partial-prefills", "max-long-partial-prefills", "cpu-offload-gb"}
+	"max-num-partial-prefills", "max-long-partial-prefills", "cpu-offload-gb", "cuda-graph-sizes",
+	"cudagraph-capture-sizes"}
 
 const notSimulatedUsage = "accepted, not simulated"
 
@@ -108,29 +109,41 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 	return nil
 }
 
-// expandNargs rewrites "--lora-modules a b" (argparse's nargs="+") as one flag per value, the
-// values being the arguments up to the next option.
+// expandNargs rewrites "--lora-modules a b" (argparse's nargs="+") as one flag per value, and a
+// list flag's "--cuda-graph-sizes 1 2 4" as one comma-joined value; the values are the
+// arguments up to the next option.
 func expandNargs(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		if args[i] == "--" {
 			return append(out, args[i:]...)
 		}
-		if args[i] != "--lora-modules" {
+		lora := args[i] == "--lora-modules"
+		if !lora && !listFlags[args[i]] {
 			out = append(out, args[i])
 			continue
 		}
 		j := i + 1
 		for ; j < len(args) && !strings.HasPrefix(args[j], "-"); j++ {
-			out = append(out, "--lora-modules="+args[j])
 		}
-		if j == i+1 {
+		switch {
+		case j == i+1:
 			out = append(out, args[i]) // no value: pflag reports it
+		case lora:
+			for _, v := range args[i+1 : j] {
+				out = append(out, "--lora-modules="+v)
+			}
+		default:
+			out = append(out, args[i]+"="+strings.Join(args[i+1:j], ","))
 		}
 		i = j - 1
 	}
 	return out
 }
+
+// listFlags take a list of values (argparse's nargs="+"), which the simulator accepts without
+// simulating: the CUDA-graph capture sizes.
+var listFlags = map[string]bool{"--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
 
 // parseLoRAModule reads name=path or vLLM's JSON form.
 func parseLoRAModule(s string) (LoRAModule, error) {

@@ -219,6 +219,15 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 	o, err := ParseArgs([]string{"-O3"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"--optimization-level"}, o.NotSimulated)
+
+	// A list flag takes the values up to the next option (argparse's nargs="+"): 0.10's
+	// --cuda-graph-sizes and its successor.
+	o, err = ParseArgs([]string{"--cuda-graph-sizes", "1", "2", "4", "--max-model-len", "4096", "--cudagraph-capture-sizes", "8"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, o.Engine.MaxModelLen)
+	assert.Equal(t, []string{"--cuda-graph-sizes", "--cudagraph-capture-sizes"}, o.NotSimulated)
+	_, err = ParseArgs([]string{"--cuda-graph-sizes"}, noEnv)
+	assert.Error(t, err, "a list flag needs a value")
 }
 
 func TestV2ModelRunnerEnv(t *testing.T) {
