@@ -291,13 +291,20 @@ func loggedOutcome(c corpusCase) string {
 	return outcomeStarted
 }
 
-func TestValidationCorpus(t *testing.T) {
+// loadCorpus reads the memory corpus and the built-in profiles it is predicted with.
+func loadCorpus(t *testing.T) (corpus, *sim.Profiles) {
+	t.Helper()
 	raw, err := os.ReadFile(corpusPath)
 	require.NoError(t, err)
 	var cor corpus
 	require.NoError(t, json.Unmarshal(raw, &cor))
 	profiles, err := sim.LoadProfiles("")
 	require.NoError(t, err)
+	return cor, profiles
+}
+
+func TestValidationCorpus(t *testing.T) {
+	cor, profiles := loadCorpus(t)
 
 	results := map[string]result{}
 	for _, c := range cor.Cases {
@@ -465,12 +472,7 @@ var refusalKinds = map[string]sim.StartupKind{
 // at the same point as in vLLM, and, for weights that do not fit, on a tensor of the size torch
 // reported.
 func TestRefusalsMatchTheLoggedFailure(t *testing.T) {
-	raw, err := os.ReadFile(corpusPath)
-	require.NoError(t, err)
-	var cor corpus
-	require.NoError(t, json.Unmarshal(raw, &cor))
-	profiles, err := sim.LoadProfiles("")
-	require.NoError(t, err)
+	cor, profiles := loadCorpus(t)
 	tried := regexp.MustCompile(`Tried to allocate [0-9.]+ [KMG]iB\.`)
 	checked := 0
 	for _, c := range cor.Cases {
