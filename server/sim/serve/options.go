@@ -273,6 +273,9 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 		return NamedValue{key, f.Value.String() == "true"}, true
 	}
 	var v any = f.Value.String()
+	if list, ok := f.Value.(pflag.SliceValue); ok {
+		v = list.GetSlice() // argparse's nargs="+": a Python list
+	}
 	if key == "speculative_config" {
 		// vLLM parses the JSON and logs the dict.
 		if d, err := jsonAsPython(f.Value.String()); err == nil {

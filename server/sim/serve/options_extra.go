@@ -110,7 +110,7 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 }
 
 // expandNargs rewrites "--lora-modules a b" (argparse's nargs="+") as one flag per value, and a
-// list flag's "--cuda-graph-sizes 1 2 4" as one comma-joined value; the values are the
+// list flag's "--served-model-name a b" as one comma-joined value; the values are the
 // arguments up to the next option.
 func expandNargs(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -141,9 +141,9 @@ func expandNargs(args []string) []string {
 	return out
 }
 
-// listFlags take a list of values (argparse's nargs="+"), which the simulator accepts without
-// simulating: the CUDA-graph capture sizes.
-var listFlags = map[string]bool{"--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
+// listFlags take a list of values (argparse's nargs="+"): the names a model is served under,
+// and the CUDA-graph capture sizes, which the simulator accepts without simulating.
+var listFlags = map[string]bool{"--served-model-name": true, "--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
 
 // parseLoRAModule reads name=path or vLLM's JSON form.
 func parseLoRAModule(s string) (LoRAModule, error) {

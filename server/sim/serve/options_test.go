@@ -228,6 +228,17 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 	assert.Equal(t, []string{"--cuda-graph-sizes", "--cudagraph-capture-sizes"}, o.NotSimulated)
 	_, err = ParseArgs([]string{"--cuda-graph-sizes"}, noEnv)
 	assert.Error(t, err, "a list flag needs a value")
+
+	// Several served names follow the flag, and vLLM logs them as a list.
+	o, err = ParseArgs([]string{"Qwen/Qwen3-0.6B", "--served-model-name", "a", "b", "--max-model-len", "4096"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, o.ServedModelNames)
+	assert.Equal(t, "Qwen/Qwen3-0.6B", o.Engine.Model, "the second name is not the positional model")
+	for _, nv := range o.NonDefault {
+		if nv.Key == "served_model_name" {
+			assert.Equal(t, []string{"a", "b"}, nv.Value)
+		}
+	}
 }
 
 func TestV2ModelRunnerEnv(t *testing.T) {
