@@ -162,3 +162,32 @@ func walkRepo(t *testing.T, fn func(path string, data []byte)) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadmeCapacityExampleIsTrue runs the README's `--print-capacity` example and checks each
+// row it shows against what the command prints now, so the figures cannot go stale.
+func TestReadmeCapacityExampleIsTrue(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```\n$ vllmtop sim ")
+	if !ok {
+		t.Fatal("README has no `$ vllmtop sim` example")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	lines := strings.Split(strings.TrimRight(block, "\n"), "\n")
+	command := lines[0]
+	for strings.HasSuffix(command, `\`) && len(lines) > 1 {
+		lines = lines[1:]
+		command = strings.TrimSuffix(command, `\`) + " " + lines[0]
+	}
+	code, out, errOut := runVllmtop(append([]string{"sim"}, strings.Fields(command)...)...)
+	if code != 0 {
+		t.Fatalf("the example exits %d: %s", code, errOut)
+	}
+	for _, row := range lines[1:] {
+		if !strings.Contains(out, strings.TrimRight(row, " ")) {
+			t.Errorf("README row %q is not in the output:\n%s", row, out)
+		}
+	}
+}

@@ -206,7 +206,6 @@ func TestConfigErrors(t *testing.T) {
 		{"bad dtype", Config{DType: "int3"}, "argument --dtype: invalid choice: 'int3'"},
 		{"bad kv dtype", Config{KVCacheDType: "fp3"}, "argument --kv-cache-dtype: invalid choice"},
 		{"unsupported quantization", Config{Quantization: "bitsandbytes"}, "not simulated"},
-		{"no chunked prefill and a small budget", Config{ChunkedPrefill: Off, MaxNumBatchedTokens: 1024, MaxModelLen: 4096}, "max_num_batched_tokens (1024) is smaller than max_model_len (4096)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,6 +214,22 @@ func TestConfigErrors(t *testing.T) {
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, ce.Msg, tc.msg)
 		})
+	}
+}
+
+// SchedulerConfig's cross-checks are its model validator's ValueErrors, which pydantic reports
+// (vllm serve exits 1 with the traceback), not settings the simulator cannot take.
+func TestSchedulerCrossChecksAreValidationErrors(t *testing.T) {
+	for cfg, msg := range map[*Config]string{
+		{ChunkedPrefill: Off, MaxNumBatchedTokens: 1024, MaxModelLen: 4096}: "max_num_batched_tokens (1024) is smaller than max_model_len (4096)",
+		{MaxNumBatchedTokens: 100, MaxNumSeqs: 256}:                         "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (256).",
+	} {
+		_, err := Resolve(*cfg, nil)
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, msg)
+		assert.Equal(t, "SchedulerConfig", ve.Class)
+		assert.Contains(t, ve.Short(), msg)
+		assert.Contains(t, ve.Error(), "1 validation error for SchedulerConfig\n  Value error, "+msg)
 	}
 }
 

@@ -304,6 +304,13 @@ func resolveDTypes(s *Setup, cfg Config) error {
 	return nil
 }
 
+// schedulerValueError is a refusal of SchedulerConfig's model validator (_verify_args), which
+// pydantic reports with the class's arguments shortened as in a public log of the error:
+// "ArgsKwargs((), {'runner_t..., 'stream_interval': 1})".
+func schedulerValueError(msg string) *ValidationError {
+	return &ValidationError{Class: "SchedulerConfig", Constraint: valueError, Input: "ArgsKwargs((), {'runner_t..., 'stream_interval': 1})", Message: msg}
+}
+
 // maxModelLenTooLong is ModelConfig's refusal of a --max-model-len above the model's derived
 // context, as vLLM prints it (docs/vllm-behaviour.md#--max-model-len-above-the-models): 0.19 on
 // print the derived length as a float and end pydantic's shortened input with the last
@@ -346,13 +353,13 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 		return &ConfigError{fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", cfg.MaxNumBatchedTokens)}
 	}
 	if !chunked && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
-		return &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen)}
+		return schedulerValueError(fmt.Sprintf("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", cfg.MaxNumBatchedTokens, cfg.MaxModelLen))
 	}
 	if cfg.MaxNumSeqs < 0 {
 		return &ConfigError{fmt.Sprintf("--max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)}
 	}
 	if cfg.MaxNumBatchedTokens < cfg.MaxNumSeqs {
-		return &ConfigError{fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs)}
+		return schedulerValueError(fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs))
 	}
 	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
 		return &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}

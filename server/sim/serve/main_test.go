@@ -91,7 +91,9 @@ func TestZeroAndOutOfRangeFlags(t *testing.T) {
 	o, err := ParseArgs([]string{"--max-num-batched-tokens", "100", "--max-num-seqs", "256"}, noEnv)
 	require.NoError(t, err)
 	_, err = sim.Resolve(o.Engine, nil)
-	assert.EqualError(t, err, "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (256).")
+	var ve *sim.ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "max_num_batched_tokens (100) must be greater than or equal to max_num_seqs (256).", ve.Short())
 	// vLLM caps its default max_num_seqs at the token budget, so a budget of 1 alone starts.
 	o, err = ParseArgs([]string{"--max-num-batched-tokens", "1"}, noEnv)
 	require.NoError(t, err)
