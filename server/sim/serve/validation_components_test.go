@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -103,6 +104,17 @@ func TestValidationComponents(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 	}
 	require.NotEmpty(t, bySet["heldout"][0], "held-out logs give their weights")
+	assertInValidationDoc(t, out, "VLLMTOP_VALIDATION_COMPONENTS_OUT")
+}
+
+// assertInValidationDoc fails when docs/validation.md no longer holds what a validation test
+// prints, so the page says what the code does; env names the variable that writes it out.
+func assertInValidationDoc(t *testing.T, generated, env string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../../docs/validation.md")
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(doc), strings.TrimSpace(generated)),
+		"docs/validation.md is stale: write the figures with %s=FILE and put them in the page", env)
 }
 
 // componentSummary is one line a set and part: how many cases have the part logged, how many

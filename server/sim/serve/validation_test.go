@@ -319,9 +319,11 @@ func TestValidationCorpus(t *testing.T) {
 		t.Log(validationTable(cor.Cases, results, set))
 	}
 	t.Log(catalogueCoverage(cor.Cases, profiles))
+	md := markdownTables(cor.Cases, results)
 	if path := os.Getenv("VLLMTOP_VALIDATION_MARKDOWN_OUT"); path != "" {
-		require.NoError(t, os.WriteFile(filepath.Clean(path), []byte(markdownTables(cor.Cases, results)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Clean(path), []byte(md), 0o644))
 	}
+	assertInValidationDoc(t, md, "VLLMTOP_VALIDATION_MARKDOWN_OUT")
 	if path := os.Getenv("VLLMTOP_VALIDATION_BASELINE_OUT"); path != "" {
 		b, err := json.MarshalIndent(results, "", " ")
 		require.NoError(t, err)
