@@ -58,6 +58,7 @@ const (
 	NoKVMemory                             // nothing left for the KV cache
 	MaxModelLenTooLarge                    // one max_model_len request does not fit in the KV cache
 	KVCacheOOM                             // a --kv-cache-memory-bytes cache does not fit on the GPU
+	DTypeUnsupported                       // the card cannot compute in the model's dtype
 )
 
 func (k StartupKind) String() string {
@@ -72,6 +73,8 @@ func (k StartupKind) String() string {
 		return "max_model_len does not fit in the KV cache"
 	case KVCacheOOM:
 		return "the KV cache does not fit on the GPU"
+	case DTypeUnsupported:
+		return "dtype not supported by the GPU"
 	}
 	return "unknown"
 }

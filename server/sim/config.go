@@ -113,7 +113,10 @@ type Setup struct {
 	// ModelDType and KVDType are resolved names ("bfloat16", "fp8", ...).
 	ModelDType string
 	KVDType    string
-	Capacity   Capacity
+	// DTypeFellBack: the automatic dtype was bfloat16 and the card has none, so vLLM runs in
+	// float16 and warns (DTypeFallbackLines).
+	DTypeFellBack bool
+	Capacity      Capacity
 	// Version is the vLLM release imitated.
 	Version Version
 	stage   *ppStage // set on one pipeline stage's view (pipeline.go)
@@ -180,7 +183,8 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	if err := resolveQuantization(&cfg, m); err != nil {
 		return nil, err
 	}
-	if err := resolveDTypes(s, cfg); err != nil {
+	dtypeErr, err := resolveDTypes(s, cfg)
+	if err != nil {
 		return nil, err
 	}
 	if err := resolveLimits(&cfg, m, g, s.Version); err != nil {
@@ -191,6 +195,13 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 	}
 
 	s.Config = cfg
+	if err := quantizationSupportError(s); err != nil {
+		return nil, err
+	}
+	if dtypeErr != nil {
+		dtypeErr.Setup = s
+		return nil, dtypeErr
+	}
 	if s.Capacity, err = planCapacity(s); err != nil {
 		var se *StartupError
 		if errors.As(err, &se) && se.Setup == nil {
@@ -292,16 +303,18 @@ func resolveLayout(cfg *Config, m Model) error {
 	return nil
 }
 
-// resolveDTypes sets the model and KV-cache data types of s.
-func resolveDTypes(s *Setup, cfg Config) error {
+// resolveDTypes sets the model and KV-cache data types of s, and returns the start-up error
+// of a dtype the card cannot compute in (resolveDTypeSupport), which Resolve raises last.
+func resolveDTypes(s *Setup, cfg Config) (*StartupError, error) {
 	var err error
 	if s.ModelDType, err = resolveModelDType(cfg.DType, s.ModelProfile.DType); err != nil {
-		return &ConfigError{err.Error()}
+		return nil, &ConfigError{err.Error()}
 	}
+	unsupported := resolveDTypeSupport(s, cfg)
 	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
-		return &ConfigError{err.Error()}
+		return nil, &ConfigError{err.Error()}
 	}
-	return nil
+	return unsupported, nil
 }
 
 // schedulerValueError is a refusal of SchedulerConfig's model validator (_verify_args), which

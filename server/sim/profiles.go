@@ -30,6 +30,12 @@ type GPU struct {
 	EtaBandwidth float64 `json:"eta_bandwidth"`
 	EtaGEMM      float64 `json:"eta_gemm"`
 	EtaAttention float64 `json:"eta_attention"`
+	// ComputeCapability is the device's CUDA compute capability as torch reports it (7.5 for a
+	// T4; AMD's gfx942 is 9.4): vLLM's dtype and quantization checks read it. 0: unknown, and
+	// nothing is checked. DeviceName is torch's name for the card, for the messages that
+	// print it ("Tesla T4"); empty: the profile's name.
+	ComputeCapability float64 `json:"compute_capability,omitempty"`
+	DeviceName        string  `json:"device_name,omitempty"`
 	// LayerFloorUS is the per-layer kernel-launch floor of a CUDA-graph step, in microseconds.
 	LayerFloorUS float64 `json:"layer_floor_us"`
 	// InterconnectGBps is the per-direction bandwidth between two GPUs of a tensor-parallel

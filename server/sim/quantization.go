@@ -76,6 +76,9 @@ func (s *Setup) QuantizationMethod() string {
 // marlinGPU reports whether the GPU runs vLLM's Marlin kernels: NVIDIA from Ampere (compute
 // capability 8.0) on; not the T4 (7.5), the V100 (7.0) or AMD's.
 func marlinGPU(g GPU) bool {
+	if cc := g.capabilityInt(); cc > 0 {
+		return gpuArch(g) != archAMD && cc >= 80
+	}
 	keys := gpuKeys(g.Name)
 	n := keys[len(keys)-1]
 	return gpuArch(g) != archAMD && !strings.HasPrefix(n, "t4") && !strings.HasPrefix(n, "v100")

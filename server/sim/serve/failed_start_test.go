@@ -30,6 +30,7 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 		{"weights do not fit", []string{"--model", "Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G"}, sim.LoadOOM, false, false},
 		{"weights do not fit the V1 runner", []string{"--model", "Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G", "--sim-vllm-version", "0.20.0"}, sim.LoadOOM, false, false},
 		{"other processes hold the GPU", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--sim-gpu-used-gib", "20"}, sim.FreeMemoryTooLow, false, false},
+		{"bfloat16 on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--dtype", "bfloat16"}, sim.DTypeUnsupported, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut syncBuffer
@@ -72,7 +73,8 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 			assert.NotContains(t, order, "size", "a failed start-up sizes no cache")
 			assert.Equal(t, tc.loaded, contains(order, "loaded"), "%v", order)
 			assert.Equal(t, tc.available, contains(order, "available"), "%v", order)
-			assert.Equal(t, tc.kind != sim.FreeMemoryTooLow, contains(order, "load"), "the model starts loading unless the device check fails: %v", order)
+			deviceCheck := tc.kind == sim.FreeMemoryTooLow || tc.kind == sim.DTypeUnsupported
+			assert.Equal(t, !deviceCheck, contains(order, "load"), "the model starts loading unless the device check fails: %v", order)
 			if tc.kind == sim.LoadOOM {
 				// torch's error ends the traceback; the V1 model runner logs its advice first.
 				log := out.String()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -111,7 +112,7 @@ func TestValidationComponents(t *testing.T) {
 // prints, so the page says what the code does; env names the variable that writes it out.
 func assertInValidationDoc(t *testing.T, generated, env string) {
 	t.Helper()
-	doc, err := os.ReadFile("../../../docs/validation.md")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs/validation.md"))
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(doc), strings.TrimSpace(generated)),
 		"docs/validation.md is stale: write the figures with %s=FILE and put them in the page", env)

@@ -81,6 +81,10 @@ func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
 		"",
 	}, "\n"))
 	l.record(api, Info, "api_utils.py:273", "non-default args: "+PyDict(nonDefaultArgs))
+	// ModelConfig's dtype resolution, on a card without bfloat16 (0.11's line numbers).
+	for i, line := range s.DTypeFallbackLines() {
+		l.record(api, Warning, []string{"model.py:1682", "model.py:1733"}[i], line)
+	}
 	l.record(api, Info, "model.py:1792", fmt.Sprintf("Using max model len %d", s.MaxModelLen))
 	if s.ChunkedPrefillEnabled() {
 		l.record(api, Info, "scheduler.py:242", fmt.Sprintf("Chunked prefill is enabled with max_num_batched_tokens=%d.", s.MaxNumBatchedTokens))
@@ -120,8 +124,8 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 	if lay := c.Layout; lay.MambaPaddingPercent > 0 {
 		l.record(eng, Info, "interface.py:935", fmt.Sprintf("Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal.", lay.MambaPaddingPercent))
 	}
-	if fail != nil && fail.Kind == sim.FreeMemoryTooLow {
-		return
+	if fail != nil && (fail.Kind == sim.FreeMemoryTooLow || fail.Kind == sim.DTypeUnsupported) {
+		return // both are checked as the worker initialises its device
 	}
 	l.partitionLines(s)
 	if !l.loadLines(s, wrk, weights, t, fail != nil && fail.Kind == sim.LoadOOM) {

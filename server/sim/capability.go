@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Capability checks: what vLLM refuses, or changes, on a card too old for a data type or a
+// quantization kernel (docs/vllm-behaviour.md#compute-capability).
+
+// capabilityInt is the compute capability as vLLM compares it: 7.5 is 75. 0: unknown.
+func (g GPU) capabilityInt() int { return int(math.Round(g.ComputeCapability * 10)) }
+
+// torchDeviceName is the card's name as torch reports it.
+func (g GPU) torchDeviceName() string {
+	if g.DeviceName != "" {
+		return g.DeviceName
+	}
+	return g.Name
+}
+
+// bf16Fallback is the first release whose automatic dtype falls back to float16 on a card
+// without bfloat16 (0.8.5 still chose bfloat16 and refused it at start-up; July 2025 logs of
+// 0.9.2 and later warn and fall back).
+const bf16Fallback = "0.9.0"
+
+// resolveDTypeSupport applies the card's bfloat16 support to s's model dtype: before Ampere
+// (capability 8.0) an automatic bfloat16 becomes float16 with vLLM's warnings, where the
+// release does that; an explicit one, or an automatic one in older releases, is the error the
+// worker raises as it initialises the device, returned for Resolve to raise once the setup is
+// whole. It runs before the KV-cache dtype, which follows the model's.
+func resolveDTypeSupport(s *Setup, cfg Config) *StartupError {
+	cc := s.GPUProfile.capabilityInt()
+	if s.ModelDType != "bfloat16" || cc == 0 || cc >= 80 {
+		return nil
+	}
+	flag := strings.ToLower(cfg.DType)
+	if (flag == "" || flag == "auto") && s.Version.AtLeast(bf16Fallback) {
+		s.ModelDType, s.DTypeFellBack = "float16", true
+		return nil
+	}
+	g := s.GPUProfile
+	return &StartupError{Kind: DTypeUnsupported, Exception: "ValueError", Message: fmt.Sprintf(
+		"Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your %s GPU has compute capability %d.%d. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half.",
+		g.torchDeviceName(), cc/10, cc%10)}
+}
+
+// DTypeFallbackLines are the API server's two warnings when the automatic dtype fell back
+// from bfloat16 (ModelConfig's dtype resolution), or nil.
+func (s *Setup) DTypeFallbackLines() []string {
+	if !s.DTypeFellBack {
+		return nil
+	}
+	g := s.GPUProfile
+	cc := g.capabilityInt()
+	return []string{
+		fmt.Sprintf("Your device '%s' (with compute capability %d.%d) doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility.", g.torchDeviceName(), cc/10, cc%10),
+		"Casting torch.bfloat16 to torch.float16.",
+	}
+}
+
+// quantMinCapability is get_min_capability() of the quantization methods the simulator
+// sizes, where it is certain: AWQ's kernels need Turing (7.5), GPTQ's Pascal (6.0), FP8 Ampere
+// (8.0, weight-only through Marlin below Ada).
+var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80}
+
+// quantizationSupportError is VllmConfig's refusal of a quantization method the card cannot
+// run, as it checks every method's minimum capability while the engine config is built; nil
+// where the card can (or its capability is unknown).
+func quantizationSupportError(s *Setup) *ValidationError {
+	cc := s.GPUProfile.capabilityInt()
+	q := s.QuantizationMethod()
+	least, ok := quantMinCapability[q]
+	if cc == 0 || !ok || cc >= least {
+		return nil
+	}
+	return vllmConfigValueError(fmt.Sprintf("The quantization method %s is not supported for the current GPU. Minimum capability: %d. Current capability: %d.", q, least, cc), s.Version)
+}
+
+// vllmConfigValueError is a ValueError of VllmConfig's validation, which pydantic reports with
+// the class's arguments shortened as in the public logs of those errors: "...additional_config':
+// {}})" in 2025's releases, "... 'shutdown_timeout': 0})" in 2026's.
+func vllmConfigValueError(msg string, v Version) *ValidationError {
+	input := "ArgsKwargs((), {'model_co...additional_config': {}})"
+	if v.AtLeast("0.19.0") {
+		input = "ArgsKwargs((), {'model_co... 'shutdown_timeout': 0})"
+	}
+	return &ValidationError{Class: "VllmConfig", Constraint: valueError, Input: input, Message: msg}
+}
