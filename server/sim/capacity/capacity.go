@@ -218,6 +218,10 @@ func legend(m Memory, width int) string {
 	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
 		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))}
+	if over := m.WeightsGiB + m.ActivationGiB + m.NonTorchGiB + m.CUDAGraphGiB + m.KVGiB - m.TotalGiB; over > 0 {
+		// The parts do not fit the card (weights larger than it): nothing is free.
+		parts[len(parts)-1] = fmt.Sprintf("over the card by %.2f", over)
+	}
 	var lines []string
 	line := "GiB:"
 	for i, p := range parts {
@@ -281,8 +285,8 @@ func writeTable(b *strings.Builder, rows [][]string, width int) {
 func (r Report) Render(width int) string {
 	var b strings.Builder
 	width = max(width, 60)
-	fmt.Fprintf(&b, "%s on %s, --gpu-memory-utilization %g:\nthe plan for a request of %d prompt + %d output tokens\n\n",
-		r.Model, r.GPU, r.Util, r.Workload.PromptTokens, r.Workload.OutputTokens)
+	b.WriteString(wrapWords(fmt.Sprintf("%s on %s, --gpu-memory-utilization %g:", r.Model, r.GPU, r.Util), width, "  ") + "\n")
+	fmt.Fprintf(&b, "the plan for a request of %d prompt + %d output tokens\n\n", r.Workload.PromptTokens, r.Workload.OutputTokens)
 	if len(r.Layout) > 0 {
 		for _, line := range r.Layout {
 			lead := line[:len(line)-len(strings.TrimLeft(line, " "))]
@@ -304,8 +308,12 @@ func (r Report) Render(width int) string {
 		cells := []string{c.Name, fmt.Sprintf("%.2f", c.Memory.KVGiB), thousands(c.KVTokens), fmt.Sprintf("%s x %d", thousands(c.GPUBlocks), l.BlockSize),
 			fmt.Sprintf("%d (%d)", f.TokensPerRequest, f.BlocksPerRequest), thousands(f.ByKV), thousands(l.MaxNumSeqs), thousands(l.MaxNumBatchedTokens),
 			thousands(f.Concurrency), f.Limiter, fmt.Sprintf("%.1f", f.PrefillsPerStep), fmt.Sprintf("%.2fx", c.MaxConcAtML)}
-		if c.Refused != "" {
+		switch {
+		case c.Refused != "":
 			cells = append(cells[:2], "-", "-", "-", "-", "-", "-", "-", "REFUSED", "-", "-")
+		case f.Limiter == LimitLength:
+			// No such request runs: none fits, none prefills.
+			cells[5], cells[8], cells[10] = "-", "-", "-"
 		}
 		for i := range rows {
 			rows[i] = append(rows[i], cells[i])
@@ -320,6 +328,10 @@ func (r Report) Render(width int) string {
 			"request's blocks in sliding-window or linear-attention layers stop growing with its length, so the same blocks give "+
 			"other tokens at another --max-model-len.", width, "") + "\n")
 	}
+	if l, ok := tooLong(r.Columns); ok {
+		b.WriteString(wrapWords(fmt.Sprintf("A request of %s tokens is longer than --max-model-len %s where the table says so: vLLM "+
+			"answers it with HTTP 400 and runs none.", thousands(r.Workload.Tokens()), thousands(l)), width, "") + "\n")
+	}
 	for _, c := range r.Columns {
 		if c.Refused != "" {
 			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")
@@ -329,6 +341,17 @@ func (r Report) Render(width int) string {
 		b.WriteString(wrapWords(note, width, "") + "\n")
 	}
 	return b.String()
+}
+
+// tooLong reports whether the request is longer than a column's --max-model-len, and the
+// first such length.
+func tooLong(cols []Column) (int, bool) {
+	for _, c := range cols {
+		if c.Refused == "" && c.Fit.Limiter == LimitLength {
+			return c.Limits.MaxModelLen, true
+		}
+	}
+	return 0, false
 }
 
 // refusalGist is the part of vLLM's refusal a user acts on: its first sentence and the one

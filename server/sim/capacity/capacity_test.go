@@ -114,3 +114,31 @@ func TestRenderExplainsTokensThatFollowTheLength(t *testing.T) {
 	other := Report{Columns: []Column{col("as given", 16000, 1000), col("max-len 2048", 9000, 1000)}}.Render(100)
 	assert.Contains(t, other, "KV cache tokens is vLLM's figure")
 }
+
+// A request longer than --max-model-len runs nowhere: the table shows no requests fitting or
+// prefilling, and a line says vLLM answers it with HTTP 400.
+func TestRenderARequestLongerThanTheContext(t *testing.T) {
+	l := Limits{BlockSize: 16, NumBlocks: 24913, MaxNumSeqs: 1024, MaxNumBatchedTokens: 16384, MaxModelLen: 40960}
+	w := Workload{PromptTokens: 50000, OutputTokens: 128}
+	col := Column{Name: "as given", KVTokens: 398608, GPUBlocks: 24913, Limits: l, Fit: FitWorkload(l, w),
+		Memory: Memory{TotalGiB: 80, RequestedGiB: 72, WeightsGiB: 15, KVGiB: 54}}
+	out := Report{Model: "m", GPU: "g", Util: 0.92, Workload: w, Columns: []Column{col}}.Render(100)
+	for _, label := range []string{"requests that fit in KV", "max running requests", "prompts prefilled a step"} {
+		assert.Regexp(t, label+` +-\n`, out)
+	}
+	assert.Contains(t, out, "A request of 50,128 tokens is longer than --max-model-len 40,960")
+	assert.Contains(t, out, "HTTP 400")
+}
+
+// Weights larger than the card: the legend says by how much, not that memory is free; and a
+// long title wraps within the width.
+func TestRenderOversubscribedCard(t *testing.T) {
+	m := Memory{TotalGiB: 79.19, RequestedGiB: 72.85, WeightsGiB: 131.44, ActivationGiB: 3.38, NonTorchGiB: 0.25}
+	out := Report{Model: "RedHatAI/Mistral-Small-3.1-24B-Instruct-2503-quantized.w8a8", GPU: "H100-SXM-80GB", Util: 0.92,
+		Workload: Workload{1024, 128}, Columns: []Column{{Name: "as given", Memory: m, Refused: "torch.OutOfMemoryError: CUDA out of memory."}}}.Render(80)
+	assert.Contains(t, out, "over the card by 55.88")
+	assert.NotContains(t, out, ". free")
+	for _, line := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, len(line), 80, "%q", line)
+	}
+}
