@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -160,7 +161,7 @@ func ModelFromHFConfig(name string, data []byte) (Model, error) {
 	var top hfConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&top); err != nil {
-		return Model{}, fmt.Errorf("not a JSON config: %s", oneLine(err.Error()))
+		return Model{}, jsonConfigError(err)
 	}
 	c := &top
 	for _, sub := range []*hfConfig{top.TextConfig, top.LLMConfig} {
@@ -182,6 +183,34 @@ func ModelFromHFConfig(name string, data []byte) (Model, error) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// jsonConfigError words a decoding error of a config.json for its user: a value of the wrong
+// JSON type names the field and both types, not the decoder's Go types.
+func jsonConfigError(err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			return fmt.Errorf("not a config.json: it holds a JSON %s, not an object", typ.Value)
+		}
+		return fmt.Errorf("not a config.json: %q is a JSON %s, not a %s", typ.Field, typ.Value, jsonKind(typ.Type.Kind().String()))
+	}
+	return fmt.Errorf("not a JSON config: %s", oneLine(err.Error()))
+}
+
+// jsonKind is the JSON name of a Go kind the config's fields use.
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "float64", "int", "int64", "ptr":
+		return "number"
+	case "struct", "map":
+		return "object"
+	case "slice":
+		return "list"
+	case "bool":
+		return "boolean"
+	}
+	return goKind
+}
+
 // hfInt is the first of vals that is set, as an int in [lo, hi]; def when none is set.
 func hfInt(field string, lo, hi, def int, vals ...*float64) (int, error) {
 	for _, v := range vals {
@@ -189,7 +218,7 @@ func hfInt(field string, lo, hi, def int, vals ...*float64) (int, error) {
 			continue
 		}
 		if math.IsNaN(*v) || *v != math.Trunc(*v) || *v < float64(lo) || *v > float64(hi) {
-			return 0, fmt.Errorf("%s %v is not a whole number from %d to %d", field, *v, lo, hi)
+			return 0, fmt.Errorf("%s is %s; it must be a whole number from %d to %d", field, strconv.FormatFloat(*v, 'f', -1, 64), lo, hi)
 		}
 		return int(*v), nil
 	}

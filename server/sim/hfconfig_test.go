@@ -165,6 +165,15 @@ func TestHFConfigHostile(t *testing.T) {
 		require.Error(t, err, name)
 		assert.NotContains(t, err.Error(), "\n", name)
 	}
+	// The messages speak JSON and the config's field names, not the decoder's Go types.
+	for cfg, msg := range map[string]string{
+		`[1, 2]`:                      "not a config.json: it holds a JSON array, not an object",
+		`{"num_hidden_layers": "32"}`: `not a config.json: "num_hidden_layers" is a JSON string, not a number`,
+		`{"num_hidden_layers": 1e6, ` + base + `}`: "num_hidden_layers is 1000000; it must be a whole number from 1 to",
+	} {
+		_, err := ModelFromHFConfig("t/x", []byte(cfg))
+		assert.ErrorContains(t, err, msg, cfg)
+	}
 	path := filepath.Join(t.TempDir(), "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(" ", MaxHFConfigBytes+1)), 0o600))
 	_, err := LoadHFModel("t/big", path)

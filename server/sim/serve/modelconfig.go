@@ -47,6 +47,9 @@ func (o *Options) modelSet() bool {
 // configModelName names a model given only by its config file: the cache's "org/name" for a
 // file in a Hugging Face cache snapshot, else the directory's name.
 func configModelName(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // a bare "config.json" is named after the directory it is in
+	}
 	dir := filepath.Dir(filepath.Clean(path))
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	for i := len(parts) - 1; i >= 0; i-- {

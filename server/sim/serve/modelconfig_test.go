@@ -76,3 +76,13 @@ func TestUnknownGPUSaysHowToAddOne(t *testing.T) {
 	assert.NotContains(t, msg, "\n")
 	assert.Equal(t, 2, ExitCode(err))
 }
+
+// A config without --model is named after its Hugging Face cache entry, else its directory,
+// also when the path is a bare file name in the working directory.
+func TestConfigModelName(t *testing.T) {
+	assert.Equal(t, "Qwen/Qwen3-8B", configModelName("/hf/hub/models--Qwen--Qwen3-8B/snapshots/abc/config.json"))
+	assert.Equal(t, "my-model", configModelName("/tmp/my-model/config.json"))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Base(wd), configModelName("config.json"))
+}
