@@ -256,7 +256,13 @@ func TestBenchCannotRunExit1(t *testing.T) {
 	// A simulator that cannot start (no memory left for the KV cache): vLLM's reason, one line.
 	code, _, errOut = benchRun(t, "--sim", "--", "--gpu-memory-utilization", "0.01")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, benchErrorLine(t, errOut), "the simulated server failed to start: ValueError: ")
+	assert.Regexp(t, `the simulated server \(\S+ on \S+\) failed to start: ValueError: `, benchErrorLine(t, errOut), "it names the model and card, defaults included")
+	// vLLM's config check refuses the card: the rule broken, without pydantic's wrapping.
+	code, _, errOut = benchRun(t, "--sim", "--", "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--sim-gpu", "V100-32GB")
+	assert.Equal(t, 1, code)
+	line := benchErrorLine(t, errOut)
+	assert.Contains(t, line, "failed to start: The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70.")
+	assert.NotContains(t, line, "pydantic")
 }
 
 // benchFakeVLLM serves one model and streams max_tokens tokens for the first dieAfter completions;

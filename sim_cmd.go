@@ -9,6 +9,7 @@ import (
 
 	"github.com/vllmtop/vllmtop/internal/app/launch"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
+	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
@@ -42,5 +43,16 @@ func simError(err error, what string, e *env) error {
 	case 2:
 		return usagef("%s: %s", what, textfmt.OneLine(err.Error(), 0))
 	}
-	return fmt.Errorf("the simulated server failed to start: %s", textfmt.OneLine(err.Error(), 0))
+	what = "the simulated server"
+	msg := err.Error()
+	var startErr *serve.StartupError
+	var invalid *sim.ValidationError
+	switch {
+	case errors.As(err, &startErr) && startErr.Setup != nil:
+		// The model and card may be defaults the user never typed: name them.
+		what = fmt.Sprintf("the simulated server (%s on %s)", startErr.Setup.Model, startErr.Setup.GPUProfile.Name)
+	case errors.As(err, &invalid):
+		msg = invalid.Short() // the rule broken, without pydantic's wrapping
+	}
+	return fmt.Errorf("%s failed to start: %s", what, textfmt.OneLine(msg, 0))
 }
