@@ -40,10 +40,15 @@ func resolveDTypeSupport(s *Setup, cfg Config) *StartupError {
 		s.ModelDType, s.DTypeFellBack = "float16", true
 		return nil
 	}
-	g := s.GPUProfile
+	// The worker's old check ran "the" and "`dtype`" together; the platform's check of the V1
+	// releases (platforms/cuda.py) has the space.
+	flagWord := "the`dtype`"
+	if s.Version.AtLeast("0.8.0") {
+		flagWord = "the `dtype`"
+	}
 	return &StartupError{Kind: DTypeUnsupported, Exception: "ValueError", Message: fmt.Sprintf(
-		"Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your %s GPU has compute capability %d.%d. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half.",
-		g.torchDeviceName(), cc/10, cc%10)}
+		"Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your %s GPU has compute capability %d.%d. You can use float16 instead by explicitly setting %s flag in CLI, for example: --dtype=half.",
+		s.GPUProfile.torchDeviceName(), cc/10, cc%10, flagWord)}
 }
 
 // DTypeFallbackLines are the API server's two warnings when the automatic dtype fell back
@@ -61,9 +66,9 @@ func (s *Setup) DTypeFallbackLines() []string {
 }
 
 // quantMinCapability is get_min_capability() of the quantization methods the simulator
-// sizes, where it is certain: AWQ's kernels need Turing (7.5), GPTQ's Pascal (6.0), FP8 Ampere
-// (8.0, weight-only through Marlin below Ada).
-var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80}
+// sizes, where it is certain: AWQ's kernels need Turing (7.5), GPTQ's Pascal (6.0), FP8 and
+// the Marlin kernels Ampere (8.0; FP8 runs weight-only through Marlin below Ada).
+var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80}
 
 // quantizationSupportError is VllmConfig's refusal of a quantization method the card cannot
 // run, as it checks every method's minimum capability while the engine config is built; nil

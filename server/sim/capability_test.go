@@ -32,9 +32,14 @@ func TestBfloat16OnCardsWithoutIt(t *testing.T) {
 		var se *StartupError
 		require.ErrorAs(t, err, &se, "%+v", cfg)
 		assert.Equal(t, DTypeUnsupported, se.Kind)
-		assert.Equal(t, "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: --dtype=half.", se.Error())
+		assert.Equal(t, "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.", se.Error())
 		require.NotNil(t, se.Setup, "the start-up lines before the failure need the setup")
+		assert.Positive(t, se.Capacity.WeightsBytes, "the plan beside the refusal")
 	}
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", VLLMVersion: "0.7.3"}, nil)
+	var old *StartupError
+	require.ErrorAs(t, err, &old)
+	assert.Contains(t, old.Message, "Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag", "the old worker's wording")
 	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "V100-32GB", DType: "half"}, nil)
 	assert.NoError(t, err, "float16 runs on a V100")
 }
@@ -51,6 +56,7 @@ func TestQuantizationNeedsItsCapability(t *testing.T) {
 		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "", ""},
 		{"Qwen/Qwen2.5-7B-Instruct", "T4", "fp8", "The quantization method fp8 is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
 		{"Qwen/Qwen2.5-7B-Instruct", "A10G", "fp8", ""},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "awq_marlin", "The quantization method awq_marlin is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
 	}
 	for _, tc := range cases {
 		_, err := Resolve(Config{Model: tc.model, GPU: tc.gpu, Quantization: tc.q, MaxModelLen: 4096}, nil)
@@ -71,4 +77,14 @@ func TestQuantizationNeedsItsCapability(t *testing.T) {
 	p.GPUs = append(p.GPUs, v100)
 	_, err = Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ", GPU: "my-old-card", MaxModelLen: 4096}, p)
 	assert.NoError(t, err, "a card of unknown capability is not checked")
+}
+
+// A profile's compute capability is major.minor: vLLM's integer form (75) or a negative number
+// is an error, not a silent switch-off of the checks.
+func TestComputeCapabilityIsMajorMinor(t *testing.T) {
+	for _, cc := range []float64{75, -1, 0.5} {
+		p := Profiles{GPUs: []GPU{{Name: "card", MemoryGiB: 16, BandwidthTBps: 0.3, BF16TFLOPS: 65, EtaBandwidth: 0.8, EtaGEMM: 0.5,
+			EtaAttention: 0.4, DefaultMaxNumBatchedTokens: 2048, DefaultMaxNumSeqs: 256, ComputeCapability: cc}}}
+		assert.ErrorContains(t, p.validate(), "compute_capability is major.minor", "%g", cc)
+	}
 }

@@ -146,7 +146,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		// Worker.determine_available_memory returns the given bytes after the profile run,
 		// whose figures it no longer subtracts from anything; the allocation must still fit.
 		c.AvailableKVBytes, c.KVPinned = b, true
-		if err := pinnedKVError(c, l); err != nil {
+		if err := pinnedKVError(c, l, s.Version); err != nil {
 			return c, err
 		}
 	}
@@ -177,7 +177,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 // that does not fit beside the weights, the non-torch memory and the profile run's activations
 // on the GPU's free memory: the model runner allocates the cache a layer's tensor at a time
 // and fails on the first that no longer fits. Nil when it fits.
-func pinnedKVError(c Capacity, l KVLayout) *StartupError {
+func pinnedKVError(c Capacity, l KVLayout, v Version) *StartupError {
 	room := c.FreeBytes - c.WeightsBytes - c.NonTorchBytes - c.ActivationBytes
 	if c.AvailableKVBytes <= room {
 		return nil
@@ -189,9 +189,8 @@ func pinnedKVError(c Capacity, l KVLayout) *StartupError {
 	}
 	free = max(free, 0)
 	inUse := c.TotalBytes - free - (c.TotalBytes - c.FreeBytes)
-	return &StartupError{Kind: KVCacheOOM, Exception: "torch.OutOfMemoryError", Capacity: c, Message: fmt.Sprintf(
-		"CUDA out of memory. Tried to allocate %s. GPU 0 has a total capacity of %s of which %s is free. Including non-PyTorch memory, this process has %s memory in use.",
-		torchSize(tensor), torchSize(c.TotalBytes), torchSize(free), torchSize(inUse))}
+	return &StartupError{Kind: KVCacheOOM, Exception: "torch.OutOfMemoryError", Capacity: c,
+		Message: torchOOMMessage(v, tensor, c.TotalBytes, free, inUse, max(0, inUse-c.NonTorchBytes), 0)}
 }
 
 // torchSize is a byte count as PyTorch's out-of-memory message prints it (format_size in

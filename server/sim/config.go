@@ -199,7 +199,14 @@ func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
 		return nil, err
 	}
 	if dtypeErr != nil {
-		dtypeErr.Setup = s
+		// The device check comes before any memory is planned; the plan with the dtype given
+		// is what --print-capacity shows beside the refusal.
+		c, perr := planCapacity(s)
+		var se *StartupError
+		if errors.As(perr, &se) {
+			c = se.Capacity
+		}
+		s.Capacity, dtypeErr.Capacity, dtypeErr.Setup = c, c, s
 		return nil, dtypeErr
 	}
 	if s.Capacity, err = planCapacity(s); err != nil {

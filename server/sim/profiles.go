@@ -336,6 +336,9 @@ func (p *Profiles) validate() error {
 			g.DefaultMaxNumBatchedTokens <= 0 || g.DefaultMaxNumSeqs <= 0 {
 			return fmt.Errorf("gpu %q: name, memory_gib, bandwidth_tbps, bf16_tflops, eta_* and default_max_* must all be set and positive", g.Name)
 		}
+		if cc := g.ComputeCapability; cc != 0 && (cc < 1 || cc >= 20) {
+			return fmt.Errorf("gpu %q: compute_capability is major.minor, 8.6 for (8, 6); got %g", g.Name, cc)
+		}
 	}
 	for _, m := range p.Models {
 		if m.Name == "" || m.NumLayers <= 0 || m.HiddenSize <= 0 || m.NumAttentionHeads <= 0 ||

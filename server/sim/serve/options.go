@@ -94,7 +94,7 @@ var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-form
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval", "optimization-level",
 	"compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt", "mamba-ssm-cache-dtype",
 	"hf-overrides", "override-generation-config", "long-prefill-token-threshold", "max-num-partial-prefills",
-	"max-long-partial-prefills", "cpu-offload-gb", "cuda-graph-sizes", "cudagraph-capture-sizes"}
+	"max-long-partial-prefills", "cpu-offload-gb"}
 
 // ParseArgs parses `vllm serve`'s flags with vLLM's names and defaults. getenv supplies
 // VLLM_API_KEY and VLLM_ALLOW_LONG_MAX_MODEL_LEN.
@@ -117,6 +117,9 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, &UsageError{argparseMessage(err)}
+	}
+	if err := checkIntLists(fs); err != nil {
+		return nil, err
 	}
 	if *raw.help {
 		return nil, &HelpRequested{Text: helpText(fs), Flags: fs}
@@ -168,7 +171,7 @@ type rawArgs struct {
 func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	r := &rawArgs{}
 	r.model = fs.String("model", sim.DefaultModel, "Name or path of the Hugging Face model to use (the simulator knows the profiles listed below)")
-	r.served = fs.StringSlice("served-model-name", nil, "The model name(s) used in the API; the first is the metrics label")
+	r.served = fs.StringArray("served-model-name", nil, "The model name(s) used in the API; the first is the metrics label")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "Host name to bind (vLLM binds all interfaces by default; the simulator binds loopback unless told)")
 	fs.IntVar(&o.Port, "port", 8000, "Port number")
 	r.apiKeys = fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
@@ -215,6 +218,9 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	}
 	for _, name := range acceptedWithValue {
 		fs.String(name, "", notSimulatedUsage)
+	}
+	for name := range intListFlags {
+		fs.StringArray(name, nil, notSimulatedUsage)
 	}
 	fs.BoolVar(&o.PrintCapacity, "print-capacity", false, "Print the memory plan, the KV cache and how many requests of --random-input-len + --random-output-len tokens fit (with what-ifs), then exit")
 	fs.IntVar(&o.CapacityPromptLen, "random-input-len", 1024, "Prompt tokens of a request, for --print-capacity")
@@ -275,6 +281,9 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 	var v any = f.Value.String()
 	if list, ok := f.Value.(pflag.SliceValue); ok {
 		v = list.GetSlice() // argparse's nargs="+": a Python list
+		if intListFlags[f.Name] {
+			v = intList(list.GetSlice())
+		}
 	}
 	if key == "speculative_config" {
 		// vLLM parses the JSON and logs the dict.

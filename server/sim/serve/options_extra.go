@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -109,41 +110,66 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 	return nil
 }
 
-// expandNargs rewrites "--lora-modules a b" (argparse's nargs="+") as one flag per value, and a
-// list flag's "--served-model-name a b" as one comma-joined value; the values are the
-// arguments up to the next option.
+// expandNargs rewrites a list flag's "--lora-modules a b" (argparse's nargs="+") as one flag per
+// value; the values are the arguments up to the next option.
 func expandNargs(args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		if args[i] == "--" {
 			return append(out, args[i:]...)
 		}
-		lora := args[i] == "--lora-modules"
-		if !lora && !listFlags[args[i]] {
+		if !listFlags[args[i]] {
 			out = append(out, args[i])
 			continue
 		}
 		j := i + 1
 		for ; j < len(args) && !strings.HasPrefix(args[j], "-"); j++ {
+			out = append(out, args[i]+"="+args[j])
 		}
-		switch {
-		case j == i+1:
+		if j == i+1 {
 			out = append(out, args[i]) // no value: pflag reports it
-		case lora:
-			for _, v := range args[i+1 : j] {
-				out = append(out, "--lora-modules="+v)
-			}
-		default:
-			out = append(out, args[i]+"="+strings.Join(args[i+1:j], ","))
 		}
 		i = j - 1
 	}
 	return out
 }
 
-// listFlags take a list of values (argparse's nargs="+"): the names a model is served under,
-// and the CUDA-graph capture sizes, which the simulator accepts without simulating.
-var listFlags = map[string]bool{"--served-model-name": true, "--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
+// listFlags take a list of values (argparse's nargs="+"): LoRA adapters, the names a model is
+// served under, and the CUDA-graph capture sizes (intListFlags).
+var listFlags = map[string]bool{"--lora-modules": true, "--served-model-name": true, "--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
+
+// intListFlags are the list flags of integers, which the simulator accepts without simulating:
+// 0.10's --cuda-graph-sizes and its successor.
+var intListFlags = map[string]bool{"cuda-graph-sizes": true, "cudagraph-capture-sizes": true}
+
+// checkIntLists refuses a value of an integer list flag that is not an integer, as argparse's
+// type=int does.
+func checkIntLists(fs *pflag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *pflag.Flag) {
+		list, ok := f.Value.(pflag.SliceValue)
+		if !ok || !intListFlags[f.Name] || err != nil {
+			return
+		}
+		for _, v := range list.GetSlice() {
+			if _, e := strconv.Atoi(v); e != nil {
+				err = &UsageError{fmt.Sprintf("argument --%s: invalid int value: '%s'", f.Name, v)}
+				return
+			}
+		}
+	})
+	return err
+}
+
+// intList is the integers of an integer list flag, as vLLM logs them.
+func intList(vals []string) []int {
+	out := make([]int, 0, len(vals))
+	for _, v := range vals {
+		n, _ := strconv.Atoi(v)
+		out = append(out, n)
+	}
+	return out
+}
 
 // parseLoRAModule reads name=path or vLLM's JSON form.
 func parseLoRAModule(s string) (LoRAModule, error) {

@@ -226,14 +226,28 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4096, o.Engine.MaxModelLen)
 	assert.Equal(t, []string{"--cuda-graph-sizes", "--cudagraph-capture-sizes"}, o.NotSimulated)
+	for _, nv := range o.NonDefault {
+		if nv.Key == "cuda_graph_sizes" {
+			assert.Equal(t, []int{1, 2, 4}, nv.Value, "logged as the list of ints vLLM parsed")
+		}
+	}
 	_, err = ParseArgs([]string{"--cuda-graph-sizes"}, noEnv)
 	assert.Error(t, err, "a list flag needs a value")
+	// argparse's type=int: every value is an int, and the list takes what follows up to the
+	// next option, a model tag included.
+	_, err = ParseArgs([]string{"--cudagraph-capture-sizes", "1", "2", "x"}, noEnv)
+	assert.EqualError(t, err, "argument --cudagraph-capture-sizes: invalid int value: 'x'")
+	_, err = ParseArgs([]string{"--cudagraph-capture-sizes", "1", "meta-llama/Llama-3.1-8B-Instruct"}, noEnv)
+	assert.EqualError(t, err, "argument --cudagraph-capture-sizes: invalid int value: 'meta-llama/Llama-3.1-8B-Instruct'")
 
 	// Several served names follow the flag, and vLLM logs them as a list.
 	o, err = ParseArgs([]string{"Qwen/Qwen3-0.6B", "--served-model-name", "a", "b", "--max-model-len", "4096"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, o.ServedModelNames)
 	assert.Equal(t, "Qwen/Qwen3-0.6B", o.Engine.Model, "the second name is not the positional model")
+	comma, err := ParseArgs([]string{"--served-model-name", "org/model,v2"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"org/model,v2"}, comma.ServedModelNames, "a comma is part of a name")
 	for _, nv := range o.NonDefault {
 		if nv.Key == "served_model_name" {
 			assert.Equal(t, []string{"a", "b"}, nv.Value)

@@ -91,12 +91,12 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 // runs out of memory as the model is built. The V1 runner catches the error, logs its advice
 // and re-raises it (hence load_model twice); the V2 runner lets it through.
 func loadFrames(err *sim.StartupError) []frame {
-	runner := []frame{{vllmPkg + "v1/worker/gpu/model_runner.py", 305, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("}}
-	if err.LoggedError != "" {
-		runner = []frame{
-			{vllmPkg + "v1/worker/gpu_model_runner.py", 4820, "load_model", "raise e", ""},
-			{vllmPkg + "v1/worker/gpu_model_runner.py", 4755, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("},
-		}
+	runner := []frame{{vllmPkg + "v1/worker/gpu_model_runner.py", 4755, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("}}
+	switch {
+	case err.LoggedError != "":
+		runner = append([]frame{{vllmPkg + "v1/worker/gpu_model_runner.py", 4820, "load_model", "raise e", ""}}, runner...)
+	case err.Setup != nil && err.Setup.V2ModelRunner():
+		runner = []frame{{vllmPkg + "v1/worker/gpu/model_runner.py", 305, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("}}
 	}
 	return append(runner,
 		frame{vllmPkg + "model_executor/model_loader/base_loader.py", 50, "load_model", "model = initialize_model(", "initialize_model("},
@@ -199,7 +199,7 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 	if err.LoggedError != "" {
 		wrk := eng
 		if err.Setup != nil {
-			wrk = l.worker(err.Setup.TensorParallelSize)
+			wrk = l.loadWorker(err.Setup)
 		}
 		l.record(wrk, Error, "gpu_model_runner.py:4818", err.LoggedError)
 	}

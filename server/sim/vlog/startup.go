@@ -109,11 +109,10 @@ func (l *Logger) startupEngine(s *sim.Setup, t Timings) {
 func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 	c := s.Capacity
 	version := s.Version.String()
-	eng, wrk := l.engine(), l.worker(s.TensorParallelSize)
+	eng, wrk := l.engine(), l.loadWorker(s)
 	weights := c.WeightsBytes
 	if len(c.Stages) > 1 {
-		// The model runner's lines are the first stage's worker's, with its own weights.
-		wrk, weights = l.stageWorker(s.TensorParallelSize, 0), c.Stages[0].WeightsBytes
+		weights = c.Stages[0].WeightsBytes
 	}
 
 	l.record(eng, Info, "core.py:116", fmt.Sprintf("Initializing a V1 LLM engine (v%s) with config: %s", version, engineConfig(s, max(1, l.dpSize))))
@@ -174,6 +173,15 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		initEngine = fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f seconds", t.InitEngine)
 	}
 	l.record(eng, Info, "core.py:340", initEngine)
+}
+
+// loadWorker is the process of the model runner's lines: the first worker, or with pipeline
+// stages the first stage's, whose weights those lines report.
+func (l *Logger) loadWorker(s *sim.Setup) proc {
+	if len(s.Capacity.Stages) > 1 {
+		return l.stageWorker(s.TensorParallelSize, 0)
+	}
+	return l.worker(s.TensorParallelSize)
 }
 
 // loadLines writes the model runner's loading lines and reports whether the weights loaded: a
