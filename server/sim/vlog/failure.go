@@ -45,23 +45,22 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 		{vllmPkg + "v1/engine/core.py", 133, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)", "self._initialize_kv_caches(vllm_config)"},
 		otelWrapper,
 	}
+	// The device checks are raised as the worker initialises its device.
+	initDevice := []frame{
+		{vllmPkg + "v1/executor/uniproc_executor.py", 47, "_init_executor", "self.driver_worker.init_device()", ""},
+		{vllmPkg + "v1/worker/worker_base.py", 326, "init_device", "self.worker.init_device()  # type: ignore", "self.worker.init_device()"},
+	}
 	switch err.Kind {
 	case sim.FreeMemoryTooLow:
-		fs = append(fs, executor...)
-		fs = append(fs,
-			frame{vllmPkg + "v1/executor/uniproc_executor.py", 47, "_init_executor", "self.driver_worker.init_device()", ""},
-			frame{vllmPkg + "v1/worker/worker_base.py", 326, "init_device", "self.worker.init_device()  # type: ignore", "self.worker.init_device()"},
-			frame{vllmPkg + "v1/worker/gpu_worker.py", 262, "init_device", "self.requested_memory = request_memory(init_snapshot, self.cache_config)", "request_memory(init_snapshot, self.cache_config)"},
-			frame{vllmPkg + "v1/worker/utils.py", 409, "request_memory", "raise ValueError(", ""},
-		)
+		fs = slices.Concat(fs, executor, initDevice, []frame{
+			{vllmPkg + "v1/worker/gpu_worker.py", 262, "init_device", "self.requested_memory = request_memory(init_snapshot, self.cache_config)", "request_memory(init_snapshot, self.cache_config)"},
+			{vllmPkg + "v1/worker/utils.py", 409, "request_memory", "raise ValueError(", ""},
+		})
 	case sim.DTypeUnsupported:
-		fs = append(fs, executor...)
-		fs = append(fs,
-			frame{vllmPkg + "v1/executor/uniproc_executor.py", 47, "_init_executor", "self.driver_worker.init_device()", ""},
-			frame{vllmPkg + "v1/worker/worker_base.py", 326, "init_device", "self.worker.init_device()  # type: ignore", "self.worker.init_device()"},
-			frame{vllmPkg + "v1/worker/gpu_worker.py", 236, "init_device", "current_platform.check_if_supports_dtype(self.model_config.dtype)", ""},
-			frame{vllmPkg + "platforms/cuda.py", 520, "check_if_supports_dtype", "raise ValueError(", ""},
-		)
+		fs = slices.Concat(fs, executor, initDevice, []frame{
+			{vllmPkg + "v1/worker/gpu_worker.py", 236, "init_device", "current_platform.check_if_supports_dtype(self.model_config.dtype)", ""},
+			{vllmPkg + "platforms/cuda.py", 520, "check_if_supports_dtype", "raise ValueError(", ""},
+		})
 	case sim.LoadOOM:
 		fs = append(fs, executor...)
 		fs = append(fs,
