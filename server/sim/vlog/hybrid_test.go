@@ -115,7 +115,7 @@ func TestCompileLinesByRelease(t *testing.T) {
 	} {
 		cfg.VLLMVersion, cfg.CompileCache = c.version, c.cache
 		ls := startupLines(t, cfg)
-		require.Len(t, grep(ls, "Using cache directory: ~/.cache/vllm/torch_compile_cache/"), 1, c.version)
+		require.Len(t, grep(ls, "Using cache directory: /root/.cache/vllm/torch_compile_cache/"), 1, c.version)
 		require.Len(t, grep(ls, "Dynamo bytecode transform time: "), 1, c.version)
 		for _, w := range c.want {
 			assert.Len(t, grep(ls, w), 1, "%s %s: %q", c.version, c.cache, w)

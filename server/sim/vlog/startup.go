@@ -213,7 +213,9 @@ func (l *Logger) loadLines(s *sim.Setup, wrk proc, weights int64, t Timings, oom
 // "took" where it was "takes", and the AOT artifact is saved or loaded. 0.19 to 0.25 also log that
 // they cache the graph, which 0.26 no longer does at INFO. The wording is the public logs' (0.10.1.1,
 // 0.11, 0.14.1, 0.19.0 and 0.26.0; releases before 0.10 print 0.10's, as the rest of their log).
-// The paths are under ~/.cache/vllm, named by a hash of the settings. None with --enforce-eager.
+// The paths are under the cache root of the vllm/vllm-openai image, whose user is root
+// (/root/.cache/vllm, as vLLM prints it: expanded), named by a hash of the settings. None with
+// --enforce-eager.
 // The caller holds l.mu.
 func (l *Logger) compileLines(s *sim.Setup, wrk proc, t Timings) {
 	if s.EnforceEager {
@@ -222,7 +224,7 @@ func (l *Logger) compileLines(s *sim.Setup, wrk proc, t Timings) {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%d|%d|%s|%s", s.Model, s.Version, s.TensorParallelSize,
 		s.PipelineParallelSize, s.MaxNumBatchedTokens, s.ModelDType, s.KVDType)))
 	key := hex.EncodeToString(sum[:])
-	cache := "~/.cache/vllm/torch_compile_cache"
+	cache := "/root/.cache/vllm/torch_compile_cache"
 	cold := s.CompileCache == sim.CompileCold
 	dir := "Using cache directory: " + cache + "/" + key[:10] + "/rank_0_0/backbone for vLLM's torch.compile"
 	dynamo := fmt.Sprintf("Dynamo bytecode transform time: %.2f s", 0.4*t.Compilation)
