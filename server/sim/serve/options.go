@@ -219,7 +219,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	for _, name := range acceptedWithValue {
 		fs.String(name, "", notSimulatedUsage)
 	}
-	for name := range intListFlags {
+	for _, name := range []string{"cuda-graph-sizes", "cudagraph-capture-sizes"} { // intListFlags, in a fixed order
 		fs.StringArray(name, nil, notSimulatedUsage)
 	}
 	fs.BoolVar(&o.PrintCapacity, "print-capacity", false, "Print the memory plan, the KV cache and how many requests of --random-input-len + --random-output-len tokens fit (with what-ifs), then exit")
