@@ -53,6 +53,9 @@ func simError(err error, what string, e *env) error {
 		what = fmt.Sprintf("the simulated server (%s on %s)", startErr.Setup.Model, startErr.Setup.GPUProfile.Name)
 	case errors.As(err, &invalid):
 		msg = invalid.Short() // the rule broken, without pydantic's wrapping
+		if invalid.Model != "" {
+			what = fmt.Sprintf("the simulated server (%s on %s)", invalid.Model, invalid.GPU)
+		}
 	}
 	return fmt.Errorf("%s failed to start: %s", what, textfmt.OneLine(msg, 0))
 }

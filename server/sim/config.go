@@ -168,11 +168,19 @@ func (e *ConfigError) Error() string { return e.Msg }
 // Resolve applies defaults to cfg, checks it, and computes the KV-cache capacity. A nil
 // profiles uses the built-in ones. Errors are *ConfigError (a bad value) or *StartupError (the
 // engine would fail to start, with vLLM's own message).
-func Resolve(cfg Config, profiles *Profiles) (*Setup, error) {
+func Resolve(cfg Config, profiles *Profiles) (_ *Setup, err error) {
 	s, err := resolveProfiles(&cfg, profiles)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		// A refusal of vLLM's config check names the model and card it refused: they may be
+		// defaults the user never typed.
+		var ve *ValidationError
+		if errors.As(err, &ve) && ve.Model == "" {
+			ve.Model, ve.GPU = cfg.Model, s.GPUProfile.Name
+		}
+	}()
 	m, g := s.ModelProfile, s.GPUProfile
 	if cfg.GPUMemoryUtilization == 0 {
 		cfg.GPUMemoryUtilization = DefaultUtilization(s.Version)

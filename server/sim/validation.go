@@ -17,6 +17,8 @@ type ValidationError struct {
 	// Message is a model validator's ValueError (Constraint "value_error"): pydantic prints
 	// it with the class's whole ArgsKwargs as the input, shortened as pydantic shortens it.
 	Message string
+	// Model and GPU are the server refused, where the refusal came after they were known.
+	Model, GPU string
 }
 
 // valueError is pydantic's error type for a ValueError raised by a validator.
@@ -63,12 +65,12 @@ func ValidateRanges(cfg Config, set func(flag string) bool) error {
 		bad  bool
 		err  ValidationError
 	}{
-		{"gpu-memory-utilization", !(cfg.GPUMemoryUtilization > 0), ValidationError{"CacheConfig", "gpu_memory_utilization", "greater_than", "0", cfg.GPUMemoryUtilization, ""}},
-		{"gpu-memory-utilization", cfg.GPUMemoryUtilization > 1, ValidationError{"CacheConfig", "gpu_memory_utilization", "less_than_equal", "1", cfg.GPUMemoryUtilization, ""}},
-		{"block-size", cfg.BlockSize <= 0, ValidationError{"CacheConfig", "block_size", "greater_than", "0", cfg.BlockSize, ""}},
-		{"tensor-parallel-size", cfg.TensorParallelSize < 1, ValidationError{"ParallelConfig", "tensor_parallel_size", "greater_than_equal", "1", cfg.TensorParallelSize, ""}},
-		{"max-num-batched-tokens", cfg.MaxNumBatchedTokens < 1, ValidationError{"SchedulerConfig", "max_num_batched_tokens", "greater_than_equal", "1", cfg.MaxNumBatchedTokens, ""}},
-		{"max-num-seqs", cfg.MaxNumSeqs < 1, ValidationError{"SchedulerConfig", "max_num_seqs", "greater_than_equal", "1", cfg.MaxNumSeqs, ""}},
+		{"gpu-memory-utilization", !(cfg.GPUMemoryUtilization > 0), ValidationError{Class: "CacheConfig", Field: "gpu_memory_utilization", Constraint: "greater_than", Bound: "0", Input: cfg.GPUMemoryUtilization}},
+		{"gpu-memory-utilization", cfg.GPUMemoryUtilization > 1, ValidationError{Class: "CacheConfig", Field: "gpu_memory_utilization", Constraint: "less_than_equal", Bound: "1", Input: cfg.GPUMemoryUtilization}},
+		{"block-size", cfg.BlockSize <= 0, ValidationError{Class: "CacheConfig", Field: "block_size", Constraint: "greater_than", Bound: "0", Input: cfg.BlockSize}},
+		{"tensor-parallel-size", cfg.TensorParallelSize < 1, ValidationError{Class: "ParallelConfig", Field: "tensor_parallel_size", Constraint: "greater_than_equal", Bound: "1", Input: cfg.TensorParallelSize}},
+		{"max-num-batched-tokens", cfg.MaxNumBatchedTokens < 1, ValidationError{Class: "SchedulerConfig", Field: "max_num_batched_tokens", Constraint: "greater_than_equal", Bound: "1", Input: cfg.MaxNumBatchedTokens}},
+		{"max-num-seqs", cfg.MaxNumSeqs < 1, ValidationError{Class: "SchedulerConfig", Field: "max_num_seqs", Constraint: "greater_than_equal", Bound: "1", Input: cfg.MaxNumSeqs}},
 	}
 	for _, c := range checks {
 		if set(c.flag) && c.bad {
