@@ -318,6 +318,9 @@ func resolveLayout(cfg *Config, m Model) error {
 	return nil
 }
 
+// fp8KVRelease is the first release with an FP8 KV cache (vllm#2279, fp8_e5m2).
+const fp8KVRelease = "0.3.0"
+
 // resolveDTypes sets the model and KV-cache data types of s, and returns the start-up error
 // of a dtype the card cannot compute in (resolveDTypeSupport), which Resolve raises last.
 func resolveDTypes(s *Setup, cfg Config) (*StartupError, error) {
@@ -328,6 +331,9 @@ func resolveDTypes(s *Setup, cfg Config) (*StartupError, error) {
 	unsupported := resolveDTypeSupport(s, cfg)
 	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
 		return nil, &ConfigError{err.Error()}
+	}
+	if strings.HasPrefix(s.KVDType, "fp8") && !s.Version.AtLeast(fp8KVRelease) {
+		return nil, &ConfigError{fmt.Sprintf("argument --kv-cache-dtype: invalid choice: '%s' (choose from 'auto'): an FP8 KV cache came with vLLM 0.3.0", cfg.KVCacheDType)}
 	}
 	return unsupported, nil
 }
