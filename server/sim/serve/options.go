@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -219,7 +220,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	for _, name := range acceptedWithValue {
 		fs.String(name, "", notSimulatedUsage)
 	}
-	for _, name := range []string{"cuda-graph-sizes", "cudagraph-capture-sizes"} { // intListFlags, in a fixed order
+	for _, name := range intListFlags {
 		fs.StringArray(name, nil, notSimulatedUsage)
 	}
 	fs.BoolVar(&o.PrintCapacity, "print-capacity", false, "Print the memory plan, the KV cache and how many requests of --random-input-len + --random-output-len tokens fit (with what-ifs), then exit")
@@ -281,7 +282,7 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 	var v any = f.Value.String()
 	if list, ok := f.Value.(pflag.SliceValue); ok {
 		v = list.GetSlice() // argparse's nargs="+": a Python list
-		if intListFlags[f.Name] {
+		if slices.Contains(intListFlags, f.Name) {
 			v = intList(list.GetSlice())
 		}
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,13 +135,19 @@ func expandNargs(args []string) []string {
 	return out
 }
 
-// listFlags take a list of values (argparse's nargs="+"): LoRA adapters, the names a model is
-// served under, and the CUDA-graph capture sizes (intListFlags).
-var listFlags = map[string]bool{"--lora-modules": true, "--served-model-name": true, "--cuda-graph-sizes": true, "--cudagraph-capture-sizes": true}
-
 // intListFlags are the list flags of integers, which the simulator accepts without simulating:
-// 0.10's --cuda-graph-sizes and its successor.
-var intListFlags = map[string]bool{"cuda-graph-sizes": true, "cudagraph-capture-sizes": true}
+// 0.10's --cuda-graph-sizes and its successor, in the order --help lists them.
+var intListFlags = []string{"cuda-graph-sizes", "cudagraph-capture-sizes"}
+
+// listFlags take a list of values (argparse's nargs="+"): LoRA adapters, the names a model is
+// served under, and intListFlags.
+var listFlags = func() map[string]bool {
+	m := map[string]bool{"--lora-modules": true, "--served-model-name": true}
+	for _, name := range intListFlags {
+		m["--"+name] = true
+	}
+	return m
+}()
 
 // checkIntLists refuses a value of an integer list flag that is not an integer, as argparse's
 // type=int does.
@@ -148,7 +155,7 @@ func checkIntLists(fs *pflag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
 		list, ok := f.Value.(pflag.SliceValue)
-		if !ok || !intListFlags[f.Name] || err != nil {
+		if !ok || !slices.Contains(intListFlags, f.Name) || err != nil {
 			return
 		}
 		for _, v := range list.GetSlice() {
