@@ -152,8 +152,12 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	}
 	if o := s.NumGPUBlocksOverride; o > 0 {
 		// vLLM logs "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d" and sizes
-		// the cache from the override alone.
-		c.AvailableKVBytes = int64(o) * c.BlockBytes
+		// the cache from the override alone; the model runner then allocates it, and a cache
+		// larger than the card fails there as --kv-cache-memory-bytes does.
+		c.AvailableKVBytes = overrideBytes(o, c.BlockBytes)
+		if err := pinnedKVError(c, l, s.Version); err != nil {
+			return c, err
+		}
 	}
 	if s.AutoFitMaxModelLen {
 		if err := autoFitMaxModelLen(s, &c, l); err != nil {
@@ -171,6 +175,15 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// overrideBytes is the cache --num-gpu-blocks-override asks for, held below what an int64
+// can count: a block count no card could hold fails at allocation all the same.
+func overrideBytes(blocks int, blockBytes int64) int64 {
+	if blockBytes > 0 && int64(blocks) > math.MaxInt64/4/blockBytes {
+		return math.MaxInt64 / 4
+	}
+	return int64(blocks) * blockBytes
 }
 
 // pinnedKVError is the CUDA out-of-memory error of allocating a --kv-cache-memory-bytes cache

@@ -1,12 +1,17 @@
 package serve
 
 import (
+	"bytes"
+	"fmt"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/server/sim"
+	"github.com/vllmtop/vllmtop/server/sim/vlog"
 )
 
 // --max-num-batched-tokens and --kv-cache-memory-bytes take vLLM's human-readable integers;
@@ -70,4 +75,36 @@ func TestPinnedKVCache(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, sim.KVCacheOOM, se.Kind)
 	assert.Regexp(t, `^CUDA out of memory\. Tried to allocate [\d.]+ GiB\. GPU 0 has a total capacity of 79\.19 GiB of which [\d.]+ (?:GiB|MiB) is free\.`, se.Message)
+}
+
+// --num-gpu-blocks-override sizes the cache from the blocks alone, beyond the utilisation
+// too; blocks that do not fit beside the weights fail as the model runner allocates them, and
+// the log shows the profiled budget, the override and torch's error.
+func TestBlocksOverrideBeyondTheCard(t *testing.T) {
+	base := sim.Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", MaxModelLen: 4096}
+	fits := base
+	fits.NumGPUBlocksOverride = 2500 // above the 2,127 the profile leaves, within the card
+	s, err := sim.Resolve(fits, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2500, s.Capacity.NumGPUBlocks)
+
+	for _, blocks := range []int{10000, math.MaxInt} {
+		over := base
+		over.NumGPUBlocksOverride = blocks
+		_, err = sim.Resolve(over, nil)
+		var se *sim.StartupError
+		require.ErrorAs(t, err, &se, blocks)
+		assert.Equal(t, sim.KVCacheOOM, se.Kind)
+		assert.Regexp(t, `^CUDA out of memory\. Tried to allocate [\d.]+ (?:GiB|MiB)\. GPU 0 has a total capacity of 22\.03 GiB`, se.Message)
+
+		var out bytes.Buffer
+		l := vlog.New(&out, &out, func() time.Time { return time.Unix(0, 0) }, 1, 2)
+		l.FailedStartup(se, nil, 0)
+		log := out.String()
+		assert.Contains(t, log, "Available KV cache memory: 4.16 GiB")
+		assert.Contains(t, log, fmt.Sprintf("Overriding num_gpu_blocks=2127 with num_gpu_blocks_override=%d", blocks))
+		if blocks == 10000 {
+			assert.Contains(t, log, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 625.00 MiB", "one layer's tensor")
+		}
+	}
 }

@@ -203,6 +203,10 @@ func (l *Logger) StartupFailure(err *sim.StartupError) {
 		l.record(wrk, Error, "gpu_model_runner.py:4818", err.LoggedError)
 	}
 	switch {
+	case err.Kind == sim.KVCacheOOM && err.Setup != nil && err.Setup.NumGPUBlocksOverride > 0:
+		profiled := profiledKVBytes(err.Setup, err.Capacity)
+		l.record(eng, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
+		l.overrideLine(err.Setup, err.Capacity, eng, profiled)
 	case err.Capacity.KVPinned:
 		l.record(eng, Info, "gpu_worker.py:520", pinnedKVLine(err.Capacity))
 	case err.Kind == sim.NoKVMemory || err.Kind == sim.MaxModelLenTooLarge:

@@ -141,10 +141,7 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 
 	// With --num-gpu-blocks-override the capacity is sized from the override, but the worker
 	// still reports the profiled budget and the override line shows the profiled block count.
-	profiled := c.AvailableKVBytes
-	if s.NumGPUBlocksOverride > 0 {
-		profiled = c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
-	}
+	profiled := profiledKVBytes(s, c)
 	switch {
 	case c.KVPinned:
 		l.record(wrk, Info, "gpu_worker.py:520", pinnedKVLine(c))
@@ -154,9 +151,7 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		l.record(wrk, Info, "gpu_worker.py:547", fmt.Sprintf("Available KV cache memory: %s GiB", sim.FormatGiB(profiled)))
 	}
 	l.graphProfilingLine(s, wrk)
-	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
-		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
-	}
+	l.overrideLine(s, c, eng, profiled)
 	if c.AutoFitFrom > 0 {
 		l.record(eng, Info, "kv_cache_utils.py:1373", fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)",
 			c.AutoFitFrom, s.MaxModelLen, sim.FormatGiB(c.AvailableKVBytes)))
@@ -358,6 +353,22 @@ func v1ModelLoading(s *sim.Setup, weights int64, seconds float64) string {
 		return fmt.Sprintf("Model loading took %.4f GiB memory and %.6f seconds", float64(weights)/(1<<30), seconds)
 	}
 	return fmt.Sprintf("Model loading took %.4f GiB and %.6f seconds", float64(weights)/(1<<30), seconds)
+}
+
+// profiledKVBytes is the KV budget the worker reports: the profiled one, also where
+// --num-gpu-blocks-override then sizes the cache.
+func profiledKVBytes(s *sim.Setup, c sim.Capacity) int64 {
+	if s.NumGPUBlocksOverride > 0 {
+		return c.RequestedBytes - c.WeightsBytes - c.ActivationBytes - c.NonTorchBytes - c.CUDAGraphBytes
+	}
+	return c.AvailableKVBytes
+}
+
+// overrideLine is the engine's "Overriding num_gpu_blocks" line, with the profiled count.
+func (l *Logger) overrideLine(s *sim.Setup, c sim.Capacity, eng proc, profiled int64) {
+	if o := s.NumGPUBlocksOverride; o > 0 && c.BlockBytes > 0 {
+		l.record(eng, Info, "kv_cache_utils.py:2161", fmt.Sprintf("Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d", floorDiv(profiled, c.BlockBytes), o))
+	}
 }
 
 // floorDiv is Python's a // b for b > 0.
