@@ -206,6 +206,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad dtype", Config{DType: "int3"}, "argument --dtype: invalid choice: 'int3'"},
 		{"bad kv dtype", Config{KVCacheDType: "fp3"}, "argument --kv-cache-dtype: invalid choice"},
 		{"unsupported quantization", Config{Quantization: "bitsandbytes"}, "not simulated"},
+		{"used memory not a number", Config{GPUUsedGiB: math.NaN()}, "--sim-gpu-used-gib must be between 0 and the GPU's"},
 		{"fp8 KV before 0.3", Config{KVCacheDType: "fp8", VLLMVersion: "0.2.7"}, "argument --kv-cache-dtype: invalid choice: 'fp8' (choose from 'auto')"},
 	}
 	for _, tc := range cases {

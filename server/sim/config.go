@@ -395,7 +395,7 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 	if cfg.MaxNumBatchedTokens < cfg.MaxNumSeqs {
 		return schedulerValueError(fmt.Sprintf("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", cfg.MaxNumBatchedTokens, cfg.MaxNumSeqs))
 	}
-	if cfg.GPUUsedGiB < 0 || cfg.GPUUsedGiB > g.MemoryGiB {
+	if !(cfg.GPUUsedGiB >= 0 && cfg.GPUUsedGiB <= g.MemoryGiB) { // NaN fails both
 		return &ConfigError{fmt.Sprintf("--sim-gpu-used-gib must be between 0 and the GPU's %.2f GiB, got %g", g.MemoryGiB, cfg.GPUUsedGiB)}
 	}
 	if cfg.NumGPUBlocksOverride < 0 {

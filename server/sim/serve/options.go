@@ -397,7 +397,7 @@ func (o *Options) checkServing() error {
 	if !(o.Speed > 0) || math.IsInf(o.Speed, 0) || o.Speed > 1000 {
 		return &UsageError{fmt.Sprintf("argument --sim-speed: must be greater than 0 and at most 1000, got %g", o.Speed)}
 	}
-	if o.StartupSeconds < 0 || o.StartupSeconds > 3600 {
+	if !(o.StartupSeconds >= 0 && o.StartupSeconds <= 3600) { // NaN fails both
 		return &UsageError{fmt.Sprintf("argument --sim-startup-seconds: must be between 0 and 3600, got %g", o.StartupSeconds)}
 	}
 	return nil

@@ -93,6 +93,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--max-model-len", "big"}, "argument --max-model-len: invalid value"},
 		{[]string{"--sim-speed", "0"}, "argument --sim-speed: must be greater than 0"},
 		{[]string{"--port", "70000"}, "is not a port number"},
+		{[]string{"--sim-startup-seconds", "NaN"}, "argument --sim-startup-seconds: must be between 0 and 3600, got NaN"},
 	}
 	for _, tc := range cases {
 		_, err := ParseArgs(tc.args, noEnv)
