@@ -215,12 +215,17 @@ func legend(m Memory, width int) string {
 	if m.ColdCompile {
 		activations += " (cold compile)"
 	}
+	used := m.WeightsGiB + m.ActivationGiB + m.NonTorchGiB + m.CUDAGraphGiB + m.KVGiB
 	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
-		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-m.RequestedGiB-m.GraphsOutsideGiB))}
-	if over := m.WeightsGiB + m.ActivationGiB + m.NonTorchGiB + m.CUDAGraphGiB + m.KVGiB - m.TotalGiB; over > 0 {
+		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-math.Max(m.RequestedGiB, used)-m.GraphsOutsideGiB))}
+	switch {
+	case used > m.TotalGiB:
 		// The parts do not fit the card (weights larger than it): nothing is free.
-		parts[len(parts)-1] = fmt.Sprintf("over the card by %.2f", over)
+		parts[len(parts)-1] = fmt.Sprintf("over the card by %.2f", used-m.TotalGiB)
+	case used-m.RequestedGiB >= 0.005:
+		// The budget is spent before the KV cache: say by how much, as the refusal does not.
+		parts = append(parts, fmt.Sprintf("over the budget by %.2f", used-m.RequestedGiB))
 	}
 	var lines []string
 	line := "GiB:"

@@ -142,3 +142,14 @@ func TestRenderOversubscribedCard(t *testing.T) {
 		assert.LessOrEqual(t, len(line), 80, "%q", line)
 	}
 }
+
+// Weights that fit the card but not the budget: the free memory is what they leave of the card,
+// and the legend says by how much the budget is exceeded, which the refusal does not.
+func TestRenderSpentBudget(t *testing.T) {
+	m := Memory{TotalGiB: 22.03, RequestedGiB: 11.02, WeightsGiB: 14.99, ActivationGiB: 0.44, NonTorchGiB: 0.25, CUDAGraphGiB: 0.43}
+	out := Report{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "L4", Util: 0.5, Workload: Workload{1024, 128},
+		Columns: []Column{{Name: "as given", Memory: m, Refused: "ValueError: No available memory for the cache blocks."}}}.Render(80)
+	assert.Contains(t, out, ". free 5.92")
+	assert.Contains(t, out, "over the budget by 5.09")
+	assert.NotContains(t, out, "over the card")
+}
