@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/vllmtop/vllmtop/server/sim"
 )
 
 // A .md file named in Go source, with an optional #anchor: "docs/calibration.md#moe-activation".
@@ -189,5 +192,19 @@ func TestReadmeCapacityExampleIsTrue(t *testing.T) {
 		if !strings.Contains(out, strings.TrimRight(row, " ")) {
 			t.Errorf("README row %q is not in the output:\n%s", row, out)
 		}
+	}
+}
+
+// TestReadmeCatalogueCounts holds the README's count of built-in GPUs and models to the
+// embedded profiles.
+func TestReadmeCatalogueCounts(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sim.BuiltinProfiles()
+	want := fmt.Sprintf("embedded): %d GPUs and %d models", len(p.GPUs), len(p.Models))
+	if !strings.Contains(string(readme), want) {
+		t.Errorf("README does not say %q", want)
 	}
 }

@@ -197,7 +197,12 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		msg  string
 	}{
-		{"unknown model lists the known ones", Config{Model: "acme/Nonexistent-7B"}, "known models: MiniMaxAI/MiniMax-M2.7, Qwen/QwQ-32B, Qwen/Qwen1.5-7B-Chat"},
+		{"unknown model says where the known ones are", Config{Model: "acme/Nonexistent-7B"}, "known models are listed by vllmtop help sim"},
+		{"a misspelt model", Config{Model: "meta-llama/Llama-3.1-8B-Instrct"}, "(did you mean meta-llama/Llama-3.1-8B-Instruct?)"},
+		{"a suffix past a known model", Config{Model: "Qwen/Qwen3-8B-Base"}, "(did you mean Qwen/Qwen3-8B?)"},
+		{"a quantized build of a known model", Config{Model: "Qwen/Qwen3-8B-AWQ"}, "(a build of Qwen/Qwen3-8B quantized with awq? --model Qwen/Qwen3-8B --sim-checkpoint-quantization awq)"},
+		{"a misspelt GPU", Config{GPU: "MI300"}, "unknown GPU \"MI300\" (did you mean MI300X?); known GPUs: H200"},
+		{"the start of a GPU's alias", Config{GPU: "A100-80G"}, "(did you mean A100-SXM-80GB?)"},
 		{"unknown gpu", Config{GPU: "TPU-v5"}, "known GPUs: H200, H100-SXM-80GB"},
 		{"utilisation above 1", Config{GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization must be greater than 0 and at most 1"},
 		{"utilisation negative", Config{GPUMemoryUtilization: -0.1}, "--gpu-memory-utilization must be greater than 0"},

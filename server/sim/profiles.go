@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -424,14 +425,18 @@ func (p *Profiles) GPU(name string) (GPU, error) {
 		}
 	}
 	names := make([]string, len(p.GPUs))
+	var cands []nameCandidate
 	for i, g := range p.GPUs {
 		names[i] = g.Name
+		for _, n := range append([]string{g.Name}, g.Aliases...) {
+			keys := gpuKeys(n)
+			cands = append(cands, nameCandidate{keys[len(keys)-1], g.Name})
+		}
 	}
-	return GPU{}, fmt.Errorf("unknown GPU %q; known GPUs: %s. To add one, pass --sim-profiles FILE with "+
-		`{"gpus": [{"name": "...", "memory_gib": <torch total_memory in GiB>, "bandwidth_tbps": ..., "bf16_tflops": ..., `+
-		`"eta_bandwidth": 0.8, "eta_gemm": 0.55, "eta_attention": 0.45, "layer_floor_us": 40, `+
-		`"default_max_num_batched_tokens": 2048, "default_max_num_seqs": 256}]} (docs/catalogue.md#adding-a-gpu)`,
-		name, strings.Join(names, ", "))
+	keys := gpuKeys(name)
+	return GPU{}, fmt.Errorf("unknown GPU %q%s; known GPUs: %s. To add one, pass --sim-profiles FILE with "+
+		`{"gpus": [{"name": ..., "memory_gib": ..., "bandwidth_tbps": ..., "bf16_tflops": ..., ...}]} (docs/catalogue.md#adding-a-gpu)`,
+		name, didYouMean(keys[len(keys)-1], cands), strings.Join(names, ", "))
 }
 
 // gpuVendorWords are dropped from the front of a device name, in this order.
@@ -463,7 +468,98 @@ func (p *Profiles) Model(name string) (Model, error) {
 			}
 		}
 	}
-	return Model{}, fmt.Errorf("unknown model %q; known models: %s (size one from its Hugging Face config.json with --sim-model-config FILE, or add one with --sim-profiles FILE)", name, strings.Join(p.ModelNames(), ", "))
+	var cands []nameCandidate
+	for _, m := range p.Models {
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			cands = append(cands, nameCandidate{modelKey(n), m.Name})
+		}
+	}
+	names := p.ModelNames()
+	hint := didYouMean(modelKey(name), cands)
+	if base, method := quantizedBuildOf(name, p); base != "" {
+		hint = fmt.Sprintf(" (a build of %s quantized with %s? --model %s --sim-checkpoint-quantization %s)", base, method, base, method)
+	}
+	return Model{}, fmt.Errorf("unknown model %q%s; the %d known models are listed by vllmtop help sim (size one from its Hugging Face config.json with --sim-model-config FILE, or add one with --sim-profiles FILE)", name, hint, len(names))
+}
+
+// quantizedBuildOf reads a name the catalogue lacks as a quantized build of one it has, by the
+// suffix such checkpoints carry ("Qwen/Qwen3-8B-AWQ"): the catalogue's name and the method, or "".
+func quantizedBuildOf(name string, p *Profiles) (base, method string) {
+	lower := strings.ToLower(name)
+	for _, suffix := range []struct{ s, method string }{
+		{"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq-int8", "gptq"}, {"-gptq", "gptq"},
+		{"-fp8-dynamic", "fp8"}, {"-fp8", "fp8"}, {"-nvfp4", "nvfp4"}, {"-bnb-4bit", "bitsandbytes"},
+	} {
+		if cut, ok := strings.CutSuffix(lower, suffix.s); ok {
+			for _, m := range p.Models {
+				if m.Quantization == "" && strings.EqualFold(m.Name, name[:len(cut)]) {
+					return m.Name, suffix.method
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+// modelKey is the part of a model name after its organisation, in lower case.
+func modelKey(name string) string {
+	return strings.ToLower(name[strings.LastIndex(name, "/")+1:])
+}
+
+// nameCandidate is a known name under the key an unknown one is compared with.
+type nameCandidate struct{ key, name string }
+
+// didYouMean is " (did you mean X?)" for the known name closest to the key of an unknown one,
+// or "" when none is close: the longest key that begins the other ("qwen3-8b" for
+// "qwen3-8b-instruct"), else the shortest the key begins, else the least edit distance, up to a third of the key.
+func didYouMean(want string, cands []nameCandidate) string {
+	best, bestLen := "", 2
+	for _, c := range cands {
+		if len(c.key) > bestLen && strings.HasPrefix(want, c.key) {
+			best, bestLen = c.name, len(c.key)
+		}
+	}
+	if best == "" && len(want) > 2 {
+		bestLen = math.MaxInt
+		for _, c := range cands {
+			if len(c.key) < bestLen && strings.HasPrefix(c.key, want) {
+				best, bestLen = c.name, len(c.key)
+			}
+		}
+	}
+	if best == "" {
+		bestDist := len(want)/3 + 1
+		for _, c := range cands {
+			if d := editDistance(want, c.key); d < bestDist {
+				best, bestDist = c.name, d
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // ModelNames lists the known model names, sorted.
