@@ -66,6 +66,18 @@ func prepare(args []string, getenv func(string) string) (*Plan, *Options, error)
 	return &Plan{opts: opts, profiles: profiles, setup: setup}, opts, nil
 }
 
+// servedVersion refuses to serve as a release of the V0 engine (before 0.8): the server's
+// logs, endpoints and /metrics are the V1 engine's, and would claim a V1 engine of that
+// release. Prepare and --print-capacity plan those releases. A version that does not parse is
+// left to the engine's own check.
+func servedVersion(version string) error {
+	v, err := sim.ParseVersion(version)
+	if err != nil || v.V1Engine() {
+		return nil
+	}
+	return &UsageError{fmt.Sprintf("argument --sim-vllm-version: %s ran the V0 engine, whose logs and /metrics the simulated server does not imitate; it serves as 0.8 to %s (--print-capacity plans the memory of releases from 0.2)", version, sim.NewestMinor())}
+}
+
 // ExitCode is the status `vllmtop sim` ends with for an error of Prepare or Start: 0 for a
 // help request, 2 for a bad command line or setting, 1 for anything else (what vLLM itself
 // refuses once it runs: a ValidationError, a StartupError).
@@ -199,6 +211,11 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 		logs.UseRelease(v)
 		if dp > 1 {
 			failures = logs.DPRank(0)
+		}
+	}
+	if o, err := ParseArgs(args, getenv); err == nil {
+		if err := servedVersion(o.Engine.VLLMVersion); err != nil {
+			return nil, err
 		}
 	}
 	plan, parsed, err := prepare(args, getenv)

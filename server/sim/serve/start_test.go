@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -105,4 +106,25 @@ func TestStartServesUntilStopped(t *testing.T) {
 	require.NoError(t, inst.Stop())
 	_, err = http.Get(inst.URL() + "/health")
 	assert.Error(t, err, "nothing listens after Stop")
+}
+
+// A V0 release is planned (Prepare, --print-capacity) but not served: the server's logs and
+// /metrics are the V1 engine's, and would claim a V1 engine of 0.6.
+func TestV0ReleasesAreNotServed(t *testing.T) {
+	args := []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--sim-vllm-version", "0.6.0", "--sim-startup-seconds", "0"}
+	p, err := Prepare(args, noEnv)
+	require.NoError(t, err)
+	assert.Positive(t, p.Capacity().KVCacheTokens)
+
+	var out, errOut bytes.Buffer
+	_, err = Start(context.Background(), args, noEnv, WithLogs(&out, &errOut))
+	var usage *UsageError
+	require.ErrorAs(t, err, &usage)
+	assert.Contains(t, usage.Msg, "0.6.0 ran the V0 engine")
+	assert.Empty(t, out.String(), "no start-up lines of a server that does not start")
+
+	args[len(args)-3] = "0.8.0"
+	inst, err := Start(context.Background(), append(args, "--port", "0"), noEnv, WithLogs(&out, &errOut))
+	require.NoError(t, err, "0.8 ran the V1 engine")
+	assert.NoError(t, inst.Stop())
 }
