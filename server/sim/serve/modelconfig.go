@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +17,9 @@ func loadProfiles(opts *Options, getenv func(string) string) (*sim.Profiles, err
 		return nil, &ConfigError{Msg: err.Error()}
 	}
 	path := opts.ModelConfigPath
+	if fi, err := os.Stat(path); path != "" && err == nil && fi.IsDir() {
+		path = filepath.Join(path, "config.json") // a model's directory, as vLLM takes it
+	}
 	if path == "" {
 		if _, err := p.Model(opts.Engine.Model); err == nil {
 			return p, nil
@@ -45,17 +49,22 @@ func (o *Options) modelSet() bool {
 }
 
 // configModelName names a model given only by its config file: the cache's "org/name" for a
-// file in a Hugging Face cache snapshot, else the directory's name.
+// file in a Hugging Face cache snapshot, else the directory's name for a config.json and the
+// file's own ("llama" for cfg/llama.json) for any other.
 func configModelName(path string) string {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs // a bare "config.json" is named after the directory it is in
 	}
 	dir := filepath.Dir(filepath.Clean(path))
+	stem := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	for i := len(parts) - 1; i >= 0; i-- {
 		if name, ok := strings.CutPrefix(parts[i], "models--"); ok && strings.Contains(name, "--") {
 			return strings.Replace(name, "--", "/", 1)
 		}
+	}
+	if stem != "config" && stem != "" {
+		return stem
 	}
 	if b := filepath.Base(dir); b != "." && b != "/" {
 		return b

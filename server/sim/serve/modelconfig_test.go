@@ -77,12 +77,27 @@ func TestUnknownGPUSaysHowToAddOne(t *testing.T) {
 	assert.Equal(t, 2, ExitCode(err))
 }
 
-// A config without --model is named after its Hugging Face cache entry, else its directory,
-// also when the path is a bare file name in the working directory.
+// A config without --model is named after its Hugging Face cache entry, else its directory
+// (also when the path is a bare config.json in the working directory), and a file of another
+// name after itself.
 func TestConfigModelName(t *testing.T) {
 	assert.Equal(t, "Qwen/Qwen3-8B", configModelName("/hf/hub/models--Qwen--Qwen3-8B/snapshots/abc/config.json"))
 	assert.Equal(t, "my-model", configModelName("/tmp/my-model/config.json"))
+	assert.Equal(t, "llama", configModelName("cfg/llama.json"))
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Base(wd), configModelName("config.json"))
+}
+
+// --sim-model-config takes a model's directory, as vLLM does, and reads its config.json.
+func TestModelConfigDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny-llama")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures": ["LlamaForCausalLM"],
+		"hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32,
+		"num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}`), 0o644))
+	p, err := Prepare([]string{"--sim-model-config", dir, "--sim-gpu", "L4"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, "tiny-llama", p.Model())
+	assert.Positive(t, p.Capacity().KVCacheTokens)
 }

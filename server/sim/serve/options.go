@@ -208,7 +208,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")
-	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
+	fs.StringVar(&o.ModelConfigPath, "sim-model-config", "", "Hugging Face config.json (or a model directory holding one) to size the model from (else a model the catalogue lacks is looked for in the local Hugging Face cache)")
 	fs.StringVar(&o.Engine.VLLMVersion, "sim-vllm-version", sim.DefaultVersion, "vLLM release to imitate (its /metrics families and labels, log formats, KV-cache size line), 0.10.0 to "+sim.NewestMinor()+"; served from 0.8 (the V1 engine), planned from 0.2 with --print-capacity")
 	fs.StringVar(&o.Engine.EntryPoint, "sim-entry-point", sim.EntryServe, "How the imitated vLLM was started, for its scheduler defaults and memory plan: serve (vllm serve) or llm (the offline LLM class)")
 	fs.StringVar(&o.Engine.FlashInfer, "sim-flashinfer", sim.FlashInferInstalled, "Whether the imitated install has FlashInfer, for the profile's sampler: installed (vLLM's images) or absent (the pip wheels of 0.10.1 to 0.11.0, or any install without it), which runs the PyTorch-native top-k/top-p path")
