@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 //go:embed profiles/*.json
@@ -530,7 +532,7 @@ func didYouMean(want string, cands []nameCandidate) string {
 	if best == "" {
 		bestDist := len(want)/3 + 1
 		for _, c := range cands {
-			if d := editDistance(want, c.key); d < bestDist {
+			if d := textfmt.EditDistance(want, c.key); d < bestDist {
 				best, bestDist = c.name, d
 			}
 		}
@@ -539,27 +541,6 @@ func didYouMean(want string, cands []nameCandidate) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // ModelNames lists the known model names, sorted.

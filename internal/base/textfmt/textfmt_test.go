@@ -59,3 +59,17 @@ func FuzzOneLine(f *testing.F) {
 		}
 	})
 }
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"", "ab", 2}, {"kitten", "sitting", 3},
+		{"gpu-memory-utilisation", "gpu-memory-utilization", 1}, {"mi300", "mi300x", 1}, {"same", "same", 0},
+	} {
+		if got := EditDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("EditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/metrics"
 	"github.com/vllmtop/vllmtop/server/sim/vlog"
@@ -97,6 +98,26 @@ var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-form
 	"hf-overrides", "override-generation-config", "long-prefill-token-threshold", "max-num-partial-prefills",
 	"max-long-partial-prefills", "cpu-offload-gb"}
 
+// closestFlag is " (did you mean --x?)" for the defined flag nearest an unknown one, by edit
+// distance up to a quarter of its name ("--gpu-memory-utilisation"), or "".
+func closestFlag(fs *pflag.FlagSet, arg string) string {
+	name, ok := strings.CutPrefix(arg, "--")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	best, bestDist := "", len(name)/4+1
+	fs.VisitAll(func(f *pflag.Flag) {
+		if d := textfmt.EditDistance(name, f.Name); d < bestDist && !f.Hidden {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return " (did you mean --" + best + "?)"
+}
+
 // ParseArgs parses `vllm serve`'s flags with vLLM's names and defaults. getenv supplies
 // VLLM_API_KEY and VLLM_ALLOW_LONG_MAX_MODEL_LEN.
 func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
@@ -114,7 +135,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 		return nil, err
 	}
 	if bad := unrecognized(fs, args); len(bad) > 0 {
-		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ")}
+		return nil, &UsageError{"unrecognized arguments: " + strings.Join(bad, " ") + closestFlag(fs, bad[0])}
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, &UsageError{argparseMessage(err)}
