@@ -190,12 +190,17 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
 // reportWidth is the width --print-capacity renders for: the terminal's, up to 100 columns;
-// 100 when the output is not a terminal (a file, a pipe), so scripts see one layout.
-func reportWidth(w io.Writer) int {
+// when the output is not a terminal (a file, a pipe), an exported COLUMNS, else 100, so scripts
+// see one layout.
+func reportWidth(w io.Writer, getenv func(string) string) int {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
 		if cols, _, err := term.GetSize(f.Fd()); err == nil && cols > 0 {
 			return min(cols, 100)
 		}
+	}
+	// Piped or redirected: the shell's COLUMNS, when it is exported and a sane width.
+	if cols, err := strconv.Atoi(strings.TrimSpace(getenv("COLUMNS"))); err == nil && cols >= 20 {
+		return min(cols, 100)
 	}
 	return 100
 }
@@ -218,7 +223,7 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 		r.Layout = append(r.Layout, fmt.Sprintf("Data parallel: %d engines, each with the plan below and its own KV cache", dp),
 			fmt.Sprintf("  (%s tokens in all); the API server spreads requests over them", textfmt.Thousands(int64(dp*r.Columns[0].KVTokens))))
 	}
-	fmt.Fprint(stdout, r.Render(reportWidth(stdout)))
+	fmt.Fprint(stdout, r.Render(reportWidth(stdout, getenv)))
 	if line := notSimulatedLine(opts.NotSimulated); line != "" {
 		// Some of them (--cpu-offload-gb, --limit-mm-per-prompt) would change the plan.
 		fmt.Fprintln(stdout, line+"; the plan above is made without them")

@@ -104,6 +104,24 @@ func TestPrintCapacityCommand(t *testing.T) {
 	assert.Contains(t, errb.String(), "only with --print-capacity")
 }
 
+// Piped output takes an exported COLUMNS, else 100 columns.
+func TestPrintCapacityWidthWhenPiped(t *testing.T) {
+	widest := func(env map[string]string) int {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--print-capacity"}, &out, &errb, func(k string) string { return env[k] })
+		require.Equal(t, 0, code, errb.String())
+		w := 0
+		for _, l := range strings.Split(out.String(), "\n") {
+			w = max(w, len([]rune(l)))
+		}
+		return w
+	}
+	assert.Equal(t, 100, widest(nil), "the bar spans the width")
+	assert.LessOrEqual(t, widest(map[string]string{"COLUMNS": "72"}), 72)
+	assert.Equal(t, 100, widest(map[string]string{"COLUMNS": "250"}), "at most 100")
+	assert.Equal(t, 100, widest(map[string]string{"COLUMNS": "nonsense"}))
+}
+
 func TestPrintCapacityUsesTheReleaseDefaultUtilization(t *testing.T) {
 	for version, util := range map[string]string{"0.17": "0.9", sim.DefaultVersion: "0.92"} {
 		var out, errb bytes.Buffer
