@@ -27,6 +27,8 @@ import (
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
+
+	"github.com/vllmtop/vllmtop/internal/base/termwidth"
 )
 
 // version is the release version; builds may override it with -ldflags "-X main.version=...".
@@ -239,7 +241,11 @@ func help(c *cobra.Command, entry command) string {
 		return serve.Help()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "usage: %s %s\n\n%s", c.CommandPath(), entry.usage, entry.about)
+	about := entry.about
+	if width := termwidth.Stdout(); width < termwidth.Max {
+		about = textfmt.Wrap(about, width) + "\n" // written for 100 columns; reflowed for fewer
+	}
+	fmt.Fprintf(&b, "usage: %s %s\n\n%s", c.CommandPath(), entry.usage, about)
 	if entry.name == "" {
 		b.WriteString("\nCommands:\n")
 		for _, cmd := range commands[1:] {

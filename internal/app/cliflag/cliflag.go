@@ -18,6 +18,8 @@ import (
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server/sim/serve"
+
+	"github.com/vllmtop/vllmtop/internal/base/termwidth"
 )
 
 // value is a flag of type T: parse reads what was typed, format writes it back for the help.
@@ -251,10 +253,11 @@ func (f *forward) Type() string   { return f.value.Type() }
 // Usage is the flags' part of a command's help: its own flags, then the simulator's (AddSim's).
 func Usage(fs *pflag.FlagSet) string {
 	own, sim := groups(fs)
-	out := "\nFlags:\n" + own.FlagUsagesWrapped(100)
+	width := termwidth.Stdout()
+	out := "\nFlags:\n" + own.FlagUsagesWrapped(width)
 	if sim.HasFlags() {
 		out += "\nSimulator flags (vllm serve's and --sim-*, for the built-in simulator; see vllmtop help sim):\n" +
-			sim.FlagUsagesWrapped(100)
+			sim.FlagUsagesWrapped(width)
 	}
 	return out
 }

@@ -61,3 +61,25 @@ func EditDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// Wrap reflows the words of text into lines of at most width columns (a longer word keeps its
+// own line); blank lines between paragraphs are kept.
+func Wrap(text string, width int) string {
+	var out []string
+	for _, para := range strings.Split(text, "\n\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			switch {
+			case line == "":
+				line = w
+			case len([]rune(line))+1+len([]rune(w)) > width:
+				out = append(out, line)
+				line = w
+			default:
+				line += " " + w
+			}
+		}
+		out = append(out, line, "")
+	}
+	return strings.Join(out[:len(out)-1], "\n")
+}

@@ -73,3 +73,14 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestWrap(t *testing.T) {
+	got := Wrap("one two three four five\nsix\n\nseven eight", 9)
+	want := "one two\nthree\nfour five\nsix\n\nseven\neight"
+	if got != want {
+		t.Errorf("Wrap = %q, want %q", got, want)
+	}
+	if got := Wrap("a-very-long-word b", 4); got != "a-very-long-word\nb" {
+		t.Errorf("a long word keeps its line: %q", got)
+	}
+}

@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/x/term"
-
+	"github.com/vllmtop/vllmtop/internal/base/termwidth"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
@@ -189,22 +187,6 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
-// reportWidth is the width --print-capacity renders for: the terminal's, up to 100 columns;
-// when the output is not a terminal (a file, a pipe), an exported COLUMNS, else 100, so scripts
-// see one layout.
-func reportWidth(w io.Writer, getenv func(string) string) int {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
-		if cols, _, err := term.GetSize(f.Fd()); err == nil && cols > 0 {
-			return min(cols, 100)
-		}
-	}
-	// Piped or redirected: the shell's COLUMNS, when it is exported and a sane width.
-	if cols, err := strconv.Atoi(strings.TrimSpace(getenv("COLUMNS"))); err == nil && cols >= 20 {
-		return min(cols, 100)
-	}
-	return 100
-}
-
 // printCapacity is `vllmtop sim --print-capacity`: the report on stdout; exit status 1 when
 // vLLM would refuse the setting as given.
 func printCapacity(opts *Options, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -223,7 +205,7 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 		r.Layout = append(r.Layout, fmt.Sprintf("Data parallel: %d engines, each with the plan below and its own KV cache", dp),
 			fmt.Sprintf("  (%s tokens in all); the API server spreads requests over them", textfmt.Thousands(int64(dp*r.Columns[0].KVTokens))))
 	}
-	fmt.Fprint(stdout, r.Render(reportWidth(stdout, getenv)))
+	fmt.Fprint(stdout, r.Render(termwidth.Of(stdout, getenv)))
 	if line := notSimulatedLine(opts.NotSimulated); line != "" {
 		// Some of them (--cpu-offload-gb, --limit-mm-per-prompt) would change the plan.
 		fmt.Fprintln(stdout, line+"; the plan above is made without them")

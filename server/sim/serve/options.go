@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/vllmtop/vllmtop/internal/base/termwidth"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/metrics"
@@ -698,21 +699,23 @@ func argparseMessage(err error) string {
 	return msg
 }
 
+// helpText is --help, laid out for the width of standard output.
 func helpText(fs *pflag.FlagSet) string {
+	width := termwidth.Stdout()
 	var b strings.Builder
 	b.WriteString(usageLine + "\n\n")
-	b.WriteString("A simulated vLLM server: `vllm serve`'s flags, log lines, endpoints and /metrics, with a\n")
-	b.WriteString("continuous-batching engine and a GPU roofline model instead of a GPU. It binds 127.0.0.1 by\n")
-	b.WriteString("default (vLLM binds all interfaces): pass --host 0.0.0.0 to serve other machines.\n\n")
+	b.WriteString(textfmt.Wrap("A simulated vLLM server: `vllm serve`'s flags, log lines, endpoints and /metrics, with a "+
+		"continuous-batching engine and a GPU roofline model instead of a GPU. It binds 127.0.0.1 by "+
+		"default (vLLM binds all interfaces): pass --host 0.0.0.0 to serve other machines.", width) + "\n\n")
 	b.WriteString("Options:\n")
-	b.WriteString(fs.FlagUsagesWrapped(100))
-	b.WriteString(notSimulatedHelp())
-	b.WriteString("\n" + wrapList("Simulated models: ", sim.BuiltinProfiles().ModelNames(), 100))
+	b.WriteString(fs.FlagUsagesWrapped(width))
+	b.WriteString(notSimulatedHelp(width))
+	b.WriteString("\n" + wrapList("Simulated models: ", sim.BuiltinProfiles().ModelNames(), width))
 	var gpus []string
 	for _, g := range sim.BuiltinProfiles().GPUs {
 		gpus = append(gpus, g.Name)
 	}
-	b.WriteString(wrapList("Simulated GPUs: ", gpus, 100))
+	b.WriteString(wrapList("Simulated GPUs: ", gpus, width))
 	return b.String()
 }
 

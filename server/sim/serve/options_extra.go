@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vllmtop/vllmtop/server/sim"
 	"github.com/vllmtop/vllmtop/server/sim/metrics"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // LoRAModule is one --lora-modules adapter, served as a model of its own.
@@ -211,16 +213,16 @@ func givenNotSimulated(fs *pflag.FlagSet) []string {
 }
 
 // notSimulatedHelp is the help's list of the flags accepted but not simulated, wrapped.
-func notSimulatedHelp() string {
+func notSimulatedHelp(width int) string {
 	var b strings.Builder
-	b.WriteString("\nAccepted but not simulated (a command line with them runs; they change nothing here):\n")
+	b.WriteString("\n" + textfmt.Wrap("Accepted but not simulated (a command line with them runs; they change nothing here):", width) + "\n")
 	line := " "
 	for i, name := range notSimulated {
 		item := " --" + name
 		if i < len(notSimulated)-1 {
 			item += ","
 		}
-		if len(line)+len(item) > 100 {
+		if len(line)+len(item) > width {
 			b.WriteString(line + "\n")
 			line = " "
 		}
