@@ -311,7 +311,7 @@ func (r Report) Render(width int) string {
 	for _, c := range r.Columns {
 		f, l := c.Fit, c.Limits
 		cells := []string{c.Name, fmt.Sprintf("%.2f", c.Memory.KVGiB), thousands(c.KVTokens), fmt.Sprintf("%s x %d", thousands(c.GPUBlocks), l.BlockSize),
-			fmt.Sprintf("%d (%d)", f.TokensPerRequest, f.BlocksPerRequest), thousands(f.ByKV), thousands(l.MaxNumSeqs), thousands(l.MaxNumBatchedTokens),
+			fmt.Sprintf("%s (%s)", thousands(f.TokensPerRequest), thousands(f.BlocksPerRequest)), thousands(f.ByKV), thousands(l.MaxNumSeqs), thousands(l.MaxNumBatchedTokens),
 			thousands(f.Concurrency), f.Limiter, fmt.Sprintf("%.1f", f.PrefillsPerStep), fmt.Sprintf("%.2fx", c.MaxConcAtML)}
 		switch {
 		case c.Refused != "":

@@ -201,7 +201,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", 0, "Fraction of GPU memory for this instance (0, 1] (default: the release's, 0.92 from 0.21, 0.9 before)")
 	r.maxModelLen = fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
 	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
-	r.maxBatchedTokens = fs.String("max-num-batched-tokens", "", "Maximum tokens per iteration (default by GPU: 8192 or 2048); accepts 8k (8000), 8K (8192)")
+	r.maxBatchedTokens = fs.String("max-num-batched-tokens", "", "Maximum tokens per iteration (default by GPU and release: 2048 on smaller GPUs; on >=70 GiB non-A100 ones 16384 from 0.28, 8192 before); accepts 8k (8000), 8K (8192)")
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
 	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
 	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
@@ -532,7 +532,7 @@ func ParseMaxModelLen(s string) (int, error) {
 		if err != nil && strings.HasPrefix(err.Error(), "Decimals") {
 			return 0, err
 		}
-		return 0, fmt.Errorf("invalid value %q (a positive number, optionally with k, K, m, M)", s)
+		return 0, fmt.Errorf("invalid value %q (a whole number of tokens up to 2147483648, optionally with k, K, m, M: 32k, 128K, 1M)", s)
 	}
 	return int(n), nil
 }
