@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/internal/base/termwidth"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 	"github.com/vllmtop/vllmtop/server/sim"
@@ -92,6 +93,12 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		}
 		if note := first.setup.ColdCompileNote(); note != "" {
 			r.Notes = append(r.Notes, note)
+		}
+		if src, ok := strings.CutPrefix(first.setup.ModelProfile.Source, "config.json at "); ok {
+			// Sized from a file (--sim-model-config, a model directory, the Hugging Face cache),
+			// whatever the catalogue holds under the same name.
+			path, _, _ := strings.Cut(src, "; ")
+			r.Notes = append(r.Notes, "The model is sized from "+sanitize.Text(path)+", not from the catalogue.")
 		}
 	} else if first.startup != nil {
 		r.Layout = sim.LayoutLines(base, first.startup.Capacity)

@@ -101,3 +101,20 @@ func TestModelConfigDirectory(t *testing.T) {
 	assert.Equal(t, "tiny-llama", p.Model())
 	assert.Positive(t, p.Capacity().KVCacheTokens)
 }
+
+// A catalogue name sized from a config file says so under the plan.
+func TestCapacityReportNamesTheConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "llama.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
+		"intermediate_size": 5632, "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
+		"vocab_size": 32000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}`), 0o644))
+	r, err := CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-model-config", path, "--sim-gpu", "L4"}, noEnv, capacity.Workload{PromptTokens: 512, OutputTokens: 128})
+	require.NoError(t, err)
+	assert.Equal(t, "meta-llama/Llama-3.1-8B-Instruct", r.Model)
+	assert.Contains(t, r.Notes, "The model is sized from "+path+", not from the catalogue.")
+	r, err = CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4"}, noEnv, capacity.Workload{PromptTokens: 512, OutputTokens: 128})
+	require.NoError(t, err)
+	for _, n := range r.Notes {
+		assert.NotContains(t, n, "sized from")
+	}
+}
