@@ -59,6 +59,7 @@ const (
 	MaxModelLenTooLarge                    // one max_model_len request does not fit in the KV cache
 	KVCacheOOM                             // a --kv-cache-memory-bytes cache does not fit on the GPU
 	DTypeUnsupported                       // the card cannot compute in the model's dtype
+	KVDTypeRefused                         // the weights' quantization refuses the KV cache dtype
 )
 
 func (k StartupKind) String() string {
@@ -75,6 +76,8 @@ func (k StartupKind) String() string {
 		return "the KV cache does not fit on the GPU"
 	case DTypeUnsupported:
 		return "dtype not supported by the GPU"
+	case KVDTypeRefused:
+		return "KV cache dtype refused by the quantization"
 	}
 	return "unknown"
 }
@@ -120,6 +123,11 @@ func computeCapacity(s *Setup) (Capacity, error) {
 
 	c.WeightsBytes = int64(stageWeightBytes(s)/tp + ropeCacheBytes(s))
 	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
+	if err := e5m2KVError(s); err != nil {
+		// Raised by the first attention layer as the model is built, before its weights.
+		err.Capacity = c
+		return c, err
+	}
 	if c.WeightsBytes > c.FreeBytes-c.NonTorchBytes {
 		if err := loadOOMError(s, c, c.NonTorchBytes); err != nil {
 			return c, err

@@ -125,10 +125,11 @@ type hfLinear struct {
 }
 
 type hfQuant struct {
-	Method       string         `json:"quant_method"`
-	Bits         *float64       `json:"bits"`
-	QuantAlgo    string         `json:"quant_algo"`
-	ConfigGroups map[string]any `json:"config_groups"`
+	Method        string         `json:"quant_method"`
+	KVCacheScheme map[string]any `json:"kv_cache_scheme"`
+	Bits          *float64       `json:"bits"`
+	QuantAlgo     string         `json:"quant_algo"`
+	ConfigGroups  map[string]any `json:"config_groups"`
 }
 
 type hfVision struct {

@@ -102,10 +102,16 @@ func quantize(m *Model, q *hfQuant) error {
 		}
 	case "compressed-tensors":
 		method = compressedTensorsMethod(q.ConfigGroups)
+		m.KVCacheScheme = len(q.KVCacheScheme) > 0
+	case "fbgemm_fp8":
+		method = "fp8"
 	default:
-		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
+		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, fbgemm_fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
 	}
 	m.Quantization = method
+	if format := strings.ToLower(q.Method); format != method {
+		m.CheckpointFormat = strings.TrimSuffix(format, "_fp4") // modelopt_fp4 is modelopt's
+	}
 	return nil
 }
 

@@ -75,6 +75,12 @@ type Model struct {
 	DType      string      `json:"dtype"`
 	// Quantization is the checkpoint's quantization_config method ("mxfp4" for gpt-oss), if any.
 	Quantization string `json:"quantization,omitempty"`
+	// CheckpointFormat is the quant_method of a quantized checkpoint's config where it is not
+	// Quantization ("compressed-tensors", "fbgemm_fp8", "modelopt"): vLLM loads KV-cache
+	// scales for some formats and not others. KVCacheScheme is a compressed-tensors
+	// checkpoint's kv_cache_scheme, set when the checkpoint stores KV-cache scales.
+	CheckpointFormat string `json:"checkpoint_format,omitempty"`
+	KVCacheScheme    bool   `json:"kv_cache_scheme,omitempty"`
 	// Params is the total parameter count, embeddings included.
 	Params float64 `json:"params"`
 	// LoadedWeightsGiB, when known from a real vLLM log, replaces the computed weight size.

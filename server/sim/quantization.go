@@ -93,3 +93,48 @@ var weightQuantizations = map[string]bool{"awq": true, "gptq": true, "fp8": true
 type EngineConfigError struct{ Msg string }
 
 func (e *EngineConfigError) Error() string { return e.Msg }
+
+// e5m2KVRelease is the first release whose Attention layer loads KV-cache scales from a
+// quantized checkpoint and refuses fp8_e5m2 beside them (vllm#4893, merged May 2024);
+// scaleFreeCTRelease the first that refuses it only where a compressed-tensors checkpoint
+// stores such scales (vllm#45040, merged 2026-06-09; by our mapping, possibly one release off).
+const (
+	e5m2KVRelease      = "0.4.3"
+	scaleFreeCTRelease = "0.24.0"
+)
+
+// loadsKVScales reports whether the weights' quantization gives vLLM's Attention layers a
+// KV-cache method (they then take k/v scales from the checkpoint): FP8 (a checkpoint's fp8
+// method, or --quantization fp8 on the fly), ModelOpt, and compressed-tensors, which until
+// vllm#45040 gave every attention layer one and since only where the checkpoint declares a
+// kv_cache_scheme. AWQ, GPTQ, bitsandbytes, MXFP4 and fbgemm_fp8 give none.
+func loadsKVScales(s *Setup) bool {
+	m := s.ModelProfile
+	format := strings.ToLower(m.CheckpointFormat)
+	if format == "" {
+		format = strings.ToLower(m.Quantization)
+	}
+	if c := strings.ToLower(s.CheckpointQuantization); c != "" {
+		format = c // a build of the catalogue's model, quantized that way
+	}
+	if format == "" {
+		format = strings.ToLower(s.Quantization) // on the fly: only fp8 exists
+	}
+	switch format {
+	case "fp8", "modelopt", "nvfp4":
+		return true
+	case "compressed-tensors":
+		return m.KVCacheScheme || !s.Version.AtLeast(scaleFreeCTRelease)
+	}
+	return false
+}
+
+// e5m2KVError is the ValueError vLLM's Attention layer raises as the model is built when
+// --kv-cache-dtype fp8_e5m2 meets weights that load KV-cache scales, which are e4m3's
+// (_init_kv_cache_quant in vllm/model_executor/layers/attention/attention.py). Nil otherwise.
+func e5m2KVError(s *Setup) *StartupError {
+	if s.KVDType != "fp8_e5m2" || !s.Version.AtLeast(e5m2KVRelease) || !loadsKVScales(s) {
+		return nil
+	}
+	return &StartupError{Kind: KVDTypeRefused, Exception: "ValueError", Message: "fp8_e5m2 kv-cache is not supported with fp8 checkpoints."}
+}

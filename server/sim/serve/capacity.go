@@ -102,6 +102,9 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		}
 	} else if first.startup != nil {
 		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
+		if first.startup.Kind == sim.KVDTypeRefused {
+			r.Notes = append(r.Notes, "vLLM refuses fp8_e5m2 beside weights whose quantization loads KV-cache scales; --kv-cache-dtype fp8 (e4m3) is accepted.")
+		}
 	}
 	variants := []struct {
 		name  string

@@ -31,6 +31,8 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 		{"weights do not fit the V1 runner", []string{"--model", "Qwen/Qwen2.5-14B-Instruct", "--sim-gpu", "A10G", "--sim-vllm-version", "0.20.0"}, sim.LoadOOM, false, false},
 		{"other processes hold the GPU", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "H100", "--sim-gpu-used-gib", "20"}, sim.FreeMemoryTooLow, false, false},
 		{"bfloat16 on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--dtype", "bfloat16"}, sim.DTypeUnsupported, false, false},
+		{"fp8_e5m2 beside FP8 weights", []string{"--model", "Qwen/Qwen2.5-7B-Instruct", "--sim-gpu", "L4", "--max-model-len", "4096",
+			"--quantization", "fp8", "--kv-cache-dtype", "fp8_e5m2"}, sim.KVDTypeRefused, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut syncBuffer
@@ -85,6 +87,11 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 					assert.Less(t, advice, strings.Index(log, "EngineCore failed to start."))
 					assert.Contains(t, log, "ERROR", "at ERROR")
 				}
+			}
+			if tc.kind == sim.KVDTypeRefused {
+				// The first attention layer raises it as the model is built.
+				log := out.String()
+				assert.Regexp(t, `attention\.py", line \d+, in _init_kv_cache_quant\r?\n.*\n.*ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints\.`, log)
 			}
 			if tc.loaded {
 				assert.InDelta(t, float64(se.Setup.Capacity.WeightsBytes)/(1<<30), weights, 0.01, "the weights logged are the plan's")

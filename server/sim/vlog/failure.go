@@ -61,7 +61,7 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			{vllmPkg + "v1/worker/gpu_worker.py", 236, "init_device", "current_platform.check_if_supports_dtype(self.model_config.dtype)", ""},
 			{vllmPkg + "platforms/cuda.py", 520, "check_if_supports_dtype", "raise ValueError(", ""},
 		})
-	case sim.LoadOOM:
+	case sim.LoadOOM, sim.KVDTypeRefused:
 		fs = append(fs, executor...)
 		fs = append(fs,
 			frame{vllmPkg + "v1/executor/uniproc_executor.py", 48, "_init_executor", "self.driver_worker.load_model()", ""},
@@ -69,6 +69,16 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
 		)
 		fs = append(fs, loadFrames(err)...)
+		if err.Kind == sim.KVDTypeRefused {
+			// The first attention layer built refuses the KV cache dtype.
+			fs = append(fs,
+				frame{vllmPkg + "model_executor/layers/attention/attention.py", 298, "__init__", "_init_kv_cache_quant(self, quant_config, prefix)", ""},
+				frame{vllmPkg + "model_executor/layers/attention/attention.py", 213, "_init_kv_cache_quant", `raise ValueError("fp8_e5m2 kv-cache is not supported with fp8 checkpoints.")`, ""},
+			)
+		} else {
+			// A parameter's allocation runs out of memory.
+			fs = append(fs, frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"})
+		}
 	case sim.KVCacheOOM:
 		fs = append(append(fs, initKV...),
 			frame{vllmPkg + "v1/engine/core.py", 318, "_initialize_kv_caches", "self.model_executor.initialize_from_config(kv_cache_configs)", ""},
@@ -86,8 +96,8 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 	return fs
 }
 
-// loadFrames is the model runner's stack from load_model to the parameter allocation that
-// runs out of memory as the model is built. The V1 runner catches the error, logs its advice
+// loadFrames is the model runner's stack from load_model to the model's construction, where
+// a parameter's allocation runs out of memory or a layer refuses a setting. The V1 runner catches the error, logs its advice
 // and re-raises it (hence load_model twice); the V2 runner lets it through.
 func loadFrames(err *sim.StartupError) []frame {
 	runner := []frame{{vllmPkg + "v1/worker/gpu_model_runner.py", 4755, "load_model", "self.model = model_loader.load_model(", "model_loader.load_model("}}
@@ -100,7 +110,6 @@ func loadFrames(err *sim.StartupError) []frame {
 	return append(runner,
 		frame{vllmPkg + "model_executor/model_loader/base_loader.py", 50, "load_model", "model = initialize_model(", "initialize_model("},
 		frame{vllmPkg + "model_executor/model_loader/utils.py", 55, "initialize_model", "return model_class(vllm_config=vllm_config, prefix=prefix)", "model_class(vllm_config=vllm_config, prefix=prefix)"},
-		frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"},
 	)
 }
 

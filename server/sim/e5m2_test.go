@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// vLLM's Attention layer refuses an fp8_e5m2 KV cache beside weights whose quantization loads
+// KV-cache scales, as the model is built: FP8 (checkpoint or on the fly) and ModelOpt always,
+// compressed-tensors until 0.24 unless the checkpoint declares a kv_cache_scheme, never AWQ,
+// GPTQ or fbgemm_fp8; and not before 0.4.3, when the scales came.
+func TestE5M2KVCacheBesideKVScales(t *testing.T) {
+	ctWithScheme := BuiltinProfiles()
+	m, err := ctWithScheme.Model("RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8")
+	require.NoError(t, err)
+	m.Name, m.Aliases, m.KVCacheScheme = "acme/Qwen2.5-7B-w8a8-kv", nil, true
+	ctWithScheme.Prefer(m)
+
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		refused bool
+	}{
+		{"fp8 on the fly", Config{Model: "Qwen/Qwen2.5-7B-Instruct", Quantization: "fp8"}, true},
+		{"an fp8 checkpoint", Config{Model: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"}, true},
+		{"a ModelOpt checkpoint", Config{Model: "nvidia/Qwen3.6-35B-A3B-NVFP4", GPU: "B200"}, true},
+		{"compressed-tensors before the fix", Config{Model: "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8", VLLMVersion: "0.23.0"}, true},
+		{"compressed-tensors without KV scales after it", Config{Model: "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8"}, false},
+		{"compressed-tensors with a kv_cache_scheme", Config{Model: "acme/Qwen2.5-7B-w8a8-kv"}, true},
+		{"fbgemm_fp8", Config{Model: "meta-llama/Llama-3.1-405B-Instruct-FP8", TensorParallelSize: 8}, false},
+		{"AWQ", Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ"}, false},
+		{"a build quantized with AWQ", Config{Model: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", CheckpointQuantization: "awq"}, false},
+		{"unquantized", Config{Model: "Qwen/Qwen2.5-7B-Instruct"}, false},
+		{"before the scales", Config{Model: "Qwen/Qwen2.5-7B-Instruct", Quantization: "fp8", VLLMVersion: "0.4.2"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			if cfg.GPU == "" {
+				cfg.GPU = "H200"
+			}
+			cfg.KVCacheDType, cfg.MaxModelLen = "fp8_e5m2", 4096
+			_, err := Resolve(cfg, ctWithScheme)
+			var se *StartupError
+			if !tc.refused {
+				if assert.False(t, errors.As(err, &se) && se.Kind == KVDTypeRefused, "%v", err) {
+					assert.NoError(t, err)
+				}
+				return
+			}
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, KVDTypeRefused, se.Kind)
+			assert.Equal(t, "ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints.", se.Error())
+			assert.Positive(t, se.Capacity.WeightsBytes, "the plan is still drawn")
+
+			cfg.KVCacheDType = "fp8" // e4m3 takes the scales
+			_, err = Resolve(cfg, ctWithScheme)
+			assert.NoError(t, err)
+		})
+	}
+}
+
+// A config.json's quantization_config names the checkpoint's format and, for
+// compressed-tensors, whether it declares KV-cache scales.
+func TestHFQuantizationFormat(t *testing.T) {
+	base := `"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 4,
+		"num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"`
+	ctGroups := `"config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}`
+	for _, tc := range []struct {
+		quant, method, format string
+		scheme                bool
+	}{
+		{`{"quant_method": "fp8"}`, "fp8", "", false},
+		{`{"quant_method": "compressed-tensors", ` + ctGroups + `}`, "fp8", "compressed-tensors", false},
+		{`{"quant_method": "compressed-tensors", ` + ctGroups + `, "kv_cache_scheme": null}`, "fp8", "compressed-tensors", false},
+		{`{"quant_method": "compressed-tensors", ` + ctGroups + `, "kv_cache_scheme": {"num_bits": 8, "type": "float"}}`, "fp8", "compressed-tensors", true},
+		{`{"quant_method": "fbgemm_fp8"}`, "fp8", "fbgemm_fp8", false},
+		{`{"quant_method": "modelopt_fp4"}`, "nvfp4", "modelopt", false},
+		{`{"quant_method": "awq", "bits": 4}`, "awq", "", false},
+	} {
+		m, err := ModelFromHFConfig("acme/m", []byte(`{`+base+`, "quantization_config": `+tc.quant+`}`))
+		require.NoError(t, err, tc.quant)
+		assert.Equal(t, tc.method, m.Quantization, tc.quant)
+		assert.Equal(t, tc.format, m.CheckpointFormat, tc.quant)
+		assert.Equal(t, tc.scheme, m.KVCacheScheme, tc.quant)
+	}
+}
