@@ -189,7 +189,13 @@ func (l *Logger) loadLines(s *sim.Setup, wrk proc, weights int64, t Timings, oom
 			return false
 		}
 		l.record(wrk, Info, "default_loader.py:430", fmt.Sprintf("Loading weights took %.2f seconds", t.WeightsLoad))
-		l.record(wrk, Info, "model_runner.py:309", fmt.Sprintf("Model loading took %s GiB and %.6f seconds", sim.FormatGiB(weights), t.ModelLoad))
+		// The V2 runner's line gained "memory" as the V1 runner's has it: the source now says so,
+		// the newest log we hold without it is 0.30.0's (0.31 by our mapping).
+		loaded, at := "Model loading took %s GiB and %.6f seconds", "model_runner.py:309"
+		if s.Version.AtLeast("0.31.0") {
+			loaded, at = "Model loading took %s GiB memory and %.6f seconds", "model_runner.py:428"
+		}
+		l.record(wrk, Info, at, fmt.Sprintf(loaded, sim.FormatGiB(weights), t.ModelLoad))
 		return true
 	}
 	l.record(wrk, Info, "gpu_model_runner.py:4302", "Starting to load model "+s.Model+"...")

@@ -736,3 +736,28 @@ func TestConcurrentWholeLines(t *testing.T) {
 		t.Errorf("%d access lines, want %d", access, want)
 	}
 }
+
+// The V2 model runner's loading line says "GiB memory and" from 0.31, as vLLM's source has it;
+// 0.30 and before say "GiB and". The supervisor reads both (server/parse_test.go).
+func TestV2RunnerLoadingLineByRelease(t *testing.T) {
+	for version, want := range map[string]string{
+		"0.30.0": `\] Model loading took [\d.]+ GiB and [\d.]+ seconds`,
+		"0.31.0": `\] Model loading took [\d.]+ GiB memory and [\d.]+ seconds`,
+		"0.33.0": `\] Model loading took [\d.]+ GiB memory and [\d.]+ seconds`,
+	} {
+		s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: version}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.V2ModelRunner() {
+			t.Fatalf("%s: not the V2 runner", version)
+		}
+		var out bytes.Buffer
+		l := New(&out, &out, newClock().now, apiPID, enginePID)
+		l.UseRelease(s.Version)
+		l.Startup(s, qwenArgs, 1)
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("%s: no line matching %s", version, want)
+		}
+	}
+}
