@@ -131,7 +131,10 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 			name  string
 			apply func(*sim.Config)
 			skip  bool
-		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen, c.AutoFitMaxModelLen = short, false }, maxLen != 0 && short >= maxLen})
+		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen, c.AutoFitMaxModelLen = short, false },
+			// Shown where it frees memory for more requests, or where the requests are longer
+			// than --max-model-len and none runs.
+			maxLen != 0 && short >= maxLen && maxLen >= w.Tokens()})
 	}
 	for _, v := range variants {
 		if v.skip {

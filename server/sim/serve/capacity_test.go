@@ -78,6 +78,15 @@ func TestCapacityReportWhatIfs(t *testing.T) {
 	assert.InDelta(t, 2*by["as given"].Fit.ByKV, by["fp8 KV"].Fit.ByKV, 2, "an FP8 KV cache holds twice the tokens (each count floored)")
 	assert.Greater(t, by["awq"].Fit.ByKV, 3*by["as given"].Fit.ByKV, "4-bit weights leave room for the KV cache")
 
+	// Requests longer than --max-model-len: none runs as given, and the what-if is a context
+	// that holds them.
+	r, err = CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--max-model-len", "256"}, emptyEnv, w)
+	require.NoError(t, err)
+	last = r.Columns[len(r.Columns)-1]
+	assert.Equal(t, capacity.LimitLength, r.Columns[0].Fit.Limiter)
+	assert.Equal(t, "max-len 512", last.Name)
+	assert.Equal(t, capacity.LimitKV, last.Fit.Limiter, "the longer context runs them")
+
 	_, err = CapacityReport([]string{"no/such-model"}, emptyEnv, w)
 	assert.Error(t, err, "a model the simulator does not know is a bad command line")
 }
