@@ -321,6 +321,49 @@ func (e *Engine) Abort(s *Sequence, now time.Time) bool {
 	return true
 }
 
+// AddedBefore reports whether s was added to its engine before o.
+func (s *Sequence) AddedBefore(o *Sequence) bool { return s.seqNo < o.seqNo }
+
+// AbortMany is Abort for several requests at once, in one pass over the queues (a client
+// that goes away with thousands in flight), freeing their blocks in the order given. It returns
+// how many were still live.
+func (e *Engine) AbortMany(seqs []*Sequence, now time.Time) int {
+	gone := make(map[*Sequence]bool, len(seqs))
+	for _, s := range seqs {
+		if s.state == stateWaiting || s.state == stateRunning {
+			gone[s] = true
+		}
+	}
+	if len(gone) == 0 {
+		return 0
+	}
+	keep := func(list []*Sequence) []*Sequence {
+		out := list[:0]
+		for _, x := range list {
+			if !gone[x] {
+				out = append(out, x)
+			}
+		}
+		clear(list[len(out):])
+		return out
+	}
+	e.waiting, e.running = keep(e.waiting), keep(e.running)
+	n := 0
+	for _, s := range seqs {
+		if !gone[s] {
+			continue
+		}
+		delete(gone, s) // a sequence given twice is ended once
+		e.freeBlocks(s)
+		s.state = stateDone
+		s.Reason = FinishAbort
+		s.Times.Finished = now
+		e.counters.FinishedByReason[FinishAbort]++
+		n++
+	}
+	return n
+}
+
 func removeSeq(list []*Sequence, s *Sequence) []*Sequence {
 	for i, x := range list {
 		if x == s {

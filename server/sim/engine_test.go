@@ -286,6 +286,39 @@ func TestAbortFreesBlocksAtOnce(t *testing.T) {
 	assert.Zero(t, e.BlocksUsed())
 }
 
+// AbortMany ends running and waiting requests in one pass, as Abort ends each, and leaves the
+// others in their order.
+func TestAbortManyIsAbortForEach(t *testing.T) {
+	e := smallEngine(t, Config{PrefixCaching: Off})
+	a := add(t, e, fixedPrompt(64, 50), 100, t0)
+	b := add(t, e, fixedPrompt(64, 51), 100, t0)
+	c := add(t, e, fixedPrompt(64, 52), 100, t0)
+	late := []*Sequence{add(t, e, fixedPrompt(64, 53), 100, t0.Add(time.Hour)), add(t, e, fixedPrompt(64, 54), 100, t0.Add(time.Hour)),
+		add(t, e, fixedPrompt(64, 55), 100, t0.Add(time.Hour))}
+	now := t0.Add(time.Second)
+	for i := 0; i < 5; i++ {
+		now = e.Step(now).End
+	}
+	require.Equal(t, 3, e.Running())
+	require.Equal(t, 3, e.Waiting())
+	assert.Equal(t, 3, e.AbortMany([]*Sequence{a, late[1], c, late[1]}, now), "a sequence given twice counts once")
+	assert.Equal(t, 1, e.Running())
+	assert.Equal(t, 2, e.Waiting())
+	assert.Equal(t, 5, e.BlocksUsed(), "b's blocks alone")
+	for _, s := range []*Sequence{a, c, late[1]} {
+		assert.Equal(t, FinishAbort, s.Reason)
+		assert.True(t, s.Finished())
+	}
+	assert.Zero(t, e.AbortMany([]*Sequence{a, c}, now), "aborting twice does nothing")
+	assert.EqualValues(t, 3, e.Counters().FinishedByReason[FinishAbort])
+	assert.True(t, late[0].AddedBefore(late[2]))
+	stepAll(t, e, now, 5000)
+	assert.Equal(t, 100, b.Outputs)
+	assert.Equal(t, 100, late[0].Outputs, "the waiting ones left run, in their order")
+	assert.Equal(t, 100, late[2].Outputs)
+	assert.Zero(t, e.BlocksUsed())
+}
+
 func TestRequestsThatCannotFitAreRejected(t *testing.T) {
 	e := smallEngine(t, Config{MaxModelLen: 1000})
 	_, err := e.Add(Request{Prompt: fixedPrompt(900, 0), MaxTokens: 200})

@@ -10,6 +10,7 @@ package predict
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -26,11 +27,14 @@ const refusedCost = time.Millisecond
 // Target is one simulated server on simulated time. Its engine lives across runs, as a server
 // does across the runs of a sweep (its prefix cache included), and its clock only moves on.
 type Target struct {
-	plan     *serve.Plan
-	chat     bool
-	engine   *sim.Engine
-	clock    *loadgen.VirtualClock
-	live     map[*sim.Sequence]*request
+	plan   *serve.Plan
+	chat   bool
+	engine *sim.Engine
+	clock  *loadgen.VirtualClock
+	live   map[*sim.Sequence]*request
+	// contexts counts the live requests of each client context: a step checks these few
+	// contexts, not every request, for a client that went away.
+	contexts map[context.Context]int
 	stepping bool // a step (or a wait for a queued request) is on the clock
 	ids      int
 	tokens   atomic.Int64 // read by a live view's Stats from its own goroutine
@@ -49,7 +53,8 @@ type request struct {
 // (loadgen.EndpointCompletions or loadgen.EndpointChat).
 func New(plan *serve.Plan, endpoint string) *Target {
 	t := &Target{plan: plan, chat: endpoint == loadgen.EndpointChat, engine: plan.NewEngine(),
-		clock: loadgen.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), live: map[*sim.Sequence]*request{}}
+		clock: loadgen.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), live: map[*sim.Sequence]*request{},
+		contexts: map[context.Context]int{}}
 	t.clock.OnIdle(t.step)
 	return t
 }
@@ -114,6 +119,49 @@ func (t *Target) Start(ctx context.Context, p loadgen.Prompt, _ loadgen.TokenSin
 	}
 	seq.Tag = req
 	t.live[seq] = req
+	t.contexts[ctx]++
+}
+
+// finished forgets a request that ended or was aborted.
+func (t *Target) finished(seq *sim.Sequence, req *request) {
+	delete(t.live, seq)
+	if t.contexts[req.ctx]--; t.contexts[req.ctx] <= 0 {
+		delete(t.contexts, req.ctx)
+	}
+}
+
+// abortCanceled aborts, in one pass, the requests whose client went away, in the order they
+// were added, and ends them as the client sees a canceled request.
+func (t *Target) abortCanceled(now time.Time) {
+	var gone []context.Context
+	for c := range t.contexts {
+		if c.Err() != nil {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	var seqs []*sim.Sequence
+	for seq, req := range t.live {
+		if slices.Contains(gone, req.ctx) {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.SortFunc(seqs, func(a, b *sim.Sequence) int {
+		if a.AddedBefore(b) {
+			return -1
+		}
+		return 1
+	})
+	t.engine.AbortMany(seqs, now)
+	for _, seq := range seqs {
+		req := seq.Tag.(*request)
+		t.finished(seq, req)
+		req.res.Error, req.res.ErrorMessage = loadgen.ErrCanceled, "canceled"
+		req.timer.End(now)
+		req.done(req.res)
+	}
 }
 
 // refuse fails req as the server's HTTP 400 would: at once, so that the back-off sees it before
@@ -150,15 +198,7 @@ func (t *Target) promptIDs(p loadgen.Prompt) []int {
 // whose tokens the clock delivers at its end.
 func (t *Target) step() {
 	now := t.clock.Now()
-	for seq, req := range t.live {
-		if req.ctx.Err() != nil {
-			t.engine.Abort(seq, now)
-			delete(t.live, seq)
-			req.res.Error, req.res.ErrorMessage = loadgen.ErrCanceled, "canceled"
-			req.timer.End(now)
-			req.done(req.res)
-		}
-	}
+	t.abortCanceled(now)
 	if t.stepping || !t.engine.HasWork() {
 		return
 	}
@@ -183,7 +223,7 @@ func (t *Target) deliver(st *sim.StepResult) {
 		}
 		t.tokens.Add(1)
 		if chunk(req, out, st.End) {
-			delete(t.live, out.Seq)
+			t.finished(out.Seq, req)
 			req.done(req.res)
 		}
 	}

@@ -3,6 +3,7 @@ package predict_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net"
 	"os"
@@ -336,4 +337,24 @@ func BenchmarkVirtualSweep(b *testing.B) {
 		sweep(b, nil, target, w, []int{1, 8, 32, 64}, 200)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*800), "ns/request")
+}
+
+// BenchmarkVirtualBurst is the cost per request of a burst sent at once (rate inf), thousands in
+// flight: a step checks the clients' few contexts, not every request, so it grows linearly.
+func BenchmarkVirtualBurst(b *testing.B) {
+	p := plan(b, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4")
+	w := randomWorkload(b, predict.New(p, loadgen.EndpointCompletions), 16, 4)
+	for _, n := range []int{2000, 8000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for range b.N {
+				target := predict.New(p, loadgen.EndpointCompletions)
+				run, err := target.Bench(context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = run.Tally.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/request")
+		})
+	}
 }
