@@ -179,6 +179,9 @@ func attach(c, root *cobra.Command, entry command, e *env, cobraHelp func(*cobra
 	runCmd := entry.define(c.Flags(), e)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		e.prog = c.CommandPath()
+		if err := cliflag.NoNaN(c.Flags()); err != nil {
+			return err
+		}
 		return runCmd(c.Context(), args)
 	}
 	c.SetHelpFunc(func(c *cobra.Command, args []string) {

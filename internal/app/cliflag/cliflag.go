@@ -332,3 +332,21 @@ func (u *UsageError) Error() string { return u.Msg }
 
 // Usagef is a UsageError with a formatted message.
 func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// NoNaN refuses a NaN given to any float flag of fs that was set: every range check reads
+// "x < lo || x > hi", which NaN passes, and no flag means anything by it.
+func NoNaN(fs *pflag.FlagSet) error {
+	var bad string
+	fs.Visit(func(f *pflag.Flag) {
+		if bad != "" || !strings.HasPrefix(f.Value.Type(), "float") {
+			return
+		}
+		if strings.Contains(strings.ToLower(f.Value.String()), "nan") {
+			bad = f.Name
+		}
+	})
+	if bad != "" {
+		return Usagef("argument --%s: NaN is not a number", bad)
+	}
+	return nil
+}

@@ -163,3 +163,29 @@ func TestBytes(t *testing.T) {
 	}
 	assert.Equal(t, "1048577", FormatBytes(1048577))
 }
+
+func TestNoNaN(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.Float64("ratio", 0, "")
+	fs.Float64Slice("rates", nil, "")
+	fs.String("name", "", "")
+	if err := fs.Parse([]string{"--ratio", "0.5", "--name", "nan", "--rates", "1,inf"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := NoNaN(fs); err != nil {
+		t.Errorf("no NaN given: %v", err)
+	}
+	for _, args := range [][]string{{"--ratio", "NaN"}, {"--rates", "1,nan"}} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		fs.Float64("ratio", 0, "")
+		fs.Float64Slice("rates", nil, "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		err := NoNaN(fs)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(ue.Msg, "NaN is not a number") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
