@@ -95,6 +95,10 @@ func parseCriterion(metric, cond string) (Criterion, error) {
 			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 				return Criterion{}, fmt.Errorf("SLA constraint '%s=%s': %q is not a number", metric, cond, rest)
 			}
+			if x < 0 {
+				// Latencies, rates and throughputs are never negative: nothing could meet it.
+				return Criterion{}, fmt.Errorf("SLA constraint '%s=%s': a target below 0 can never be met", metric, cond)
+			}
 			return Criterion{Metric: metric, Op: op, Target: x}, nil
 		}
 	}
@@ -139,6 +143,11 @@ func ParseSLOParams(s string) ([]SLO, error) {
 			return nil, fmt.Errorf("--sla-params: %w", err)
 		}
 		data = b
+	}
+	var whole any
+	if err := json.Unmarshal(data, &whole); err != nil {
+		// Truncated, or followed by something else: the decoders below read only the start.
+		return nil, fmt.Errorf("--sla-params: not valid JSON: %v", err)
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {

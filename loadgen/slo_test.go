@@ -54,12 +54,17 @@ func TestParseSLOParamsAsVLLM(t *testing.T) {
 	require.NoError(t, err, "a JSON string, one object")
 	assert.Equal(t, loadgen.SLO{{Metric: "p90_ttft_ms", Op: ">=", Target: 1}}, one[0])
 
-	for _, bad := range []string{`[]`, `[{}]`, `{"p99_ttft_ms": 500}`, `{"p99_ttft_ms": "==500"}`, `[1]`, `{`, filepath.Join(t.TempDir(), "missing.json")} {
+	for _, bad := range []string{`[]`, `[{}]`, `{"p99_ttft_ms": 500}`, `{"p99_ttft_ms": "==500"}`, `[1]`, `{`, `{"p99_ttft_ms": "<=-5"}`, filepath.Join(t.TempDir(), "missing.json")} {
 		_, err := loadgen.ParseSLOParams(bad)
 		assert.Error(t, err, "%q", bad)
 	}
 	_, err = loadgen.ParseSLOParams(`{"p99_ttft_ms": "=>500"}`)
 	assert.ErrorContains(t, err, "valid operators are <, <=, >, >=")
+	// Truncated, or with something after: not read as the JSON it starts with.
+	for _, bad := range []string{`{"p99_ttft_ms": "<=100"`, `{"p99_ttft_ms": "<=100"} trailing`, `[{"p99_ttft_ms": "<=100"}`} {
+		_, err := loadgen.ParseSLOParams(bad)
+		assert.ErrorContains(t, err, "--sla-params: not valid JSON", "%q", bad)
+	}
 }
 
 func FuzzParseSLO(f *testing.F) {
