@@ -445,6 +445,14 @@ type jsonWriter interface{ WriteJSON(w io.Writer) error }
 // WriteIndented writes the document as json.MarshalIndent(d, prefix, indent) would, except
 // that values that write their own JSON (jsonWriter) are written as they come, compact.
 func (d ResultDoc) WriteIndented(w io.Writer, prefix, indent string) error {
+	return d.write(w, prefix, indent, false)
+}
+
+// WriteLine writes the document on one line as Python's json.dump does (", " and ": " between
+// the fields), values that write their own JSON as they come, and no newline.
+func (d ResultDoc) WriteLine(w io.Writer) error { return d.write(w, "", "", true) }
+
+func (d ResultDoc) write(w io.Writer, prefix, indent string, line bool) error {
 	last := map[string]int{}
 	for i, f := range d {
 		last[f.Key] = i
@@ -459,12 +467,17 @@ func (d ResultDoc) WriteIndented(w io.Writer, prefix, indent string) error {
 		if seen[f.Key] {
 			continue
 		}
-		if len(seen) > 0 {
+		switch {
+		case len(seen) > 0 && line:
+			bw.WriteString(", ")
+		case len(seen) > 0:
 			bw.WriteByte(',')
 		}
 		seen[f.Key] = true
 		k, _ := json.Marshal(f.Key)
-		bw.WriteString("\n" + prefix + indent)
+		if !line {
+			bw.WriteString("\n" + prefix + indent)
+		}
 		bw.Write(k)
 		bw.WriteString(": ")
 		v := d[last[f.Key]].Value
@@ -474,13 +487,19 @@ func (d ResultDoc) WriteIndented(w io.Writer, prefix, indent string) error {
 			}
 			continue
 		}
-		b, err := json.MarshalIndent(v, prefix+indent, indent)
+		var b []byte
+		var err error
+		if line {
+			b, err = json.Marshal(v)
+		} else {
+			b, err = json.MarshalIndent(v, prefix+indent, indent)
+		}
 		if err != nil {
 			return fmt.Errorf("result field %s: %w", f.Key, err)
 		}
 		bw.Write(b)
 	}
-	if len(seen) > 0 {
+	if len(seen) > 0 && !line {
 		bw.WriteString("\n" + prefix)
 	}
 	bw.WriteByte('}')
@@ -792,8 +811,8 @@ func ResultPath(info RunInfo, opts SaveOptions) (string, error) {
 	return path, nil
 }
 
-// SaveResult writes one run's document where vllm bench serve would, indented (with Append,
-// on one line after what the file holds), and returns the file's path.
+// SaveResult writes one run's document where vllm bench serve would, on one line (with Append,
+// after what the file holds), and returns the file's path.
 func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 	name, err := ResultPath(info, opts)
 	if err != nil {
@@ -803,11 +822,8 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if opts.Append {
-		err = appendDoc(f, doc)
-	} else {
-		err = writeDocs(f, []ResultDoc{doc}, false)
-	}
+	// One line, as vLLM's json.dump writes it, so that appended results make JSON lines.
+	err = appendDoc(f, doc)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -817,16 +833,16 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 // appendDoc writes doc as one JSON line at the end of f, after a newline when the file ends
 // without one (vLLM writes each appended result after a newline, and none after it).
 func appendDoc(f *os.File, doc ResultDoc) error {
-	b, err := doc.MarshalJSON()
-	if err != nil {
-		return err
-	}
+	bw := bufio.NewWriter(f)
 	if info, err := f.Stat(); err == nil && info.Size() > 0 {
 		last := make([]byte, 1)
 		if _, err := f.ReadAt(last, info.Size()-1); err == nil && last[0] != '\n' {
-			b = append([]byte{'\n'}, b...)
+			bw.WriteByte('\n')
 		}
 	}
-	_, err = f.Write(append(b, '\n'))
-	return err
+	if err := doc.WriteLine(bw); err != nil {
+		return err
+	}
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
