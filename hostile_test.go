@@ -443,11 +443,15 @@ func TestHostileMetrics(t *testing.T) {
 	t.Run("duplicate series and values out of range", func(t *testing.T) {
 		o := hostileRun(t, "metrics", serveBodies(t, []byte(dupsAndNaN)).URL)
 		assert.Equal(t, 0, o.code, o.stderr)
-		warnings := regexp.MustCompile(`(?m)^warning +(.*)$`).FindAllStringSubmatch(o.stdout, -1)
+		warnings := regexp.MustCompile(`(?m)^warning +(.*)\n((?: {15}.*\n)*)`).FindAllStringSubmatch(o.stdout, -1)
 		require.Len(t, warnings, 2, o.stdout)
-		// The table's rows stop at 80 columns; --json has the whole warnings.
-		assert.Regexp(t, `^3 duplicate series, the last of each kept \(2 families: other, vl…$`, warnings[0][1])
-		assert.Regexp(t, `^2 values left out: NaN, infinite, negative or absurd \(2 families…$`, warnings[1][1])
+		// The table's rows wrap at 80 columns under the value column, whole.
+		whole := func(m []string) string { return strings.Join(strings.Fields(m[1]+" "+m[2]), " ") }
+		assert.Equal(t, "3 duplicate series, the last of each kept (2 families: other, vllm:num_requests_running)", whole(warnings[0]))
+		assert.Regexp(t, `^2 values left out: NaN, infinite, negative or absurd \(2 families: vllm:`, whole(warnings[1]))
+		for _, l := range strings.Split(o.stdout, "\n") {
+			assert.LessOrEqual(t, len([]rune(l)), 80, "%q", l)
+		}
 		assert.Contains(t, o.stdout, "running 4, waiting --", "the last duplicate, and no NaN shown as a number")
 	})
 	t.Run("an empty body", func(t *testing.T) {

@@ -400,7 +400,21 @@ const (
 	labelWidth = 14
 )
 
-func (t *table) line(s string) { fmt.Fprintln(t.w, clip(s, tableWidth)) }
+// line writes s, wrapped at spaces under the value column when it is wider than the table; a
+// single word wider than a line (hostile text) is clipped.
+func (t *table) line(s string) {
+	indent := strings.Repeat(" ", labelWidth+1)
+	for runeLen(s) > tableWidth {
+		r := []rune(s)
+		cut := strings.LastIndex(string(r[:tableWidth+1]), " ")
+		if cut <= labelWidth+1 || strings.TrimSpace(s[:cut]) == "" {
+			break // no space to break at after the label: clip
+		}
+		fmt.Fprintln(t.w, strings.TrimRight(s[:cut], " "))
+		s = indent + strings.TrimLeft(s[cut:], " ")
+	}
+	fmt.Fprintln(t.w, clip(s, tableWidth))
+}
 
 func (t *table) row(label, value string) {
 	t.line(fmt.Sprintf("%-*s %s", labelWidth, label, value))

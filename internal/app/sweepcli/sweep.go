@@ -633,9 +633,9 @@ func (cfg *Config) finish(settings []Setting, dir string, env benchcli.Env, ctxE
 		if len(s.Capacity) == 0 {
 			state = "did not run"
 			if s.Skipped {
-				state = "skipped: the server did not start: " + textfmt.OneLine(s.Err.Error(), 120)
+				state = "skipped: the server did not start: " + textfmt.OneLine(s.Err.Error(), 400)
 			} else if s.Err != nil {
-				state = "failed: " + textfmt.OneLine(s.Err.Error(), 120)
+				state = "failed: " + textfmt.OneLine(s.Err.Error(), 400)
 			} else if len(s.Records) > 0 {
 				state = "resumed from saved results"
 			}
