@@ -136,9 +136,19 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
 	if win != nil {
 		fmt.Fprintln(e.stdout)
-		diagnose.WriteText(e.stdout, diagnose.Server(client.URL(), &cur, win, o.facts(), diagnose.DefaultThresholds()))
+		o.writeVerdicts(e.stdout, client.URL(), &cur, win)
 	}
 	return nil
+}
+
+// writeVerdicts prints the verdicts on a window; on a server that exports no engine metrics
+// there is nothing to judge, which is not health.
+func (o *metricsOptions) writeVerdicts(w io.Writer, endpoint string, cur *scrape.Snapshot, win *scrape.Window) {
+	if cur.Backend == scrape.BackendUnknown && len(cur.Models) == 0 {
+		fmt.Fprintln(w, "Verdicts\n  none: no engine metrics to judge (see above)")
+		return
+	}
+	diagnose.WriteText(w, diagnose.Server(endpoint, cur, win, o.facts(), diagnose.DefaultThresholds()))
 }
 
 // replay prints each endpoint of a bundle as metrics --window would have: its last scrape,
@@ -171,7 +181,7 @@ func (o *metricsOptions) replay(ctx context.Context, e *env) error {
 		}
 		scrape.WriteText(e.stdout, w.Endpoint, &w.Cur, &w.Window, w.Cur.Time)
 		fmt.Fprintln(e.stdout)
-		diagnose.WriteText(e.stdout, diagnose.Server(w.Endpoint, &w.Cur, &w.Window, o.facts(), diagnose.DefaultThresholds()))
+		o.writeVerdicts(e.stdout, w.Endpoint, &w.Cur, &w.Window)
 	}
 	if len(b.Verdicts) > 0 {
 		fmt.Fprintf(e.stdout, "\nVerdicts the dashboard recorded\n")

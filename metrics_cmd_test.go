@@ -412,3 +412,15 @@ func TestMetricsWindowWithoutPrefixLookupsSaysSo(t *testing.T) {
 	assert.Contains(t, out, "prefix cache   no lookups in the window", "not a hit rate of --")
 	assert.NotContains(t, out, "-- hit")
 }
+
+// A server that exports no engine metrics (vLLM with --disable-log-stats: HTTP metrics alone)
+// gives no verdict rather than a clean bill of health.
+func TestMetricsWindowWithoutEngineMetrics(t *testing.T) {
+	noKeyEnv(t)
+	noWait(t)
+	body := []byte("# TYPE http_requests_total counter\nhttp_requests_total{handler=\"/v1/completions\",method=\"POST\",status=\"2xx\"} 3\n")
+	o := hostileRun(t, "metrics", "--window", "1s", serveBodies(t, body, body).URL)
+	assert.Equal(t, 0, o.code, o.stderr)
+	assert.Contains(t, o.stdout, "Verdicts\n  none: no engine metrics to judge")
+	assert.NotContains(t, o.stdout, "HEALTHY")
+}
