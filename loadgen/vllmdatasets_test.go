@@ -364,3 +364,20 @@ func TestShareGPTDatasetFlags(t *testing.T) {
 	assert.Equal(t, 2, w.Prompt(0).OutputTokens, "vLLM keeps a given output length under 4 tokens")
 	assert.Equal(t, 3, d.Available(), "--no-oversample: the file's 3")
 }
+
+// Lengths beyond any model's context are refused before a prompt is built: building one takes
+// gigabytes for a request every server answers with HTTP 400.
+func TestRandomLengthsAreBounded(t *testing.T) {
+	v := &Vocab{Words: []string{"a", "b"}}
+	for _, cfg := range []RandomConfig{
+		{InputLen: MaxRandomTokens + 1, OutputLen: 8},
+		{InputLen: MaxRandomTokens, OutputLen: 8, RangeRatio: 0.5},
+		{InputLen: 8, OutputLen: MaxRandomTokens + 1},
+		{InputLen: MaxRandomTokens, OutputLen: 8, PrefixLen: 1},
+	} {
+		_, err := NewRandom(cfg, v)
+		assert.ErrorContains(t, err, "longer than any model's context", "%+v", cfg)
+	}
+	_, err := NewRandom(RandomConfig{InputLen: MaxRandomTokens, OutputLen: MaxRandomTokens}, v)
+	assert.NoError(t, err, "the bound itself is allowed")
+}

@@ -206,6 +206,10 @@ type Random struct {
 	prefix []string
 }
 
+// MaxRandomTokens bounds a random prompt (prefix included) and its output: 16 Mi tokens, over
+// the longest context any model serves (10 M).
+const MaxRandomTokens = 1 << 24
+
 // NewRandom checks cfg and builds the shared prefix.
 func NewRandom(cfg RandomConfig, v *Vocab) (*Random, error) {
 	if cfg.InputLen < 1 || cfg.OutputLen < 1 {
@@ -219,6 +223,11 @@ func NewRandom(cfg RandomConfig, v *Vocab) (*Random, error) {
 	}
 	if cfg.PrefixLen < 0 {
 		return nil, fmt.Errorf("--prefix-len must not be negative, got %d", cfg.PrefixLen)
+	}
+	if top := float64(cfg.PrefixLen) + float64(cfg.InputLen)*(1+cfg.RangeRatio); top > MaxRandomTokens || float64(cfg.OutputLen)*(1+cfg.outputRatio()) > MaxRandomTokens {
+		// Building such a prompt takes gigabytes, for a request every server refuses.
+		return nil, fmt.Errorf("random lengths reach %.0f prompt and %.0f output tokens: at most %d each, longer than any model's context",
+			top, float64(cfg.OutputLen)*(1+cfg.outputRatio()), MaxRandomTokens)
 	}
 	r := &Random{cfg: cfg, vocab: v}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed))
