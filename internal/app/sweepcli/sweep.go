@@ -87,6 +87,13 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 			}
 		}
 	}
+	for _, bc := range cfg.BenchParams {
+		// Every benchmark command is read before any server starts: a flag it lacks or a value
+		// out of range would otherwise stop the sweep after the first server's start-up.
+		if _, err := ParseBench(bc.ApplyTo(cfg.BenchArgs), cfg.Getenv); err != nil {
+			return cliflag.Usagef("--bench-params %s: %s", orNone(bc.Label()), strings.TrimPrefix(cliflag.Message(err), "the benchmark command: "))
+		}
+	}
 	if !cfg.DryRun {
 		if cfg.Plot != "" {
 			if err := outfile.Check(cfg.Plot, benchcli.PlotFile(cfg.Overwrite)); err != nil {
