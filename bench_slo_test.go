@@ -133,6 +133,14 @@ func TestBenchSLOSearchOverTheRequestRate(t *testing.T) {
 		seen[p[2]] = true
 	}
 	assert.Greater(t, len(seen), 2, "the probes differ: each is sent at its own rate")
+	assert.NotContains(t, errOut, "met the SLO")
+
+	// An SLO no probe meets says so, beside vLLM's line.
+	code, out, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--sim-gpu", "L4", "--sla", "p99_ttft_ms<=0.001", "--num-prompts", "20",
+		"--random-input-len", "256", "--random-output-len", "16", "--", "Qwen/Qwen2.5-0.5B-Instruct")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Maximum request_rate for SLA: 0 req/s.")
+	assert.Contains(t, errOut, "no request_rate met the SLO: every probe failed it")
 }
 
 func TestBenchSLOFlags(t *testing.T) {

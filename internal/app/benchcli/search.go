@@ -198,6 +198,9 @@ func (b *Bench) searchAll(ctx context.Context) error {
 			fmt.Fprintln(b.env.Stdout)
 			fmt.Fprint(b.env.Stdout, curve.Text(chart, 72, 14))
 			fmt.Fprintln(b.env.Stdout, loadgen.KneeLine(b.o.Search.Variable, res.Knee))
+			if res.Knee == 0 && err == nil {
+				b.env.Say("no %s met the SLO: every probe failed it", b.o.Search.Variable)
+			}
 		}
 		fmt.Fprintln(b.env.Stdout, "[SLA END]")
 		if base != "" {

@@ -574,6 +574,9 @@ func (cfg *Config) searchAll(ctx context.Context, b *benchcli.Bench, sc, bc Comb
 		name := strings.TrimSpace(sc.Label() + " " + bc.Label())
 		curves = append(curves, benchcli.Curve{Name: orNone(name), Result: res})
 		fmt.Fprintln(env.Stdout, loadgen.KneeLine(s.Variable, res.Knee))
+		if res.Knee == 0 && err == nil && len(res.Probes) > 0 {
+			env.Say("%s: no %s met the SLO: every probe failed it", orNone(name), s.Variable)
+		}
 		fmt.Fprintln(env.Stdout, "[SLA END]")
 		if err == nil {
 			err = serr
