@@ -179,7 +179,7 @@ func LoadShareGPTConversations(path string, cfg ShareGPTConversationConfig) (*Sh
 		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("ShareGPT dataset %s ends early (at byte %d)", path, dec.InputOffset())
 		}
-		return fmt.Errorf("ShareGPT dataset %s: want a JSON list of {\"conversations\": [...]} (at byte %d): %v", path, dec.InputOffset(), err)
+		return fmt.Errorf("ShareGPT dataset %s: want a JSON list of {\"conversations\": [...]} (at byte %d): %s", path, dec.InputOffset(), jsonShape(err))
 	}
 	if tok, err := dec.Token(); err != nil {
 		return nil, badJSON(err)

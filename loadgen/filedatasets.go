@@ -23,7 +23,7 @@ func readRecords(path string) ([]dataRow, error) {
 	if len(data) > 0 && data[0] == '[' {
 		var recs []dataRow
 		if err := json.Unmarshal(data, &recs); err != nil {
-			return nil, fmt.Errorf("%s: want a JSON list of objects: %v", path, err)
+			return nil, fmt.Errorf("%s: want a JSON list of objects: %s", path, jsonShape(err))
 		}
 		return recs, nil
 	}

@@ -381,3 +381,20 @@ func TestRandomLengthsAreBounded(t *testing.T) {
 	_, err := NewRandom(RandomConfig{InputLen: MaxRandomTokens, OutputLen: MaxRandomTokens}, v)
 	assert.NoError(t, err, "the bound itself is allowed")
 }
+
+// A dataset file of the wrong shape is described in the file's words, not Go's types.
+func TestJSONShapeErrorsSpeakJSON(t *testing.T) {
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		`[{"conversations": "nope"}]`: "found a JSON string at conversations (byte 25)",
+		`{"a": 1}`:                    "found a JSON object (byte 1)",
+	} {
+		path := filepath.Join(dir, "d.json")
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+		_, err := LoadShareGPT(path, 0, 0, false, nil)
+		require.Error(t, err, body)
+		assert.Contains(t, err.Error(), want, body)
+		assert.NotContains(t, err.Error(), "Go ", body)
+		assert.NotContains(t, err.Error(), "struct", body)
+	}
+}

@@ -323,7 +323,7 @@ func LoadShareGPT(path string, seed int64, outputLen int, ignoreEOS bool, count 
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("ShareGPT dataset %s is not valid JSON (at byte %d): %v", path, se.Offset, err)
 		}
-		return nil, fmt.Errorf("ShareGPT dataset %s: want a JSON list of {\"conversations\": [...]}: %v", path, err)
+		return nil, fmt.Errorf("ShareGPT dataset %s: want a JSON list of {\"conversations\": [...]}: %s", path, jsonShape(err))
 	}
 	if count == nil {
 		count = func(s string) int { return max(1, (len(s)+3)/4) }
@@ -359,3 +359,17 @@ func (g *ShareGPT) Len() int { return len(g.prompts) }
 
 // Prompt returns the i-th conversation in the shuffled order, cycling (oversampling).
 func (g *ShareGPT) Prompt(i int) Prompt { return g.prompts[g.order[i%len(g.order)]] }
+
+// jsonShape says what a JSON decoder found where a file's shape wanted something else, in the
+// file's words ("a string at conversations, byte 19"), not the Go types it was decoded into.
+func jsonShape(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	where := strings.TrimPrefix(te.Field, ".")
+	if where == "" {
+		return fmt.Sprintf("found a JSON %s (byte %d)", te.Value, te.Offset)
+	}
+	return fmt.Sprintf("found a JSON %s at %s (byte %d)", te.Value, where, te.Offset)
+}
