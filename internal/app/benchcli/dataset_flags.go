@@ -48,6 +48,9 @@ func defineDatasets(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
 	fs.Float64Var(&x.MM.ItemsRangeRatio, "random-mm-num-mm-items-range-ratio", 0, "Items per request uniform in [floor(n(1-r)), ceil(n(1+r))], 0 <= r <= 1")
 	fs.Var(&mmLimits{&x.MM.Limits}, "random-mm-limit-mm-per-prompt", `Most items of each modality per request, JSON (default {"image": 255, "video": 1})`)
 	fs.Var(&mmBuckets{&x.MM.Buckets}, "random-mm-bucket-config", "Item sizes (height, width, frames) and their probabilities (default {(256, 256, 1): 0.5, (720, 1280, 1): 0.5, (720, 1280, 16): 0.0})")
+	for _, name := range []string{"random-mm-limit-mm-per-prompt", "random-mm-bucket-config"} {
+		fs.Lookup(name).DefValue = "" // the usage gives the default in vLLM's form; pflag would repeat it
+	}
 	fs.StringVar(&x.HF.Subset, "hf-subset", "", "Subset of the hf dataset (a local export is one subset: recorded only)")
 	fs.StringVar(&x.HF.Split, "hf-split", "", "Split of the hf dataset (a local export is one split: recorded only)")
 	fs.StringVar(&x.HF.Name, "hf-name", "", "Hub id of the hf dataset whose local export --dataset-path is, e.g. philschmid/mt-bench")
