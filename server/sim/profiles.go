@@ -493,16 +493,19 @@ func (p *Profiles) Model(name string) (Model, error) {
 // quantizedBuildOf reads a name the catalogue lacks as a quantized build of one it has, by the
 // suffix such checkpoints carry ("Qwen/Qwen3-8B-AWQ"): the catalogue's name and the method, or "".
 func quantizedBuildOf(name string, p *Profiles) (base, method string) {
-	lower := strings.ToLower(name)
 	for _, suffix := range []struct{ s, method string }{
 		{"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq-int8", "gptq"}, {"-gptq", "gptq"},
 		{"-fp8-dynamic", "fp8"}, {"-fp8", "fp8"}, {"-nvfp4", "nvfp4"}, {"-bnb-4bit", "bitsandbytes"},
 	} {
-		if cut, ok := strings.CutSuffix(lower, suffix.s); ok {
-			for _, m := range p.Models {
-				if m.Quantization == "" && strings.EqualFold(m.Name, name[:len(cut)]) {
-					return m.Name, suffix.method
-				}
+		// The suffixes are ASCII: compare the name's last bytes, not a lower-cased copy whose
+		// length may differ.
+		n := len(name) - len(suffix.s)
+		if n <= 0 || !strings.EqualFold(name[n:], suffix.s) {
+			continue
+		}
+		for _, m := range p.Models {
+			if m.Quantization == "" && strings.EqualFold(m.Name, name[:n]) {
+				return m.Name, suffix.method
 			}
 		}
 	}
