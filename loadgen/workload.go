@@ -215,7 +215,7 @@ func NewRandom(cfg RandomConfig, v *Vocab) (*Random, error) {
 	if cfg.InputLen < 1 || cfg.OutputLen < 1 {
 		return nil, fmt.Errorf("random input and output lengths must be at least 1 (got %d and %d)", cfg.InputLen, cfg.OutputLen)
 	}
-	if o := cfg.outputRatio(); cfg.RangeRatio < 0 || cfg.RangeRatio >= 1 || o < 0 || o >= 1 {
+	if o := cfg.outputRatio(); !(cfg.RangeRatio >= 0 && cfg.RangeRatio < 1 && o >= 0 && o < 1) { // NaN fails
 		if o == cfg.RangeRatio {
 			return nil, fmt.Errorf("--random-range-ratio must be in [0, 1), got %g", cfg.RangeRatio)
 		}

@@ -91,7 +91,10 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 		// Every benchmark command is read before any server starts: a flag it lacks or a value
 		// out of range would otherwise stop the sweep after the first server's start-up.
 		if _, err := ParseBench(bc.ApplyTo(cfg.BenchArgs), cfg.Getenv); err != nil {
-			return cliflag.Usagef("--bench-params %s: %s", orNone(bc.Label()), strings.TrimPrefix(cliflag.Message(err), "the benchmark command: "))
+			if bc.Label() == "" {
+				return err // the benchmark command alone: its error says so
+			}
+			return cliflag.Usagef("--bench-params %s: %s", bc.Label(), strings.TrimPrefix(cliflag.Message(err), "the benchmark command: "))
 		}
 	}
 	if !cfg.DryRun {
@@ -601,6 +604,9 @@ func ParseBench(args []string, getenv func(string) string) (*benchcli.Options, e
 	fs.SetOutput(ioDiscard{})
 	o := benchcli.Define(fs, nil, "", "")
 	if err := fs.Parse(cliflag.Gather(args, []string{"--goodput", "--metadata", "--header", "--lora-modules"})); err != nil {
+		return nil, cliflag.Usagef("the benchmark command: %s", cliflag.Message(err))
+	}
+	if err := cliflag.NoNaN(fs); err != nil {
 		return nil, cliflag.Usagef("the benchmark command: %s", cliflag.Message(err))
 	}
 	if err := o.Finish(fs, fs.Args(), getenv); err != nil {
