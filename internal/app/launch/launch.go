@@ -107,6 +107,9 @@ func Launch(s Spec) (*Server, error) {
 	var err error
 	switch s.Mode {
 	case Virtual:
+		if err := srv.Plan.Served(); err != nil {
+			return nil, &ArgsError{err}
+		}
 		srv.Target = predict.New(srv.Plan, s.Endpoint)
 	case InProcess:
 		opts := []serve.StartOption{serve.WithListener(s.Listener), serve.WithClock(s.Clock), serve.WithGrace(s.Grace)}

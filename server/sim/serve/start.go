@@ -78,6 +78,10 @@ func servedVersion(version string) error {
 	return &UsageError{fmt.Sprintf("argument --sim-vllm-version: %s ran the V0 engine, whose logs and /metrics the simulated server does not imitate; it serves as 0.8 to %s (--print-capacity plans the memory of releases from 0.2)", version, sim.NewestMinor())}
 }
 
+// Served is servedVersion for a prepared plan: an error where the plan's release cannot be
+// served (a V0 release), for the virtual clock, which runs the engine without Start.
+func (p *Plan) Served() error { return servedVersion(p.setup.VLLMVersion) }
+
 // ExitCode is the status `vllmtop sim` ends with for an error of Prepare or Start: 0 for a
 // help request, 2 for a bad command line or setting, 1 for anything else (what vLLM itself
 // refuses once it runs: a ValidationError, a StartupError).

@@ -115,6 +115,7 @@ func TestV0ReleasesAreNotServed(t *testing.T) {
 	p, err := Prepare(args, noEnv)
 	require.NoError(t, err)
 	assert.Positive(t, p.Capacity().KVCacheTokens)
+	assert.ErrorContains(t, p.Served(), "0.6.0 ran the V0 engine", "nor on the virtual clock")
 
 	var out, errOut bytes.Buffer
 	_, err = Start(context.Background(), args, noEnv, WithLogs(&out, &errOut))
