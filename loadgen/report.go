@@ -833,16 +833,26 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 // appendDoc writes doc as one JSON line at the end of f, after a newline when the file ends
 // without one (vLLM writes each appended result after a newline, and none after it).
 func appendDoc(f *os.File, doc ResultDoc) error {
-	bw := bufio.NewWriter(f)
-	if info, err := f.Stat(); err == nil && info.Size() > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, info.Size()-1); err == nil && last[0] != '\n' {
-			bw.WriteByte('\n')
+	info, err := f.Stat()
+	if err != nil || info.Size() == 0 {
+		// A new file: the line streams, however long its --save-detailed arrays.
+		bw := bufio.NewWriter(f)
+		if err := doc.WriteLine(bw); err != nil {
+			return err
 		}
+		bw.WriteByte('\n')
+		return bw.Flush()
 	}
-	if err := doc.WriteLine(bw); err != nil {
+	// Results already there are kept whole: the line is written only once it is complete.
+	var b bytes.Buffer
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, info.Size()-1); err == nil && last[0] != '\n' {
+		b.WriteByte('\n')
+	}
+	if err := doc.WriteLine(&b); err != nil {
 		return err
 	}
-	bw.WriteByte('\n')
-	return bw.Flush()
+	b.WriteByte('\n')
+	_, err = f.Write(b.Bytes())
+	return err
 }

@@ -95,7 +95,7 @@ func parseCriterion(metric, cond string) (Criterion, error) {
 			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
 				return Criterion{}, fmt.Errorf("SLA constraint '%s=%s': %q is not a number", metric, cond, rest)
 			}
-			if x < 0 {
+			if x < 0 && op[0] == '<' {
 				// Latencies, rates and throughputs are never negative: nothing could meet it.
 				return Criterion{}, fmt.Errorf("SLA constraint '%s=%s': a target below 0 can never be met", metric, cond)
 			}

@@ -58,6 +58,9 @@ func TestParseSLOParamsAsVLLM(t *testing.T) {
 		_, err := loadgen.ParseSLOParams(bad)
 		assert.Error(t, err, "%q", bad)
 	}
+	ge, err := loadgen.ParseSLOParams(`{"output_throughput": ">=-1"}`)
+	require.NoError(t, err, "a lower bound below 0 is always met, and harmless")
+	assert.Equal(t, -1.0, ge[0][0].Target)
 	_, err = loadgen.ParseSLOParams(`{"p99_ttft_ms": "=>500"}`)
 	assert.ErrorContains(t, err, "valid operators are <, <=, >, >=")
 	// Truncated, or with something after: not read as the JSON it starts with.
