@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("VLLMTOP_TEST_AS_VLLMTOP", "1")
 	os.Setenv("GORACE", "atexit_sleep_ms=0") // a race-built child would sleep a second at exit
+	os.Unsetenv("COLUMNS")                   // help and reports are laid out as for a pipe: 100 columns
 	os.Exit(m.Run())
 }
 

@@ -32,6 +32,8 @@ func TestE5M2KVCacheBesideKVScales(t *testing.T) {
 		{"compressed-tensors with a kv_cache_scheme", Config{Model: "acme/Qwen2.5-7B-w8a8-kv"}, true},
 		{"fbgemm_fp8", Config{Model: "meta-llama/Llama-3.1-405B-Instruct-FP8", TensorParallelSize: 8}, false},
 		{"AWQ", Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ"}, false},
+		{"a build quantized with w8a8 before the fix", Config{Model: "Qwen/Qwen2.5-7B-Instruct", CheckpointQuantization: "w8a8", VLLMVersion: "0.23.0"}, true},
+		{"a build quantized with w8a8 after it", Config{Model: "Qwen/Qwen2.5-7B-Instruct", CheckpointQuantization: "w8a8"}, false},
 		{"a build quantized with AWQ", Config{Model: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", CheckpointQuantization: "awq"}, false},
 		{"unquantized", Config{Model: "Qwen/Qwen2.5-7B-Instruct"}, false},
 		{"before the scales", Config{Model: "Qwen/Qwen2.5-7B-Instruct", Quantization: "fp8", VLLMVersion: "0.4.2"}, false},

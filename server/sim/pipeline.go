@@ -135,8 +135,17 @@ func planCapacity(s *Setup) (Capacity, error) {
 // worker loads its weights before any profiles, so a failure of an earlier phase wins; of
 // the KV-cache checks V1 raises the first worker's, V0 checks the smallest cache.
 func stageFailsFirst(s *Setup, e, found *StartupError) bool {
-	phase := func(k StartupKind) StartupKind { return min(k, NoKVMemory) }
-	if pe, pf := phase(e.Kind), phase(found.Kind); pe != pf || pe != NoKVMemory {
+	const device, load, kvCache = 0, 1, 2
+	phase := func(k StartupKind) int {
+		switch k {
+		case FreeMemoryTooLow, DTypeUnsupported:
+			return device
+		case LoadOOM, KVDTypeRefused: // as the model is built
+			return load
+		}
+		return kvCache
+	}
+	if pe, pf := phase(e.Kind), phase(found.Kind); pe != pf || pe != kvCache {
 		return pe < pf
 	}
 	return !s.Version.V1Engine() && e.Capacity.NumGPUBlocks < found.Capacity.NumGPUBlocks

@@ -116,6 +116,9 @@ func loadsKVScales(s *Setup) bool {
 	}
 	if c := strings.ToLower(s.CheckpointQuantization); c != "" {
 		format = c // a build of the catalogue's model, quantized that way
+		if c == "w8a8" {
+			format = "compressed-tensors" // the toolkit that writes INT8 W8A8 checkpoints
+		}
 	}
 	if format == "" {
 		format = strings.ToLower(s.Quantization) // on the fly: only fp8 exists
@@ -123,6 +126,8 @@ func loadsKVScales(s *Setup) bool {
 	switch format {
 	case "fp8", "modelopt", "nvfp4":
 		return true
+	case "w8a8": // a catalogue w8a8 model without its format recorded: compressed-tensors
+		return !s.Version.AtLeast(scaleFreeCTRelease)
 	case "compressed-tensors":
 		return m.KVCacheScheme || !s.Version.AtLeast(scaleFreeCTRelease)
 	}

@@ -223,9 +223,10 @@ func legend(m Memory, width int) string {
 	case used > m.TotalGiB:
 		// The parts do not fit the card (weights larger than it): nothing is free.
 		parts[len(parts)-1] = fmt.Sprintf("over the card by %.2f", used-m.TotalGiB)
-	case used-m.RequestedGiB >= 0.005:
+	case used-m.KVGiB-m.RequestedGiB >= 0.005:
 		// The budget is spent before the KV cache: say by how much, as the refusal does not.
-		parts = append(parts, fmt.Sprintf("over the budget by %.2f", used-m.RequestedGiB))
+		// (A cache pinned in bytes or blocks may pass the budget on its own: not this.)
+		parts = append(parts, fmt.Sprintf("over the budget by %.2f", used-m.KVGiB-m.RequestedGiB))
 	}
 	var lines []string
 	line := "GiB:"

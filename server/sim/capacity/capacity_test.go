@@ -152,4 +152,10 @@ func TestRenderSpentBudget(t *testing.T) {
 	assert.Contains(t, out, ". free 5.92")
 	assert.Contains(t, out, "over the budget by 5.09")
 	assert.NotContains(t, out, "over the card")
+
+	// A cache pinned past the budget (blocks or bytes) is no budget spent before it.
+	m = Memory{TotalGiB: 22.03, RequestedGiB: 20.27, WeightsGiB: 14.99, ActivationGiB: 0.44, NonTorchGiB: 0.25, CUDAGraphGiB: 0.43, KVGiB: 4.88}
+	out = Report{Model: "m", GPU: "L4", Util: 0.92, Workload: Workload{1024, 128}, Columns: []Column{{Name: "as given", Memory: m}}}.Render(80)
+	assert.NotContains(t, out, "over the budget")
+	assert.Contains(t, out, ". free 1.04")
 }
