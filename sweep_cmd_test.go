@@ -184,6 +184,7 @@ func TestSweepDryRunAndBadInput(t *testing.T) {
 		{[]string{"--serve-cmd", "vllmtop sim", "--sla-params", `{"p99_ttft_ms": "<=1"}`, "--sla-variable", "max_concurrency", "--bench-params", benchParams}, "the SLA search sets itself"},
 		{[]string{"--serve-cmd", "'unclosed"}, "--serve-cmd"},
 		{[]string{"--serve-cmd", "vllm serve m", "--sim-clock", "virtual", "-o", out}, "--serve-cmd must be a vllmtop sim command"},
+		{[]string{"--serve-cmd", "vllm serve m", "--sim-clock", "virtual", "--serve-params", serveParams, "-o", out}, "--serve-cmd must be a vllmtop sim command"},
 		// Read before any server starts, in a dry run too.
 		{[]string{"--serve-cmd", "vllmtop sim", "--bench-params", writeFile(t, t.TempDir(), "bp.json", `[{"max_concurency": 4}]`), "--dry-run"}, "--bench-params max_concurency=4: unknown flag: --max-concurency"},
 		{[]string{"--serve-cmd", "vllmtop sim", "--bench-params", writeFile(t, t.TempDir(), "bp.json", `[{"max_concurrency": -4}]`), "--dry-run"}, "--bench-params max_concurrency=-4: --max-concurrency"},

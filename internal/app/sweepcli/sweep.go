@@ -87,6 +87,10 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 			}
 		}
 	}
+	if cfg.Clock == benchcli.ClockVirtual && server.Classify(cfg.ServeCmd).Kind != server.KindSim {
+		// The same for every setting: a bad command line, not a setting the server refused.
+		return cliflag.Usagef("--sim-clock virtual simulates vllmtop sim in-process: --serve-cmd must be a vllmtop sim command")
+	}
 	for _, bc := range cfg.BenchParams {
 		// Every benchmark command is read before any server starts: a flag it lacks or a value
 		// out of range would otherwise stop the sweep after the first server's start-up.
