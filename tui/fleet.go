@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -774,7 +775,14 @@ func (m *Model) judge() {
 	if s.held == nil {
 		s.held = diagnose.NewTracker(diagnose.DefaultHold)
 	}
-	s.verdicts = s.held.Update(m.c.now(), diagnose.Server(subject, s.snap, w, m.facts(), m.thresholds()))
+	vs := diagnose.Server(subject, s.snap, w, m.facts(), m.thresholds())
+	if restarted := (s.slow != nil && s.slow.Restarted) || (s.fast != nil && s.fast.Restarted); !restarted {
+		s.ownRestart = false
+	} else if s.ownRestart {
+		// The restart the user asked for (u, U, the tuner) is no finding.
+		vs = slices.DeleteFunc(vs, func(v diagnose.Verdict) bool { return v.Rule == diagnose.RuleRestarted })
+	}
+	s.verdicts = s.held.Update(m.c.now(), vs)
 }
 
 // shortField names a field as the header says it.

@@ -648,6 +648,7 @@ func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 	}
 	s.util = msg.util
 	s.autoPause = ""
+	s.ownRestart = true
 	c.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
 	if c.deps.Load != nil && !s.paused {
 		c.deps.Load.Resume()

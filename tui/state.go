@@ -39,6 +39,9 @@ type state struct {
 	rateMode    bool
 	paused      bool   // by the user (space)
 	autoPause   string // why the dashboard paused the load itself ("" when it did not)
+	// ownRestart is set when the dashboard restarted the server itself, until the scrape
+	// windows no longer span the restart: the restart is no verdict then.
+	ownRestart  bool
 	longPrompts bool
 	workloads   [2]string // short, long
 	prefixOn    bool      // the prefix-caching demo's shared system prompt

@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
+
+	"github.com/vllmtop/vllmtop/scrape"
+	"github.com/vllmtop/vllmtop/scrape/diagnose"
 )
 
 func sized(t *testing.T) *driver { return newDriver(t, 120, 40) }
@@ -514,4 +517,39 @@ func TestLoggedCapacityKeepsTheReportedUtil(t *testing.T) {
 	r := capacity.Build(s.knownCapacity())
 	assert.NotEqual(t, capacity.FromLog, r.KVTokens.Source, "the 0.9 run's log is not this run's")
 	assert.Less(t, r.KVTokens.V, 500000)
+}
+
+// A restart the user asked for is no verdict while the scrape windows span it; one that
+// happens on its own is.
+func TestOwnRestartIsNoVerdict(t *testing.T) {
+	d := sized(t)
+	first := d.send(scrapeTickMsg{gen: 0})().(scrapeResultMsg)
+	d.send(first)
+	s := &d.m.c.s
+	s.fast = &scrape.Window{Restarted: true}
+	d.m.judge()
+	assert.True(t, hasRule(s.verdicts, diagnose.RuleRestarted), "a restart nobody asked for")
+
+	require.NotNil(t, d.press("u", "enter", "enter"))
+	d.send(restartDoneMsg{util: 0.91})
+	s.fast = &scrape.Window{Restarted: true}
+	s.held = nil
+	d.m.judge()
+	assert.False(t, hasRule(s.verdicts, diagnose.RuleRestarted), "the restart asked for")
+
+	s.fast = &scrape.Window{}
+	d.m.judge()
+	s.fast = &scrape.Window{Restarted: true}
+	s.held = nil
+	d.m.judge()
+	assert.True(t, hasRule(s.verdicts, diagnose.RuleRestarted), "a later restart is the server's own again")
+}
+
+func hasRule(vs []diagnose.Verdict, rule string) bool {
+	for _, v := range vs {
+		if v.Rule == rule {
+			return true
+		}
+	}
+	return false
 }

@@ -217,7 +217,8 @@ func restarted(s *Signals) Verdict {
 		text += " (" + s.StateDetail + ")"
 	}
 	text += "; its rates start again from the next scrapes"
-	return Verdict{Rule: RuleRestarted, Severity: Warning, Subject: s.Subject, Limit: "server", Text: text}
+	return Verdict{Rule: RuleRestarted, Severity: Warning, Subject: s.Subject, Limit: "server",
+		Advice: "restarted: its rates start again from the next scrapes", Text: text}
 }
 
 // kvBound: requests wait for KV blocks (the cache is nearly full, or its free blocks cannot

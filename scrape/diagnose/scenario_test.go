@@ -120,7 +120,7 @@ var scenarios = []scenario{
 	{name: "down: the server stopped", args: []string{"Qwen/Qwen3-0.6B"}, judge: downJudge,
 		rule: diagnose.RuleDown, limit: "server", advice: "check that it runs", overall: diagnose.Failing},
 	{name: "restarted: counters start again", args: []string{"Qwen/Qwen3-0.6B"}, judge: restartJudge,
-		rule: diagnose.RuleRestarted, limit: "server", overall: diagnose.Degraded},
+		rule: diagnose.RuleRestarted, limit: "server", advice: "restarted: its rates start again", overall: diagnose.Degraded},
 	{name: "imbalance: one replica holds the queue", args: []string{"Qwen/Qwen3-0.6B", "--max-num-seqs", "2", "--max-model-len", "4096"},
 		load: [3]int{16, 128, 64}, judge: imbalanceJudge,
 		rule: diagnose.RuleImbalance, limit: "load balance", advice: "check the load balancer", overall: diagnose.Degraded},

@@ -54,4 +54,14 @@ func (d *Dashboard) wireCapacity() {
 	if m, err := serve.CapacityModel(simArgs, getenv); err == nil {
 		d.deps.Capacity = m
 	}
+	if p, err := serve.Prepare(simArgs, getenv); err == nil {
+		// The simulator's limits are known, given or not: its defaults are the plan's. The
+		// verdicts then name the limit that binds rather than guess at one.
+		if d.deps.MaxNumSeqs == 0 {
+			d.deps.MaxNumSeqs = p.Setup().MaxNumSeqs
+		}
+		if d.deps.MaxNumBatchedTokens == 0 {
+			d.deps.MaxNumBatchedTokens = p.Setup().MaxNumBatchedTokens
+		}
+	}
 }

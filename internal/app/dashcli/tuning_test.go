@@ -36,6 +36,8 @@ func TestCapacityModelForSimulatorCommands(t *testing.T) {
 	d.wireCapacity()
 	assert.Equal(t, capacity.Workload{PromptTokens: 384, OutputTokens: 128}, d.deps.Workloads[0])
 	require.NotNil(t, d.deps.Capacity)
+	assert.Equal(t, 256, d.deps.MaxNumSeqs, "the simulator's default on an L4: the verdicts know the limit")
+	assert.Equal(t, 2048, d.deps.MaxNumBatchedTokens)
 	lo, err := d.deps.Capacity.Plan(0.5, d.deps.Workloads[0])
 	require.NoError(t, err)
 	hi, err := d.deps.Capacity.Plan(0.9, d.deps.Workloads[0])
