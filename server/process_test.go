@@ -107,6 +107,9 @@ func playRole(role string) int {
 		<-ctx.Done()
 		fmt.Println("child: SIGTERM, exiting")
 		return 0
+	case "clean-exit": // a server that ends on its own, cleanly, its last line an access log's
+		fmt.Println(`INFO:     127.0.0.1:37030 - "POST /v1/completions HTTP/1.1" 200 OK`)
+		return 0
 	case "hostile-log": // control characters and escapes in its output, then a failure
 		fmt.Print("\x1b]0;pwned\x07INFO retitled\n")
 		fmt.Print("back\bspace bell\a c1 \u009b2J bidi \u202eevil\n")
@@ -746,4 +749,18 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 	}
+}
+
+// A server that exits 0 on its own (a SIGTERM from elsewhere that it handled) has no cause:
+// its last line is whatever it printed last, an access log line here.
+func TestCleanExitHasNoCause(t *testing.T) {
+	t.Parallel()
+	args, env := helperArgs(t, "clean-exit")
+	s, rec := supervise(t, args, env)
+	require.NoError(t, s.Start(testContext(t)))
+	exit := rec.waitState(t, Exited, 10*time.Second).Exit
+	assert.Equal(t, 0, exit.Code)
+	assert.False(t, exit.Requested)
+	assert.Empty(t, exit.Cause)
+	assert.Equal(t, "exit status 0", exit.String())
 }

@@ -322,9 +322,10 @@ func (s *Supervisor) exitStatus(r *run, ws syscall.WaitStatus, known bool, waitE
 	st.Requested, st.Killed = r.stop, r.killed
 	r.mu.Unlock()
 	s.mu.Lock()
-	// A process killed by a signal from outside has no cause in its own output: its last line
-	// is whatever it happened to print, so only a recognised failure line counts then.
-	st.Cause, st.Reason = r.cause.result(st.Requested || st.Signal == syscall.SIGKILL)
+	// A process killed by a signal from outside, or one that exited cleanly (a SIGTERM it
+	// handled), has no cause in its own output: its last line is whatever it happened to print
+	// (an access log line), so only a recognised failure line counts then.
+	st.Cause, st.Reason = r.cause.result(st.Requested || st.Signal == syscall.SIGKILL || st.Code == 0)
 	s.mu.Unlock()
 	return st
 }

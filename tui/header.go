@@ -129,10 +129,11 @@ func (h *header) state() (string, lipgloss.Style) {
 		return "restarting", st.Warn
 	case s.phase == phaseStopping || s.phase == phaseForced:
 		return "stopping", st.Warn
+	case srv.State == server.Exited:
+		// Before unreachable: a server that exited refuses connections too, and its exit says why.
+		return "exited (" + truncate(clean(srv.Exit.String()), 160) + ")", st.Bad
 	case srv.Unreachable != "":
 		return "unreachable: " + truncate(clean(srv.Unreachable), 160), st.Bad
-	case srv.State == server.Exited:
-		return "exited (" + truncate(clean(srv.Exit.String()), 160) + ")", st.Bad
 	case srv.State == server.Ready:
 		return "ready", st.Good
 	case srv.State == server.Unhealthy:

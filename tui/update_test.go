@@ -553,3 +553,17 @@ func hasRule(vs []diagnose.Verdict, rule string) bool {
 	}
 	return false
 }
+
+// A supervised server that exited is called so, though its port refuses connections too.
+func TestExitedServerIsNotJustUnreachable(t *testing.T) {
+	d := sized(t)
+	d.td.sup.setStatus(func(st *server.Status) {
+		st.State, st.Exit, st.Unreachable = server.Exited, server.ExitStatus{Code: 0}, "connection refused"
+	})
+	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited}}})
+	d.td.scr.err = errors.New("connection refused")
+	d.second()
+	head := strings.SplitN(d.view(), "\n", 2)[0]
+	assert.Contains(t, head, "exited (exit status 0)")
+	assert.NotContains(t, head, "unreachable")
+}
