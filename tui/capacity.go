@@ -87,7 +87,10 @@ func (p *capacityPanel) render(d capacityView) string {
 	if d.KVTokens.Known() {
 		src = "  (" + strings.Join(append([]string{d.KVTokens.Source.Phrase()}, d.Sources()...), "; ") + ")"
 	}
-	out := []string{st.Title.Render("KV cache") + st.Muted.Render(orDash(src != "", src))}
+	if src == "" {
+		src = "  " + dash // the source is not known yet
+	}
+	out := []string{st.Title.Render("KV cache") + st.Muted.Render(src)}
 	if d.KVTokens.V == 0 {
 		out = append(out, st.Muted.Render("waiting for the server to report its KV cache (its log, or vllm:cache_config_info in /metrics)"))
 		return strings.Join(out, "\n")

@@ -13,6 +13,8 @@ import (
 	"github.com/vllmtop/vllmtop/scrape"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/themes"
+
+	"github.com/vllmtop/vllmtop/internal/base/textfmt"
 )
 
 // Model is the dashboard's root: the layout, the global keys, the tick and scrape chains, and
@@ -708,7 +710,13 @@ func (m *Model) View() string {
 		return "vllmtop: starting ..."
 	}
 	if m.scr.TooSmall {
-		return truncate(fmt.Sprintf("terminal too small: %dx%d (vllmtop needs %dx%d)", m.width, m.height, minWidth, minHeight), m.width)
+		// Wrapped: the size it needs is the part that must not be cut off.
+		msg := fmt.Sprintf("terminal too small: %dx%d (vllmtop needs %dx%d)", m.width, m.height, minWidth, minHeight)
+		lines := strings.Split(textfmt.Wrap(msg, m.width), "\n")
+		for i := range lines {
+			lines[i] = truncate(lines[i], m.width)
+		}
+		return strings.Join(lines[:min(len(lines), max(1, m.height))], "\n")
 	}
 	// Panels keep their views fitted to the body: measuring every line after every message
 	// was the dashboard's largest cost.

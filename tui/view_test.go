@@ -209,12 +209,17 @@ func TestTooSmallAndBeforeTheFirstSize(t *testing.T) {
 	td := newTestDeps(t)
 	m := New(td.deps)
 	assert.Equal(t, "vllmtop: starting ...", m.View())
-	for _, sz := range [][2]int{{59, 30}, {100, 15}, {10, 3}, {1, 1}} {
+	for _, sz := range [][2]int{{59, 30}, {100, 15}, {40, 10}, {10, 3}, {1, 1}} {
 		m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
 		out := m.View()
 		want := fmt.Sprintf("terminal too small: %dx%d (vllmtop needs 60x16)", sz[0], sz[1])
-		assert.True(t, strings.HasPrefix(want, strings.TrimSuffix(out, "…")), "%v: %q", sz, out)
+		flat := strings.Join(strings.Fields(strings.ReplaceAll(out, "…", "")), " ")
+		assert.True(t, strings.HasPrefix(want, flat), "%v: %q", sz, out)
 		assert.LessOrEqual(t, maxLineWidth(out), sz[0])
+		assert.LessOrEqual(t, len(strings.Split(out, "\n")), sz[1])
+		if sz[0] >= 20 && sz[1] >= 3 {
+			assert.Equal(t, want, flat, "%v: the size it needs is shown whole", sz)
+		}
 	}
 }
 
