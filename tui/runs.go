@@ -10,6 +10,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/vllmtop/vllmtop/loadgen"
+
+	"github.com/charmbracelet/lipgloss"
 )
 
 // foldBelow is how short an epoch may be before its row is folded away: a key pressed three
@@ -235,6 +237,28 @@ func fitColumns(cols []column, width int) []column {
 	return out
 }
 
+// widenText gives the room the columns leave in width to the text columns (settings,
+// workload) whose cells are longer than their width, so that a wide terminal shows them whole.
+func widenText(cols []column, rows []row, width int) []column {
+	room := width
+	for _, c := range cols {
+		room -= c.width + 1
+	}
+	for i := range cols {
+		if !cols[i].left || room <= 0 {
+			continue
+		}
+		need := cols[i].width
+		for _, r := range rows {
+			need = max(need, lipgloss.Width(cols[i].cell(r)))
+		}
+		grow := min(need-cols[i].width, room)
+		cols[i].width += grow
+		room -= grow
+	}
+	return cols
+}
+
 func cellText(c column, s string) string {
 	s = truncate(s, c.width)
 	if c.left {
@@ -306,7 +330,7 @@ func (p *runsPanel) draw() {
 	}
 	st := &p.c.styles
 	rows, folded := p.rows()
-	cols := fitColumns(p.columns(), p.w-markWidth)
+	cols := widenText(fitColumns(p.columns(), p.w-markWidth), rows, p.w-markWidth)
 	var head strings.Builder
 	head.WriteString(strings.Repeat(" ", markWidth))
 	for _, c := range cols {
