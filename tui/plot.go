@@ -2,6 +2,7 @@ package tui
 
 import (
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -223,7 +224,11 @@ func drawBounds(st *Styles, p plotSpec, cells [][]cell, rowOf func(float64) int,
 }
 
 // drawEpochs draws a dotted vertical rule where each epoch began, its number on the top row.
+// Numbers that would touch the next one to their right are left out, the newest kept: epochs
+// close together would otherwise read as one number ("3678").
 func drawEpochs(p plotSpec, cells [][]cell) {
+	type mark struct{ col, n int }
+	var marks []mark
 	for _, e := range p.Epochs {
 		c := p.W.col(e.At, p.Cols)
 		if c < 0 {
@@ -234,11 +239,20 @@ func drawEpochs(p plotSpec, cells [][]cell) {
 				cells[r][c] = cell{r: '┊', style: styRule}
 			}
 		}
-		for i, d := range strconv.Itoa(e.N) {
-			if c+i < p.Cols {
-				cells[0][c+i] = cell{r: d, style: styRule}
-			}
+		marks = append(marks, mark{c, e.N})
+	}
+	sort.SliceStable(marks, func(i, j int) bool { return marks[i].col < marks[j].col })
+	limit := p.Cols + 1 // one column before the first taken by a label to the right
+	for i := len(marks) - 1; i >= 0; i-- {
+		label := strconv.Itoa(marks[i].n)
+		c := min(marks[i].col, p.Cols-len(label)) // the newest, at the edge, moves left to fit
+		if c < 0 || c+len(label) >= limit {
+			continue // it would touch the label to its right
 		}
+		for j, d := range label {
+			cells[0][c+j] = cell{r: d, style: styRule}
+		}
+		limit = c
 	}
 }
 

@@ -237,3 +237,37 @@ func TestOverviewLegendsFitAt80Columns(t *testing.T) {
 		}
 	}
 }
+
+// Epoch numbers close together do not run into each other: the newest keep theirs, the
+// others keep their rule; the newest at the right edge moves left to fit.
+func TestEpochLabelsDoNotTouch(t *testing.T) {
+	end := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	w := timeWindow{End: end, Span: 60 * time.Second}
+	at := func(sec int) time.Time { return end.Add(time.Duration(sec-60) * time.Second) }
+	p := plotSpec{W: w, Cols: 60, Rows: 3, Epochs: []epochMark{{at(10), 3}, {at(11), 6}, {at(12), 7}, {at(13), 8}, {at(40), 11}, {at(60), 12}}}
+	cells := make([][]cell, p.Rows)
+	for r := range cells {
+		cells[r] = make([]cell, p.Cols)
+	}
+	drawEpochs(p, cells)
+	var top strings.Builder
+	for _, c := range cells[0] {
+		if c.r == 0 {
+			top.WriteByte(' ')
+		} else {
+			top.WriteRune(c.r)
+		}
+	}
+	labels := strings.Fields(strings.ReplaceAll(top.String(), "┊", " "))
+	assert.Equal(t, []string{"6", "8", "11", "12"}, labels, "%q", top.String())
+	assert.True(t, strings.HasSuffix(top.String(), "12"), "the newest fits at the edge: %q", top.String())
+	for r := 1; r < p.Rows; r++ {
+		rules := 0
+		for _, c := range cells[r] {
+			if c.r == '┊' {
+				rules++
+			}
+		}
+		assert.Equal(t, 6, rules, "every epoch keeps its rule")
+	}
+}
