@@ -736,10 +736,10 @@ func (m *Model) facts() diagnose.Facts {
 	c, s := m.c, &m.c.s
 	f := diagnose.Facts{Lag: s.loader.Lag, MaxNumSeqs: c.deps.MaxNumSeqs, MaxNumBatchedTokens: c.deps.MaxNumBatchedTokens}
 	if s.rateMode && !s.paused && c.deps.Load != nil {
-		f.TargetRate = s.rate
 		if i := s.runIndex(s.epoch); i >= 0 {
+			// Both rates or neither: an epoch younger than 10 s has sent too few to judge.
 			if sec := s.active(i, c.now()).Seconds(); sec >= 10 {
-				f.AchievedRate = float64(s.runs[i].Requests) / sec
+				f.TargetRate, f.AchievedRate, f.RateSeconds = s.rate, float64(s.runs[i].Requests)/sec, sec
 			}
 		}
 	}

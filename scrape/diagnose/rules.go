@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -527,6 +528,17 @@ func slo(s *Signals, rule, what string, q Quantile, limit time.Duration) (Verdic
 		Evidence: []Evidence{{Name: rule[len("slo-"):] + "_p99", Value: q.V.V, Unit: "s", Threshold: "≤ " + formatSeconds(limit.Seconds())}}}, true
 }
 
+// chanceShortfall reports whether the requests sent fall short of the rate asked by no more
+// than a Poisson load's chance: three standard deviations (the square root of the count
+// expected) over the window.
+func chanceShortfall(f Facts) bool {
+	if f.RateSeconds <= 0 {
+		return false
+	}
+	expected, sent := f.TargetRate*f.RateSeconds, f.AchievedRate*f.RateSeconds
+	return expected-sent <= 3*math.Sqrt(expected)
+}
+
 // Client applies the load generator's own rules: it is behind its schedule, or sends less
 // than it was asked to. Either way the latencies it measures include its own delay.
 func Client(f Facts, th Thresholds) []Verdict {
@@ -538,7 +550,7 @@ func Client(f Facts, th Thresholds) []Verdict {
 			Flags:    []string{"--request-rate"},
 			Evidence: []Evidence{{Name: "client_lag", Value: f.Lag.Seconds(), Unit: "s", Threshold: "≤ " + formatSeconds(th.ClientLag.Seconds())}}})
 	}
-	if f.TargetRate > 0 && f.AchievedRate < th.RateShortfall*f.TargetRate {
+	if f.TargetRate > 0 && f.AchievedRate < th.RateShortfall*f.TargetRate && !chanceShortfall(f) {
 		out = append(out, Verdict{Rule: RuleClientBound, Severity: Warning, Subject: "client", Limit: LimitClient,
 			Advice: "raise --max-concurrency or lower --request-rate",
 			Text: fmt.Sprintf("the load generator sent %s req/s of the %s asked: the server sees less load than intended; raise --max-concurrency or lower --request-rate",

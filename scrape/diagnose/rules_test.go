@@ -165,6 +165,10 @@ func TestClient(t *testing.T) {
 	vs = Client(Facts{TargetRate: 10, AchievedRate: 7.1}, th)
 	require.Len(t, vs, 1)
 	assert.Contains(t, vs[0].Text, "sent 7.10 req/s of the 10 asked")
+	// A Poisson load of 2/s sends 17 in 10 s by chance (20 expected, give or take 4.5), but
+	// not 1,020 in 600 s (1,200 expected, give or take 35).
+	assert.Empty(t, Client(Facts{TargetRate: 2, AchievedRate: 1.7, RateSeconds: 10}, th), "chance")
+	assert.Len(t, Client(Facts{TargetRate: 2, AchievedRate: 1.7, RateSeconds: 600}, th), 1, "a shortfall")
 }
 
 func TestImbalance(t *testing.T) {

@@ -124,6 +124,10 @@ type Facts struct {
 	// the same window.
 	TargetRate   float64
 	AchievedRate float64
+	// RateSeconds is the window both rates are over (0: unknown). Over it a Poisson load sends
+	// about TargetRate x RateSeconds requests, give or take its square root: a shortfall within
+	// that is chance, not a client that cannot keep up.
+	RateSeconds float64
 	// MaxNumSeqs is the server's --max-num-seqs when known (supervised, or configured).
 	MaxNumSeqs int
 	// MaxNumBatchedTokens is its --max-num-batched-tokens, the tokens one engine step
