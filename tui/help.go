@@ -67,6 +67,11 @@ func (h *helpView) View(k KeyMap, p panel, name string) string {
 	}
 	out := []string{st.Title.Render("Keys") + st.Muted.Render("  (? or esc closes)")}
 	out = append(out, masonry(blocks, h.w, 3)...)
+	if h.h > 1 && len(out) > h.h {
+		// The rest would be cut without a word; the keys that end the session are said here.
+		more := fmt.Sprintf("… %d more lines · q quits, ctrl+c forces · a taller terminal shows them all", len(out)-h.h+1)
+		out = append(out[:h.h-1], st.Muted.Render(truncate(more, h.w)))
+	}
 	// The notes that fit whole, below the keys.
 	for i, n := range helpNotes {
 		lines := wrapWords(n, h.w)

@@ -177,6 +177,17 @@ func TestOverviewShowsEpochRulesAndTheSharedWindow(t *testing.T) {
 	assert.Regexp(t, `client n=\d+/10s`, out, "the client's percentiles say their sample count and window")
 }
 
+// Below the size the whole help needs, it says how much is hidden and how to leave.
+func TestHelpAtTheSmallestSizeSaysWhatItHides(t *testing.T) {
+	d := newDriver(t, 60, 16)
+	d.press("?")
+	require.True(t, d.m.showHelp)
+	out := d.view()
+	assert.Regexp(t, `… \d+ more lines · q quits, ctrl\+c forces`, out)
+	assert.LessOrEqual(t, maxLineWidth(out), 60)
+	assert.LessOrEqual(t, len(strings.Split(out, "\n")), 16)
+}
+
 func TestHelpIsCompleteAtEverySize(t *testing.T) {
 	for _, sz := range [][2]int{{80, 24}, {120, 40}, {200, 60}} {
 		d := newDriver(t, sz[0], sz[1])
@@ -186,6 +197,12 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 			require.True(t, d.m.showHelp)
 			out := d.view()
 			assert.LessOrEqual(t, maxLineWidth(out), sz[0])
+			assert.LessOrEqual(t, len(strings.Split(out, "\n")), sz[1], "%dx%d %s: the help fits the screen", sz[0], sz[1], tb.name)
+			if strings.Contains(out, "more lines · q quits") {
+				// A panel with many keys at 80x24: the help says what it hides.
+				d.press("esc")
+				continue
+			}
 			for _, g := range globalHelp(len(tabs)) {
 				for _, b := range g.keys {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
