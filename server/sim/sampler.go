@@ -41,8 +41,6 @@ const (
 	// samplerSortBytes is torch.sort's float32 values and int64 indices (12 B), the segmented
 	// sort's int64 index input (8 B) and cub's double buffers for keys and values (12 B).
 	samplerSortBytes = 32
-	// samplerSortOutputBytes is torch.sort's outputs alone.
-	samplerSortOutputBytes = 12
 	// samplerFewRowsSortBytes is the same sort under 128 rows, which PyTorch runs as one full
 	// sort of (value, int2 index-and-segment) pairs: outputs 12 B, two int2 arrays 16 B, a
 	// float32 key output 4 B and cub's double buffers 12 B.
@@ -124,13 +122,11 @@ func v1SamplerPeakBytes(path samplerPath, rows, vocab int, logitsBytes float64) 
 		return entries * (held + 2*samplerProbsBytes)
 	case samplerSort:
 		sort := float64(samplerSortBytes)
-		switch {
-		case rows == 1:
-			// One row is sorted alone, with row-sized temporaries.
-			sort = samplerSortOutputBytes
-		case rows < 128:
+		if rows > 1 && rows < 128 {
 			sort = samplerFewRowsSortBytes
 		}
+		// One row costs as much as many: 38.27 B an entry measured (PyTorch 2.11, H100;
+		// docs/calibration.md#the-v1-dummy-sampler-run).
 		// The masks, softmax and cumsum of top-p after the sort stay below the sort's own
 		// temporaries, and so does the final softmax and noise.
 		return entries * (held + sort)
