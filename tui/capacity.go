@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/vllmtop/vllmtop/server"
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
+
+	"github.com/charmbracelet/bubbles/key"
 )
 
 // capacityView is what the Capacity view draws: the one capacity report, each figure with
@@ -61,24 +63,70 @@ func gatherCapacity(c *common) capacityView {
 
 // capacityPanel is the KV cache now and, where it can be predicted, at other utilisations.
 type capacityPanel struct {
-	noKeys
 	c     *common
+	keys  moveKeys
 	w, h  int
+	top   int // the first line shown: the view scrolls where it is taller than the screen
 	cache string
 }
 
-func newCapacity(c *common) panel { return &capacityPanel{c: c} }
+func newCapacity(c *common) panel {
+	return &capacityPanel{c: c, keys: newMoveKeys("top", "bottom")}
+}
+
+// ShortHelp leaves the footer to the server keys this view is for; the scroll keys are in the
+// help, and the view's own "more lines below" line names them.
+func (p *capacityPanel) ShortHelp() []key.Binding { return nil }
+
+func (p *capacityPanel) FullHelp() [][]key.Binding { return [][]key.Binding{p.keys.list()} }
 
 func (p *capacityPanel) SetSize(w, h int) { p.w, p.h = w, h }
 
 func (p *capacityPanel) View() string { return p.cache }
 
 func (p *capacityPanel) Update(msg tea.Msg) tea.Cmd {
-	switch msg.(type) {
-	case refreshMsg, restyleMsg, tea.KeyMsg, workloadMsg:
-		p.cache = fitMore(&p.c.styles, p.render(gatherCapacity(p.c)), p.w, p.h)
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		lines := strings.Split(p.render(gatherCapacity(p.c)), "\n")
+		if to, ok := p.keys.moved(msg, p.top, max(1, len(lines)-p.h+1), max(1, p.h-2)); ok {
+			p.top = to
+		}
+		p.cache = p.fit(lines)
+	case refreshMsg, restyleMsg, workloadMsg:
+		p.cache = p.fit(strings.Split(p.render(gatherCapacity(p.c)), "\n"))
 	}
 	return nil
+}
+
+// fit shows the lines from p.top: a line above says how many are hidden there, the last one
+// how many below and how to reach them.
+func (p *capacityPanel) fit(lines []string) string {
+	st := &p.c.styles
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) <= p.h || p.h < 3 {
+		p.top = 0
+		return fitMore(st, strings.Join(lines, "\n"), p.w, p.h)
+	}
+	p.top = min(p.top, len(lines)-p.h) // the last screen ends on the last line
+	var out []string
+	body, from := p.h, p.top
+	if from > 0 {
+		// The first line says what is above, in place of the line it hides.
+		out = append(out, st.Muted.Render(fmt.Sprintf("… %d %s above (↑/k)", from+1, plural(from+1, "line", "lines"))))
+		from++
+		body--
+	}
+	if len(lines)-from > body {
+		body-- // and the last what is below
+	}
+	end := min(len(lines), from+body)
+	out = append(out, lines[from:end]...)
+	if rest := len(lines) - end; rest > 0 {
+		out = append(out, st.Muted.Render(fmt.Sprintf("… %d more %s below (↓/j, pgdn)", rest, plural(rest, "line", "lines"))))
+	}
+	return fit(strings.Join(out, "\n"), p.w, p.h)
 }
 
 func (p *capacityPanel) render(d capacityView) string {

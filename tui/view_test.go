@@ -288,3 +288,20 @@ func TestEpochLabelsDoNotTouch(t *testing.T) {
 		assert.Equal(t, 6, rules, "every epoch keeps its rule")
 	}
 }
+
+// The Capacity view scrolls where it is taller than the screen: the last line says how many
+// lines are below and the keys that reach them, and a line above says what scrolled away.
+func TestCapacityScrolls(t *testing.T) {
+	d := scripted(t, 80, 17, "dark", false)
+	d.showView("Capacity")
+	out := d.view()
+	require.Regexp(t, `… \d+ more lines? below \(↓/j, pgdn\)`, out)
+	d.press("G")
+	out = d.view()
+	assert.Regexp(t, `… \d+ lines? above \(↑/k\)`, out)
+	assert.NotContains(t, out, "below (↓/j", "the end is reached")
+	assert.Contains(t, out, "what-if by --gpu-memory-utilization", "the utilisation table is in view")
+	assert.LessOrEqual(t, len(strings.Split(out, "\n")), 17)
+	d.press("g")
+	assert.NotContains(t, d.view(), "above (↑/k)")
+}
