@@ -64,7 +64,7 @@ func (p *stream) Update(msg tea.Msg) tea.Cmd {
 	case tea.KeyMsg:
 		if key.Matches(msg, p.keys.Watch) {
 			p.watch(p.c.s.longPrompts)
-			p.c.setStatus("watching the next request", false)
+			p.c.setStatus(watchingNext, false)
 		}
 	case workloadMsg:
 		p.watch(msg.long)
@@ -87,6 +87,9 @@ func (p *stream) watch(long bool) {
 
 // pull takes the watched requests' new tokens, swaps in a request that started, and watches
 // another of the current workload when the shown one has finished.
+// watchingNext is the status the watch key sets, until the request it watches begins.
+const watchingNext = "watching the next request"
+
 func (p *stream) pull() {
 	cur := boolIndex(p.c.s.longPrompts)
 	for i := range p.slots {
@@ -96,6 +99,9 @@ func (p *stream) pull() {
 				*sl = watchSlot{cur: sl.next, v: v}
 				if len(v.Tokens) > 0 {
 					p.serverTimes(sl)
+				}
+				if p.c.s.status == watchingNext {
+					p.c.setStatus("", false) // the request watched has begun: the note is done
 				}
 			}
 		}

@@ -153,3 +153,16 @@ func TestStreamSaysARequestWithoutTokensIsWaiting(t *testing.T) {
 	assert.NotContains(t, out, "4096→0", "a request in prefill has not produced nothing")
 	assert.Contains(t, out, "short prompt 256→60 tok")
 }
+
+// The watch key's note lasts until the request it watches begins, not for good.
+func TestWatchNoteEndsWhenTheRequestBegins(t *testing.T) {
+	d, p := streamDriver(t)
+	d.m.c.setStatus(watchingNext, false)
+	now := *d.td.clock
+	p.slots[0] = watchSlot{next: &scriptedWatch{}}
+	d.second()
+	assert.Equal(t, watchingNext, d.m.c.s.status, "not begun yet")
+	p.slots[0].next = &scriptedWatch{v: loadgen.WatchedView{Started: now}}
+	d.second()
+	assert.Empty(t, d.m.c.s.status)
+}
