@@ -5,10 +5,8 @@ package server
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 )
@@ -17,10 +15,7 @@ import (
 // exit cause are safe for a terminal, and the failure is still recognised.
 func TestLogLinesAreSanitised(t *testing.T) {
 	t.Parallel()
-	args, env := helperArgs(t, "hostile-log")
-	s, rec := supervise(t, args, env)
-	require.NoError(t, s.Start(testContext(t)))
-	exit := rec.waitState(t, Exited, 10*time.Second).Exit
+	exit, s := runToExit(t, "hostile-log")
 	assert.Equal(t, KVCacheNoMemory, exit.Reason, "the parser still recognises the line")
 	assert.Equal(t, "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.", exit.Cause)
 

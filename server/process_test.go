@@ -755,12 +755,18 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 // its last line is whatever it printed last, an access log line here.
 func TestCleanExitHasNoCause(t *testing.T) {
 	t.Parallel()
-	args, env := helperArgs(t, "clean-exit")
-	s, rec := supervise(t, args, env)
-	require.NoError(t, s.Start(testContext(t)))
-	exit := rec.waitState(t, Exited, 10*time.Second).Exit
+	exit, _ := runToExit(t, "clean-exit")
 	assert.Equal(t, 0, exit.Code)
 	assert.False(t, exit.Requested)
 	assert.Empty(t, exit.Cause)
 	assert.Equal(t, "exit status 0", exit.String())
+}
+
+// runToExit supervises the helper playing role until it exits on its own.
+func runToExit(t *testing.T, role string) (ExitStatus, *Supervisor) {
+	t.Helper()
+	args, env := helperArgs(t, role)
+	s, rec := supervise(t, args, env)
+	require.NoError(t, s.Start(testContext(t)))
+	return rec.waitState(t, Exited, 10*time.Second).Exit, s
 }
