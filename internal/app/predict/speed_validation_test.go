@@ -321,7 +321,7 @@ func TestSpeedCorpus(t *testing.T) {
 	require.GreaterOrEqual(t, len(cor.Cases), 10)
 	sessions := predictSessions(t, cor.Sessions, cor.Cases)
 	errs := map[string]speedFigures{}
-	var out strings.Builder
+	var out, md strings.Builder
 	for _, set := range []string{"fit", "heldout"} {
 		var cases []speedCase
 		for _, c := range cor.Cases {
@@ -330,9 +330,14 @@ func TestSpeedCorpus(t *testing.T) {
 				cases = append(cases, c)
 			}
 		}
-		out.WriteString(speedTable(t, set, cases, sessions, errs))
+		text, markdown := speedTable(t, set, cases, sessions, errs)
+		out.WriteString(text)
+		md.WriteString(markdown)
 	}
 	t.Log(out.String())
+	if path := os.Getenv("VLLMTOP_SPEED_MARKDOWN_OUT"); path != "" {
+		require.NoError(t, os.WriteFile(filepath.Clean(path), []byte(md.String()), 0o644))
+	}
 	if path := os.Getenv("VLLMTOP_SPEED_BASELINE_OUT"); path != "" {
 		out, err := json.MarshalIndent(errs, "", " ")
 		require.NoError(t, err)
@@ -341,12 +346,14 @@ func TestSpeedCorpus(t *testing.T) {
 }
 
 // speedTable predicts one set's cases (or takes their session's figures from sessions) and
-// returns its table and summary lines; it records each case's errors in errs and checks the
-// held-out ones against their baselines.
-func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string]speedFigures, errs map[string]speedFigures) string {
+// returns its table and summary lines, as text and as the markdown of docs/validation.md; it
+// records each case's errors in errs and checks the held-out ones against their baselines.
+func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string]speedFigures, errs map[string]speedFigures) (string, string) {
 	t.Helper()
-	var b strings.Builder
+	var b, md strings.Builder
 	fmt.Fprintf(&b, "\n%s set (%d runs)\n", set, len(cases))
+	fmt.Fprintf(&md, "### Speed %s set (%d runs)\n\n", map[string]string{"fit": "fit", "heldout": "held-out"}[set], len(cases))
+	md.WriteString("| case | GPU | in / out, load | TTFT ms: measured / predicted (error) | TPOT ms | output tok/s |\n|---|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "%-52s %-17s %-26s %-24s %-24s\n", "case", "GPU", "TTFT ms (err)", "TPOT ms (err)", "out tok/s (err)")
 	var abs [3][]float64
 	var excluded, cached []string
@@ -377,23 +384,58 @@ func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string
 			}
 		}
 		fmt.Fprintf(&b, "%-52s %-17s %-26s %-24s %-24s\n", c.ID, fmt.Sprintf("%s TP%d", c.GPUProfile, c.TP), cells[0], cells[1], cells[2])
+		for k := range cells {
+			cells[k] = strings.Replace(cells[k], " pred", " predicted (not published)", 1)
+		}
+		fmt.Fprintf(&md, "| `%s` | %s TP%d | %s | %s | %s | %s |\n", c.ID, c.GPUProfile, c.TP, loadLabel(c), cells[0], cells[1], cells[2])
 		if set == "heldout" {
 			checkSpeedBaseline(t, c, e)
 		}
 	}
+	md.WriteString("\n")
 	for i, name := range []string{"TTFT", "TPOT", "output throughput"} {
 		fmt.Fprintf(&b, "%s %s: %s\n", set, name, within15(abs[i]))
+		fmt.Fprintf(&md, "- %s: %s\n", name, within15(abs[i]))
+	}
+	md.WriteString("\n")
+	if len(excluded) > 0 {
+		md.WriteString("Listed, not predicted:\n\n")
 	}
 	for _, x := range excluded {
 		fmt.Fprintf(&b, "excluded %s\n", x)
+		id, why, _ := strings.Cut(x, ": ")
+		fmt.Fprintf(&md, "- `%s`: %s\n", id, why)
+	}
+	if len(excluded) > 0 {
+		md.WriteString("\n")
 	}
 	if len(cached) > 0 {
 		fmt.Fprintf(&b, "TTFT not counted, below the cold bound (the published server had the prompts cached):\n")
+		fmt.Fprintf(&md, "TTFT not counted, below the cold bound (the published server had the prompts cached):\n\n")
 		for _, x := range cached {
 			fmt.Fprintf(&b, "  %s\n", x)
+			fmt.Fprintf(&md, "- %s\n", x)
 		}
+		md.WriteString("\n")
 	}
-	return b.String()
+	return b.String(), md.String()
+}
+
+// loadLabel is the case's lengths and load as the docs' tables write them: "in / out, C" for a
+// concurrency cap, "all N" for every prompt at once, else the rate and the prompt count.
+func loadLabel(c speedCase) string {
+	lengths := fmt.Sprintf("%d / %d, ", c.InputLen, c.OutputLen)
+	switch {
+	case c.MaxConcurrency > 0:
+		return lengths + strconv.Itoa(c.MaxConcurrency)
+	case math.IsInf(float64(c.RequestRate), 1):
+		return lengths + "all " + strconv.Itoa(c.NumPrompts)
+	}
+	even := ""
+	if c.Arrivals == "constant" {
+		even = " (even)"
+	}
+	return fmt.Sprintf("%s%s req/s%s, %d", lengths, strconv.FormatFloat(float64(c.RequestRate), 'f', -1, 64), even, c.NumPrompts)
 }
 
 // checkSpeedBaseline fails when one of the case's errors grew by more than a point against its
