@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"time"
 )
 
@@ -73,7 +74,7 @@ func NewStepModel(s *Setup) *StepModel {
 		expertFrac:   frac,
 		layerFLOPs:   2 * activeLayers / tp,
 		headFLOPs:    2 * head / tp,
-		gemmRate:     g.EtaGEMM * g.BF16TFLOPS * 1e12,
+		gemmRate:     g.EtaGEMM * gemmPeakTFLOPS(s) * 1e12,
 		attnRate:     g.EtaAttention * g.BF16TFLOPS * 1e12,
 		bandwidth:    bw,
 		kvBytes:      float64(c.BytesPerToken),
@@ -104,6 +105,24 @@ func NewStepModel(s *Setup) *StepModel {
 		sm.draftSeconds = 2*g.LayerFloorUS*1e-6 + (layer+head*db/tp)/bw
 	}
 	return sm
+}
+
+// gemmPeakTFLOPS is the tensor peak the model's linear layers run at: the 8-bit one for FP8
+// weights on a card with FP8 tensor cores (compute capability 8.9 on), where vLLM quantizes the
+// activations too and multiplies in FP8 (W8A8); the 16-bit one otherwise, including FP8 weights
+// on older cards, which vLLM's Marlin kernel widens to 16 bits (weight-only), and the 4-bit
+// and INT8 formats, whose own peaks the GPU profiles do not carry
+// (docs/calibration.md#fp8-gemms).
+func gemmPeakTFLOPS(s *Setup) float64 {
+	// A quantized checkpoint's format is its own; --quantization quantizes a 16-bit one.
+	g, q := s.GPUProfile, strings.ToLower(s.ModelProfile.Quantization)
+	if q == "" {
+		q = strings.ToLower(s.Quantization)
+	}
+	if q == "fp8" && g.ComputeCapability >= 8.9 && g.FP8TFLOPS > g.BF16TFLOPS {
+		return g.FP8TFLOPS
+	}
+	return g.BF16TFLOPS
 }
 
 // PeakPrefillSeconds is the least time a cold prefill of tokens can take on this GPU: the
