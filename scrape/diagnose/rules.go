@@ -288,7 +288,8 @@ func kvAdvice(s *Signals) (flag, advice string) {
 	case s.KVCacheDType == "" || s.KVCacheDType == "auto":
 		return "--kv-cache-dtype fp8", "use --kv-cache-dtype fp8 (half the bytes per token)"
 	}
-	return "--max-model-len", "lower --max-model-len, or spread the model over more GPUs (--tensor-parallel-size)"
+	// The V1 engine sizes the cache from memory alone, so a shorter --max-model-len frees none.
+	return "--tensor-parallel-size", "spread the model over more GPUs (--tensor-parallel-size), or admit fewer requests at once (--max-num-seqs)"
 }
 
 // otherKVLevers names the other ways to more KV memory than flag.
@@ -297,7 +298,7 @@ func otherKVLevers(flag string) string {
 	for _, l := range []struct{ flag, text string }{
 		{"--gpu-memory-utilization", "raise --gpu-memory-utilization"},
 		{"--kv-cache-dtype fp8", "--kv-cache-dtype fp8"},
-		{"--max-model-len", "a shorter --max-model-len"},
+		{"--tensor-parallel-size", "more GPUs (--tensor-parallel-size)"},
 	} {
 		if l.flag != flag {
 			out = append(out, l.text)

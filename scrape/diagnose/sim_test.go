@@ -53,6 +53,8 @@ func TestKVBoundOnL4(t *testing.T) {
 	v := verdictOn(t, url, diagnose.RuleKVBound, diagnose.Facts{}, func(diagnose.Verdict) bool { return true })
 	assert.Contains(t, v.Text, "--gpu-memory-utilization")
 	assert.Contains(t, v.Text, "--kv-cache-dtype fp8")
+	// vLLM's V1 engine sizes the cache from memory alone: a shorter context frees none.
+	assert.NotContains(t, v.Text, "--max-model-len")
 	require.NotEmpty(t, v.Evidence)
 	assert.Equal(t, "kv_cache_usage", v.Evidence[0].Name)
 	if v.Evidence[0].Value < diagnose.DefaultThresholds().KVBound {
