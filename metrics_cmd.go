@@ -127,11 +127,15 @@ func (o *metricsOptions) print(ctx context.Context, client *scrape.Client, e *en
 	case o.json && win == nil:
 		return writeJSON(e.stdout, cur)
 	case o.json:
+		verdicts := diagnose.Server(client.URL(), &cur, win, o.facts(), diagnose.DefaultThresholds())
+		if verdicts == nil {
+			verdicts = []diagnose.Verdict{} // a healthy server: an empty list, not null
+		}
 		return writeJSON(e.stdout, struct {
 			Snapshot scrape.Snapshot    `json:"snapshot"`
 			Window   *scrape.Window     `json:"window"`
 			Verdicts []diagnose.Verdict `json:"verdicts"`
-		}{cur, win, diagnose.Server(client.URL(), &cur, win, o.facts(), diagnose.DefaultThresholds())})
+		}{cur, win, verdicts})
 	}
 	scrape.WriteText(e.stdout, client.URL(), &cur, win, time.Now())
 	if win != nil {

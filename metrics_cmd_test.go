@@ -223,8 +223,10 @@ func TestMetricsWindow(t *testing.T) {
 				} `json:"total"`
 			} `json:"models"`
 		} `json:"window"`
+		Verdicts json.RawMessage `json:"verdicts"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	assert.Equal(t, byte('['), got.Verdicts[0], "verdicts is a list, empty when healthy: %s", got.Verdicts)
 	assert.Equal(t, 103.0, got.Snapshot.Models[0].Total.RequestsFinished, "the second scrape")
 	assert.False(t, got.Window.Restarted)
 	assert.Equal(t, map[string]float64{"stop": 10, "length": 2, "abort": 0, "error": 0, "repetition": 0}, got.Window.Models[0].Total.FinishedByReason)
