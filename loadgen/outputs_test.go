@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +55,26 @@ func TestSaveResultKeepsAFile(t *testing.T) {
 	require.NoError(t, err)
 	b, _ = os.ReadFile(filepath.Join(dir, "r.json"))
 	assert.Equal(t, "{\"completed\": 1}\n{\"completed\": 3}\n", string(b), "JSON lines, as vLLM's json.dump writes them")
+}
+
+// vLLM's pattern names the second a run ended in; two runs of one second keep both results.
+func TestSaveResultGeneratedNameTakesTheNextFree(t *testing.T) {
+	dir := t.TempDir()
+	info := RunInfo{Date: time.Date(2026, 12, 7, 0, 12, 54, 0, time.UTC), Backend: BackendCompletions, ModelID: "m", RequestRate: 1}
+	var names []string
+	for i := 1; i <= 3; i++ {
+		name, err := SaveResult(ResultDoc{{"completed", i}}, info, SaveOptions{Dir: dir})
+		require.NoError(t, err)
+		names = append(names, filepath.Base(name))
+	}
+	base := ResultFilename(info)
+	stem := strings.TrimSuffix(base, ".json")
+	assert.Equal(t, []string{base, stem + "-2.json", stem + "-3.json"}, names)
+	for i, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		require.NoError(t, err)
+		assert.Contains(t, string(b), fmt.Sprintf(`"completed": %d`, i+1))
+	}
 }
 
 func TestJournalKeepsAFile(t *testing.T) {

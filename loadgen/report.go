@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -700,8 +701,12 @@ func (r *Report) Add(run SweepRun) {
 	if r.Save != nil {
 		opts := *r.Save
 		opts.Sweep = r.param
-		if _, err := SaveResult(run.Doc, run.Info, opts); err != nil {
+		name, err := SaveResult(run.Doc, run.Info, opts)
+		switch {
+		case err != nil:
 			r.problem("cannot save the result: " + textfmt.OneLine(err.Error(), 0))
+		case opts.Filename == "" && filepath.Base(name) != ResultFilename(run.Info):
+			r.Warn("the result's usual name was taken; it is saved as " + textfmt.OneLine(name, 0))
 		}
 	}
 	s := run.Summary
@@ -819,6 +824,14 @@ func SaveResult(doc ResultDoc, info RunInfo, opts SaveOptions) (string, error) {
 		return "", err
 	}
 	f, err := outfile.Create(name, opts.File())
+	// vLLM's pattern names the second of the run: runs that end in the same second (short
+	// virtual-clock runs in a loop) take the next free "-N" name rather than lose the result.
+	generated := opts.Filename == "" && !opts.Overwrite && !opts.Append
+	base, ext := name, filepath.Ext(name)
+	for n := 2; generated && errors.Is(err, outfile.ErrExists) && n <= 1000; n++ {
+		name = strings.TrimSuffix(base, ext) + "-" + strconv.Itoa(n) + ext
+		f, err = outfile.Create(name, opts.File())
+	}
 	if err != nil {
 		return "", err
 	}
