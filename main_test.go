@@ -203,3 +203,21 @@ func TestHelpCommandListFitsTheFlags(t *testing.T) {
 		assert.LessOrEqual(t, len([]rune(l)), 100, "as wide as the flags below it at most: %q", l)
 	}
 }
+
+// At 80 columns every flag's line fits: pflag leaves the rest of a description on one line
+// after a word longer than its column (--dataset-path's list of formats ran to 160).
+func TestFlagHelpFitsEightyColumns(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	for _, cmd := range []string{"bench", "sweep", "metrics", "sim"} {
+		code, out, errOut := runVllmtop("help", cmd)
+		require.Equal(t, 0, code, errOut)
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "  -") || strings.HasPrefix(line, strings.Repeat(" ", 20)) {
+				n++
+				assert.LessOrEqual(t, len([]rune(line)), 80, "help %s: %q", cmd, line)
+			}
+		}
+		assert.Greater(t, n, 5, "help %s lists its flags", cmd)
+	}
+}

@@ -254,10 +254,10 @@ func (f *forward) Type() string   { return f.value.Type() }
 func Usage(fs *pflag.FlagSet) string {
 	own, sim := groups(fs)
 	width := termwidth.Stdout()
-	out := "\nFlags:\n" + own.FlagUsagesWrapped(width)
+	out := "\nFlags:\n" + textfmt.FitFlagUsages(own.FlagUsagesWrapped(width), width)
 	if sim.HasFlags() {
-		out += "\nSimulator flags (vllm serve's and --sim-*, for the built-in simulator; see vllmtop help sim):\n" +
-			sim.FlagUsagesWrapped(width)
+		out += "\n" + textfmt.Wrap("Simulator flags (vllm serve's and --sim-*, for the built-in simulator; see vllmtop help sim):", width) + "\n" +
+			textfmt.FitFlagUsages(sim.FlagUsagesWrapped(width), width)
 	}
 	return out
 }

@@ -83,3 +83,64 @@ func Wrap(text string, width int) string {
 	}
 	return strings.Join(out[:len(out)-1], "\n")
 }
+
+// FitFlagUsages re-wraps pflag's FlagUsagesWrapped(width) output so that no line is wider than
+// width: pflag leaves the rest of a description on one line once a word is longer than the
+// description column. An overlong line keeps its flag part; its description continues at the
+// column pflag indents descriptions to, with words longer than the column cut.
+func FitFlagUsages(usages string, width int) string {
+	lines := strings.Split(usages, "\n")
+	col := descriptionColumn(lines)
+	if width <= 0 || col <= 0 || col >= width-8 {
+		return usages
+	}
+	var out []string
+	for _, line := range lines {
+		r := []rune(line)
+		if len(r) <= width || len(r) <= col || strings.TrimSpace(string(r[:col])) != "" && r[col-1] != ' ' {
+			out = append(out, line)
+			continue
+		}
+		prefix, rest := string(r[:col]), strings.TrimSpace(string(r[col:]))
+		for _, seg := range strings.Split(Wrap(hardBreak(rest, width-col), width-col), "\n") {
+			out = append(out, prefix+seg)
+			prefix = strings.Repeat(" ", col)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// descriptionColumn is where pflag's wrapped descriptions continue: the indentation its
+// continuation lines share (the most common indentation of lines indented past a flag).
+func descriptionColumn(lines []string) int {
+	count := map[int]int{}
+	best := 0
+	for _, l := range lines {
+		n := len(l) - len(strings.TrimLeft(l, " "))
+		if n >= 12 && n < len(l) {
+			count[n]++
+			if count[n] > count[best] {
+				best = n
+			}
+		}
+	}
+	return best
+}
+
+// hardBreak cuts the words of s longer than width into pieces of width runes.
+func hardBreak(s string, width int) string {
+	words := strings.Fields(s)
+	for i, w := range words {
+		r := []rune(w)
+		if len(r) <= width {
+			continue
+		}
+		var parts []string
+		for len(r) > width {
+			parts = append(parts, string(r[:width]))
+			r = r[width:]
+		}
+		words[i] = strings.Join(append(parts, string(r)), " ")
+	}
+	return strings.Join(words, " ")
+}

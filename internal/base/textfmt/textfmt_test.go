@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/vllmtop/vllmtop/internal/base/hostileseed"
@@ -82,5 +83,20 @@ func TestWrap(t *testing.T) {
 	}
 	if got := Wrap("a-very-long-word b", 4); got != "a-very-long-word\nb" {
 		t.Errorf("a long word keeps its line: %q", got)
+	}
+}
+
+func TestFitFlagUsages(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.String("dataset-path", "", "path to a ShareGPT JSON, custom/Spec-Bench/timed_trace/Mooncake JSONL, sonnet text, an hf dataset name or a directory")
+	fs.Int("num-prompts", 1000, "how many prompts to send")
+	fs.String("a-rather-long-flag-name-indeed", "", "a description long enough to need a second line at this width")
+	const width = 60
+	got := FitFlagUsages(fs.FlagUsagesWrapped(width), width)
+	for _, line := range strings.Split(got, "\n") {
+		assert.LessOrEqual(t, len([]rune(line)), width, "%q", line)
+	}
+	for _, word := range []string{"ShareGPT", "sonnet", "directory", "--num-prompts", "(default 1000)", "second line"} {
+		assert.Contains(t, strings.Join(strings.Fields(got), " "), word)
 	}
 }

@@ -708,7 +708,7 @@ func helpText(fs *pflag.FlagSet) string {
 		"continuous-batching engine and a GPU roofline model instead of a GPU. It binds 127.0.0.1 by "+
 		"default (vLLM binds all interfaces): pass --host 0.0.0.0 to serve other machines.", width) + "\n\n")
 	b.WriteString("Options:\n")
-	b.WriteString(fs.FlagUsagesWrapped(width))
+	b.WriteString(textfmt.FitFlagUsages(fs.FlagUsagesWrapped(width), width))
 	b.WriteString(notSimulatedHelp(width))
 	b.WriteString("\n" + wrapList("Simulated models: ", sim.BuiltinProfiles().ModelNames(), width))
 	var gpus []string
