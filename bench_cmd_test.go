@@ -393,3 +393,36 @@ func TestBenchArgumentsFollowVLLM(t *testing.T) {
 	_, err = parseBench(t, []string{"--sim-gpu", "L4"}, nil)
 	assert.ErrorContains(t, err, "they need --sim")
 }
+
+// On the virtual clock each request passes the simulated server's front end as its body
+// would over HTTP, so a run the server would refuse, or whose --extra-body changes what it
+// asks, comes out as it does against the simulator on the wall clock.
+func TestBenchVirtualClockAnswersAsTheServer(t *testing.T) {
+	benchNoKeys(t)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		completed float64
+		tokens    float64
+		failure   string
+	}{
+		{"unknown endpoint", []string{"--endpoint", "/v1/foo"}, 0, 0, "http_404"},
+		{"top-p out of range", []string{"--top-p", "5"}, 0, 0, "http_400"},
+		{"negative max_tokens in the extra body", []string{"--extra-body", `{"max_tokens":-5}`}, 0, 0, "http_400"},
+		{"max_tokens from the extra body", []string{"--extra-body", `{"max_tokens":4}`}, 5, 20, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, clock := range [][]string{benchVirtual, benchFastSim} {
+				args := append(append(append([]string{}, clock...), "--num-prompts", "5", "--random-input-len", "16", "--random-output-len", "8", "--json"), tc.args...)
+				_, out, errOut := benchRun(t, args...)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &m), "%s\n%s", out, errOut)
+				assert.Equal(t, tc.completed, m["completed"], "%v", clock)
+				assert.Equal(t, tc.tokens, m["total_output_tokens"], "%v", clock)
+				if tc.failure != "" {
+					assert.Contains(t, errOut, tc.failure, "%v", clock)
+				}
+			}
+		})
+	}
+}

@@ -258,6 +258,16 @@ type requestBody struct {
 	IgnoreEOS           bool             `json:"ignore_eos,omitempty"`
 }
 
+// RequestBody is the JSON body a client of cfg sends for p (its model, endpoint and extra
+// body), for a transport that answers without HTTP: the simulator on its virtual clock.
+func RequestBody(cfg ClientConfig, p Prompt) ([]byte, error) {
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = EndpointCompletions
+	}
+	c := &Client{cfg: cfg, chat: strings.Contains(cfg.Endpoint, "chat")}
+	return c.body(p)
+}
+
 func (c *Client) body(p Prompt) ([]byte, error) {
 	model := c.cfg.Model
 	if p.Model != "" {
@@ -343,8 +353,7 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, min(maxErrorBodyBytes, int64(c.cfg.MaxBodyBytes))))
-		res.Error = classifyStatus(resp.StatusCode)
-		res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorMessage(bytes.TrimSpace(msg)))
+		FailStatus(&res, resp.StatusCode, msg)
 		return res
 	}
 	st := &stream{c: c, res: &res, timer: timer, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
@@ -560,6 +569,14 @@ func (st *stream) finish() {
 	case st.texts == 0:
 		res.Error, res.ErrorMessage = ErrNoTokens, "the response finished without any output"
 	}
+}
+
+// FailStatus records in res a server's answer of status (not 200) with body, as Do records
+// one: the status, its error class and the server's message.
+func FailStatus(res *Result, status int, body []byte) {
+	res.Status = status
+	res.Error = classifyStatus(status)
+	res.ErrorMessage = fmt.Sprintf("HTTP %d: %s", status, errorMessage(bytes.TrimSpace(body)))
 }
 
 func classifyStatus(code int) ErrorClass {

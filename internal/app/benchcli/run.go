@@ -81,6 +81,14 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		}
 	}
 	o.Client.Model, o.Runs.Info.ModelID = b.card.ID, b.card.ID
+	if v != nil && !o.Client.Pooling {
+		// Every request passes the simulated server's front end as its body would over HTTP:
+		// the endpoint, the sampling flags and --extra-body are checked and obeyed.
+		cfg := o.Client
+		v.Admit(cmp.Or(cfg.Endpoint, loadgen.EndpointCompletions), func(p loadgen.Prompt) ([]byte, error) {
+			return loadgen.RequestBody(cfg, p)
+		})
+	}
 	switch {
 	case o.vf.servedModel != "" && named != "":
 		o.Runs.Info.ModelID = named

@@ -10,6 +10,7 @@ package predict
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -39,6 +40,10 @@ type Target struct {
 	ids      int
 	tokens   atomic.Int64 // read by a live view's Stats from its own goroutine
 	refused  time.Time    // when the last request was refused at once
+	// path and body, when set, send each request through the server's front end
+	// (serve.Plan.Admit) as the client would send it: see Admit.
+	path string
+	body func(loadgen.Prompt) ([]byte, error)
 }
 
 // request is one request in flight: its result as the client measures it.
@@ -57,6 +62,17 @@ func New(plan *serve.Plan, endpoint string) *Target {
 		contexts: map[context.Context]int{}}
 	t.clock.OnIdle(t.step)
 	return t
+}
+
+// Admit makes the target answer each request as the simulated server would over HTTP: body
+// builds the JSON the client sends for a prompt to path (its model, parameters and extra
+// body), and the server's front end checks it (serve.Plan.Admit). A request the server would
+// refuse (a path it does not serve, a parameter out of range, a model it does not serve) is
+// refused with its status and message, and the max_tokens, min_tokens and ignore_eos the body
+// asks for are the ones the engine gets. Without it the target takes the prompt's own
+// lengths, as a client of vllmtop's that sets no other parameter would send them.
+func (t *Target) Admit(path string, body func(loadgen.Prompt) ([]byte, error)) {
+	t.path, t.body = path, body
 }
 
 // Model is the model card the server would list at /v1/models.
@@ -108,13 +124,25 @@ func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 // clock's timers. A prompt the engine refuses fails as the server's HTTP 400 would.
 func (t *Target) Start(ctx context.Context, p loadgen.Prompt, _ loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
 	now := t.clock.Now()
-	ids := t.promptIDs(p)
-	req := &request{ctx: ctx, done: done, res: loadgen.Result{Start: now, PromptTokens: len(ids)}}
+	req := &request{ctx: ctx, done: done, res: loadgen.Result{Start: now}}
 	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
+	in := sim.Request{MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS, Arrival: now}
+	if t.body != nil {
+		a, refusal := t.admit(p)
+		if refusal != nil {
+			t.refuse(req, refusal.Status, refusal.Body)
+			return
+		}
+		in.Prompt, in.MaxTokens, in.MinTokens, in.IgnoreEOS = a.Prompt, a.MaxTokens, a.MinTokens, a.IgnoreEOS
+	} else {
+		in.Prompt = t.promptIDs(p)
+	}
+	req.res.PromptTokens = len(in.Prompt)
 	t.ids++
-	seq, err := t.engine.Add(sim.Request{ID: "cmpl-" + strconv.Itoa(t.ids), Prompt: ids, MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS, Arrival: now})
+	in.ID = "cmpl-" + strconv.Itoa(t.ids)
+	seq, err := t.engine.Add(in)
 	if err != nil {
-		t.refuse(req, err)
+		t.refuse(req, http.StatusBadRequest, []byte(err.Error()))
 		return
 	}
 	seq.Tag = req
@@ -168,8 +196,8 @@ func (t *Target) abortCanceled(now time.Time) {
 // the next request starts, as it would of a refusal that comes back within the round trip;
 // but a second refusal at the same moment takes refusedCost, so that a load of refusals with
 // the back-off off still moves time on.
-func (t *Target) refuse(req *request, err error) {
-	req.res.Status, req.res.Error, req.res.ErrorMessage = 400, loadgen.ErrHTTP400, "HTTP 400: "+err.Error()
+func (t *Target) refuse(req *request, status int, body []byte) {
+	loadgen.FailStatus(&req.res, status, body)
 	now := req.res.Start
 	if !now.Equal(t.refused) {
 		t.refused = now
@@ -180,6 +208,15 @@ func (t *Target) refuse(req *request, err error) {
 		req.timer.End(now.Add(refusedCost))
 		req.done(req.res)
 	})
+}
+
+// admit sends p through the server's front end as the client's body would reach it.
+func (t *Target) admit(p loadgen.Prompt) (serve.Admission, *serve.Refusal) {
+	b, err := t.body(p)
+	if err != nil {
+		return serve.Admission{}, &serve.Refusal{Status: http.StatusBadRequest, Body: []byte(err.Error())}
+	}
+	return t.plan.Admit(t.path, b)
 }
 
 func (t *Target) promptIDs(p loadgen.Prompt) []int {

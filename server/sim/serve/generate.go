@@ -195,31 +195,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		writeJSON(w, http.StatusNotFound, []byte(`{"detail":"Not Found"}`))
 		return
 	}
-	var req genRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	n, topK, ok := s.checkParams(w, &req, chat)
+	a, ok := s.admit(w, r, chat)
 	if !ok {
 		return
 	}
-	if !s.knownModel(req.Model) {
-		s.modelNotFound(w, req.Model)
-		return
-	}
-	prompts, ok := requestPrompts(w, &req, chat)
-	if !ok {
-		return
-	}
-	maxTokens, ok := s.checkLengths(w, &req, chat, prompts)
-	if !ok {
-		return
-	}
+	req, n, topK, prompts, maxTokens := &a.req, a.n, a.topK, a.prompts, a.maxTokens
 
-	c := s.chunkerFor(r, &req, chat, n, prompts, topK)
+	c := s.chunkerFor(r, req, chat, n, prompts, topK)
 	var sink *sseSink
 	if req.Stream {
-		sink = s.startStream(w, &req, c)
+		sink = s.startStream(w, req, c)
 	}
 	reqs := make([]sim.Request, len(prompts))
 	for i, p := range prompts {
@@ -238,6 +223,39 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	s.wholeResponse(w, r, streams, c)
+}
+
+// admitted is a generation request the front end accepted, with what it asks of the engine.
+type admitted struct {
+	req       genRequest
+	n, topK   int
+	prompts   []promptInput
+	maxTokens []int
+}
+
+// admit runs the checks vLLM's front end makes of a generation request before any engine
+// sees it: the body, the parameters, the model, the prompts and their lengths. On a refusal
+// it has written the response and returns false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, chat bool) (*admitted, bool) {
+	a := &admitted{}
+	if !decodeBody(w, r, &a.req) {
+		return nil, false
+	}
+	var ok bool
+	if a.n, a.topK, ok = s.checkParams(w, &a.req, chat); !ok {
+		return nil, false
+	}
+	if !s.knownModel(a.req.Model) {
+		s.modelNotFound(w, a.req.Model)
+		return nil, false
+	}
+	if a.prompts, ok = requestPrompts(w, &a.req, chat); !ok {
+		return nil, false
+	}
+	if a.maxTokens, ok = s.checkLengths(w, &a.req, chat, a.prompts); !ok {
+		return nil, false
+	}
+	return a, true
 }
 
 // checkParams refuses, with vLLM's 400 response, a request whose parameters the simulator
