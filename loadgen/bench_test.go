@@ -134,7 +134,7 @@ func TestModelsAndHealth(t *testing.T) {
 	require.NoError(t, err)
 	models, err := c.Models(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []ModelCard{{ID: "served", Root: "org/model", MaxModelLen: 4096}}, models)
+	assert.Equal(t, []ModelCard{{ID: "served", Root: "org/model", MaxModelLen: 4096, Request: "served"}}, models)
 	require.NoError(t, c.WaitHealthy(context.Background(), time.Millisecond))
 
 	// Sad paths: a refused key, no server, a server that is not OpenAI-compatible.

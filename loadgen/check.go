@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/internal/base/textfmt"
@@ -22,7 +24,13 @@ type ModelCard struct {
 	ID          string `json:"id"`
 	Root        string `json:"root"`
 	MaxModelLen int    `json:"max_model_len"`
+	// Request is the id byte for byte as the server lists it, for the requests: ID is cleaned
+	// for a terminal and a file name, and a server matches the name it was given exactly.
+	Request string `json:"-"`
 }
+
+// maxModelIDBytes bounds the id a request carries back to the server.
+const maxModelIDBytes = 4096
 
 // ServerError is a failed check of the server, worded in one line. Its message never holds a
 // password, a query value or a control character: URL is redacted and Msg sanitised when it
@@ -98,7 +106,11 @@ func (c *Client) Models(ctx context.Context) ([]ModelCard, error) {
 func saneCards(list []ModelCard) []ModelCard {
 	cards := list[:0]
 	for _, m := range list {
+		if utf8.ValidString(m.ID) && len(m.ID) <= maxModelIDBytes {
+			m.Request = m.ID
+		}
 		m.ID, m.Root = sanitize.Text(m.ID), sanitize.Text(m.Root)
+		m.Request = cmp.Or(m.Request, m.ID)
 		if m.MaxModelLen < 0 || m.MaxModelLen > MaxUsageTokens {
 			m.MaxModelLen = 0
 		}
@@ -149,7 +161,7 @@ func ChooseModel(want string, models []ModelCard, base string) (ModelCard, error
 	}
 	var ids []string
 	for _, m := range models {
-		if m.ID == want {
+		if m.ID == want || m.Request == want {
 			return m, nil
 		}
 		ids = append(ids, m.ID)

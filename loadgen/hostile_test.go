@@ -287,9 +287,9 @@ func TestHostileModelList(t *testing.T) {
 	models, err := hostileClient(t, hostileIDs.URL).Models(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, []ModelCard{
-		{ID: "evilmodel", Root: "org/root", MaxModelLen: 0},
-		{ID: "ok\ufffd", Root: "r", MaxModelLen: 4096},
-	}, models, "sanitised; an id with nothing printable is dropped; absurd lengths unknown")
+		{ID: "evilmodel", Root: "org/root", MaxModelLen: 0, Request: "evil\x1b]0;pwned\a\x1b[2J\u202emodel"},
+		{ID: "ok\ufffd", Root: "r", MaxModelLen: 4096, Request: "ok\ufffd"},
+	}, models, "sanitised for display, sent back as listed; an id with nothing printable is dropped; absurd lengths unknown")
 
 	onlyEscapes := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"\u001b[2J"}]}`)

@@ -243,3 +243,19 @@ func TestReportPrintsSavesAndSummarises(t *testing.T) {
 	assert.Regexp(t, `^2 of 2 requests failed: connect 2$`, warnings[0])
 	assert.Equal(t, "no request succeeded; the sweep stops here", warnings[1])
 }
+
+// A served name with control characters is cleaned for the terminal (ID) and sent back to
+// the server byte for byte (Request), which matches names exactly.
+func TestModelNameIsCleanedForDisplayAndSentAsListed(t *testing.T) {
+	name := "q\x1b[31mred\x1b[0m"
+	cards := saneCards([]ModelCard{{ID: name}, {ID: strings.Repeat("x", maxModelIDBytes+1)}, {ID: "\x1b[0m"}})
+	require.Len(t, cards, 2, "a name with nothing printable is dropped")
+	assert.Equal(t, "qred", cards[0].ID)
+	assert.Equal(t, name, cards[0].Request)
+	assert.Len(t, cards[1].Request, maxModelIDBytes+1, "a long name is kept whole for display")
+	for _, want := range []string{name, "qred"} {
+		m, err := ChooseModel(want, cards, "http://h")
+		require.NoError(t, err)
+		assert.Equal(t, name, m.Request)
+	}
+}

@@ -80,7 +80,8 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 			env.Note("Model: %s (the first model of %s/v1/models; --model chooses)", b.card.ID, probe.RedactedURL())
 		}
 	}
-	o.Client.Model, o.Runs.Info.ModelID = b.card.ID, b.card.ID
+	// The requests name the model exactly as the server lists it; the results, cleaned.
+	o.Client.Model, o.Runs.Info.ModelID = cmp.Or(b.card.Request, b.card.ID), b.card.ID
 	if v != nil && !o.Client.Pooling {
 		// Every request passes the simulated server's front end as its body would over HTTP:
 		// the endpoint, the sampling flags and --extra-body are checked and obeyed.
