@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -425,4 +426,32 @@ func TestBenchVirtualClockAnswersAsTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --save-detailed's generated_texts hold the responses' text, as vLLM's do: the simulator's
+// words, one a token, the same on either clock.
+func TestBenchSaveDetailedKeepsTheText(t *testing.T) {
+	benchNoKeys(t)
+	texts := map[string][]string{}
+	for name, clock := range map[string][]string{"virtual": benchVirtual, "wall": benchFastSim} {
+		dir := t.TempDir()
+		args := append(append([]string{}, clock...), "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "6", "--save-detailed", "--result-dir", dir)
+		code, _, errOut := benchRun(t, args...)
+		require.Equal(t, 0, code, errOut)
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		require.Len(t, files, 1)
+		b, err := os.ReadFile(files[0])
+		require.NoError(t, err)
+		var m struct {
+			Texts []string `json:"generated_texts"`
+		}
+		require.NoError(t, json.Unmarshal(b, &m))
+		require.Len(t, m.Texts, 3)
+		for _, s := range m.Texts {
+			assert.Len(t, strings.Fields(s), 6, "%s: six tokens, six words: %q", name, s)
+		}
+		sort.Strings(m.Texts)
+		texts[name] = m.Texts
+	}
+	assert.Equal(t, texts["wall"], texts["virtual"])
 }

@@ -46,6 +46,9 @@ type ClientConfig struct {
 	BaseURL  string // e.g. http://127.0.0.1:8000
 	Endpoint string // EndpointCompletions (default) or EndpointChat
 	Model    string
+	// KeepText collects each response's text in Result.Text, up to MaxKeptText bytes (the
+	// generated_texts of --save-detailed).
+	KeepText bool
 	// APIKey is sent as a Bearer token; it is never logged or shown.
 	APIKey         string
 	RequestTimeout time.Duration
@@ -194,9 +197,11 @@ const (
 
 // Result is one request, measured. Durations are from the actual send unless named otherwise.
 type Result struct {
-	Index  int  `json:"index"`
-	Epoch  int  `json:"epoch"`
-	Warmup bool `json:"warmup,omitempty"`
+	// Text is the response's text, with ClientConfig.KeepText (not journalled).
+	Text   string `json:"-"`
+	Index  int    `json:"index"`
+	Epoch  int    `json:"epoch"`
+	Warmup bool   `json:"warmup,omitempty"`
 	// Turn is the request's 1-based turn in a conversation (0 outside one): turn 1 computes
 	// its whole prompt, later turns find their history in the prefix cache.
 	Turn int `json:"turn,omitempty"`
@@ -357,6 +362,9 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 		return res
 	}
 	st := &stream{c: c, res: &res, timer: timer, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	if c.cfg.KeepText {
+		st.text = &strings.Builder{}
+	}
 	switch err := c.read(resp.Body, st, stall); {
 	case err == nil:
 	case errors.Is(err, errJSONBody):
@@ -441,7 +449,23 @@ type stream struct {
 	uncounted            int // content chunks not yet added to c.tokens
 	parser               chunkParser
 	body                 countingReader
-	maxTokens, maxChunks int // the request's max_tokens, and see maxChunks
+	maxTokens, maxChunks int              // the request's max_tokens, and see maxChunks
+	text                 *strings.Builder // the response's text, with ClientConfig.KeepText
+}
+
+// MaxKeptText bounds the text a result keeps for --save-detailed: a server's answer is
+// hostile input, and the text waits in memory until the request ends.
+const MaxKeptText = 1 << 20
+
+// KeepText adds s to b up to MaxKeptText bytes (b nil: nothing is kept).
+func KeepText(b *strings.Builder, s string) {
+	if b == nil || b.Len() >= MaxKeptText {
+		return
+	}
+	if room := MaxKeptText - b.Len(); len(s) > room {
+		s = strings.ToValidUTF8(s[:room], "")
+	}
+	b.WriteString(s)
 }
 
 // read reads the response's lines as they arrive and hands each event to st, until the stream
@@ -531,8 +555,12 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 			tokens = 1
 			st.texts++
 			st.uncounted++
-			if st.watch != nil {
-				st.watch.Token(UnescapeText(ch.Text), at)
+			if st.watch != nil || st.text != nil {
+				text := UnescapeText(ch.Text)
+				if st.watch != nil {
+					st.watch.Token(text, at)
+				}
+				KeepText(st.text, text)
 			}
 		}
 		st.timer.Content(at, tokens)
@@ -555,6 +583,9 @@ func (st *stream) handle(ev Event, at time.Time) bool {
 // with the error of a stream that ended unfinished or empty.
 func (st *stream) finish() {
 	res := st.res
+	if st.text != nil {
+		res.Text = st.text.String()
+	}
 	end := st.lastEvent
 	if !st.lastChunk.IsZero() {
 		end = st.lastChunk // not the usage chunk or [DONE] after it

@@ -167,8 +167,9 @@ func detailRow(r *Result) *bytes.Buffer {
 	if !r.OK() {
 		msg = string(r.Error) + ": " + r.ErrorMessage
 	}
+	text, _ := json.Marshal(r.Text)
 	m, _ := json.Marshal(msg)
-	fmt.Fprintf(&b, "],%d,\"\",%s]\n", start, m)
+	fmt.Fprintf(&b, "],%d,%s,%s]\n", start, text, m)
 	return &b
 }
 

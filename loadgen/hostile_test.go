@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -350,4 +351,16 @@ func TestMessagesRedactURLs(t *testing.T) {
 	// A ServerError built by hand is redacted when printed.
 	hand := &ServerError{URL: "http://u:pw@h/?k=v", Status: 500, Msg: "x\x1b[2J"}
 	assert.Equal(t, "http://u:***@h/?k=***: HTTP 500: x", hand.Error())
+}
+
+// A server's endless answer keeps at most MaxKeptText bytes of text, cut on a rune.
+func TestKeptTextIsBounded(t *testing.T) {
+	var b strings.Builder
+	for range 3 {
+		KeepText(&b, strings.Repeat("é", MaxKeptText/3))
+	}
+	assert.LessOrEqual(t, b.Len(), MaxKeptText)
+	assert.Greater(t, b.Len(), MaxKeptText-4)
+	assert.True(t, utf8.ValidString(b.String()))
+	KeepText(nil, "no builder: nothing kept, no panic")
 }

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -105,7 +106,7 @@ func TestDetailSpillWritesRowsInRequestOrder(t *testing.T) {
 	// Finished out of order; index 3 never comes (the run was cut): 4 still gets written.
 	for _, i := range []int{2, 0, 4, 1} {
 		tally.Add(Result{Index: i, Start: t0.Add(time.Duration(i) * time.Second), TTFT: time.Duration(i+1) * time.Millisecond,
-			PromptTokens: 10 + i, OutputTokens: 2, ITLs: []time.Duration{time.Duration(i) * time.Millisecond}})
+			PromptTokens: 10 + i, OutputTokens: 2, ITLs: []time.Duration{time.Duration(i) * time.Millisecond}, Text: fmt.Sprintf(" t%d\n\"", i)})
 	}
 	doc := ResultDoc{{"completed", 4}}
 	doc = append(doc, tally.DetailFields()...)
@@ -117,7 +118,7 @@ func TestDetailSpillWritesRowsInRequestOrder(t *testing.T) {
 	assert.Equal(t, []any{0.001, 0.002, 0.003, 0.005}, m["ttfts"])
 	assert.Equal(t, []any{[]any{0.0}, []any{0.001}, []any{0.002}, []any{0.004}}, m["itls"])
 	assert.Equal(t, []any{0.0, 1.0, 2.0, 4.0}, m["start_times"])
-	assert.Equal(t, []any{"", "", "", ""}, m["generated_texts"])
+	assert.Equal(t, []any{" t0\n\"", " t1\n\"", " t2\n\"", " t4\n\""}, m["generated_texts"])
 
 	spills, _ := filepath.Glob(filepath.Join(dir, ".vllmtop-detail-*"))
 	require.Len(t, spills, 1)

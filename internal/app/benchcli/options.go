@@ -224,6 +224,7 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	// vLLM saves with --append-result alone too.
 	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed || o.SaveTo.Append
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
+	c.KeepText = r.Detailed                 // and its generated_texts are the responses' text
 	o.SaveTo.Overwrite = o.Overwrite
 	switch {
 	case o.SaveTo.Append && o.Overwrite:

@@ -82,6 +82,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 	}
 	// The requests name the model exactly as the server lists it; the results, cleaned.
 	o.Client.Model, o.Runs.Info.ModelID = cmp.Or(b.card.Request, b.card.ID), b.card.ID
+	if v != nil && o.Client.KeepText {
+		v.KeepText()
+	}
 	if v != nil && !o.Client.Pooling {
 		// Every request passes the simulated server's front end as its body would over HTTP:
 		// the endpoint, the sampling flags and --extra-body are checked and obeyed.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,10 +45,17 @@ type Target struct {
 	// (serve.Plan.Admit) as the client would send it: see Admit.
 	path string
 	body func(loadgen.Prompt) ([]byte, error)
+	// keepText collects each response's text, as loadgen.ClientConfig.KeepText does.
+	keepText bool
 }
+
+// KeepText makes each result carry the text the simulated server would have streamed
+// (--save-detailed's generated_texts).
+func (t *Target) KeepText() { t.keepText = true }
 
 // request is one request in flight: its result as the client measures it.
 type request struct {
+	text  *strings.Builder // with keepText
 	ctx   context.Context
 	res   loadgen.Result
 	timer loadgen.RequestTimer
@@ -125,6 +133,9 @@ func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 func (t *Target) Start(ctx context.Context, p loadgen.Prompt, _ loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
 	now := t.clock.Now()
 	req := &request{ctx: ctx, done: done, res: loadgen.Result{Start: now}}
+	if t.keepText {
+		req.text = &strings.Builder{}
+	}
 	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
 	in := sim.Request{MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS, Arrival: now}
 	if t.body != nil {
@@ -271,7 +282,16 @@ func (t *Target) deliver(st *sim.StepResult) {
 // as the server's usage.
 func chunk(req *request, out sim.Output, end time.Time) bool {
 	req.timer.Content(end, len(out.Tokens))
+	for _, id := range out.Tokens {
+		if req.text == nil {
+			break
+		}
+		loadgen.KeepText(req.text, sim.TokenText(id))
+	}
 	if out.Finished {
+		if req.text != nil {
+			req.res.Text = req.text.String()
+		}
 		req.res.FinishReason, req.res.Status = string(out.Reason), 200
 		req.timer.Usage(0, out.Seq.Outputs)
 		req.timer.End(end)
