@@ -111,6 +111,10 @@ func TestPrintCapacityCommand(t *testing.T) {
 	code = Main(context.Background(), []string{"--random-input-len", "384"}, &out, &errb, emptyEnv)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errb.String(), "only with --print-capacity")
+	errb.Reset()
+	code = Main(context.Background(), []string{"--print-capacity", "--random-input-len", "9999999999"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 2, code, "bench's bound on random lengths")
+	assert.Contains(t, errb.String(), "at most 16777216 each")
 }
 
 // Piped output takes an exported COLUMNS, else 100 columns.

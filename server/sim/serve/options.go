@@ -354,6 +354,10 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, args []string, 
 		return &UsageError{"argument --random-input-len/--random-output-len: only with --print-capacity"}
 	case o.CapacityPromptLen < 1 || o.CapacityOutputLen < 1:
 		return &UsageError{"argument --random-input-len/--random-output-len: must be at least 1"}
+	case o.CapacityPromptLen > maxCapacityLen || o.CapacityOutputLen > maxCapacityLen:
+		// bench's bound on random lengths: past any model's context, and the what-if tables
+		// would plan a context no config allows.
+		return &UsageError{fmt.Sprintf("argument --random-input-len/--random-output-len: at most %d each, longer than any model's context", maxCapacityLen)}
 	}
 	if *r.maxModelLen != "" {
 		if err := o.setMaxModelLen(*r.maxModelLen); err != nil {
@@ -738,3 +742,7 @@ func wrapList(title string, items []string, width int) string {
 	}
 	return b.String() + line + "\n"
 }
+
+// maxCapacityLen bounds --print-capacity's request lengths as bench bounds random ones
+// (16 Mi tokens).
+const maxCapacityLen = 1 << 24
