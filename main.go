@@ -244,27 +244,37 @@ func help(c *cobra.Command, entry command) string {
 		return serve.Help()
 	}
 	var b strings.Builder
-	about := entry.about
-	if width := termwidth.Stdout(); width < termwidth.Max {
-		about = textfmt.Wrap(about, width) + "\n" // written for 100 columns; reflowed for fewer
+	// The texts are written for 100 columns; a narrower terminal gets them reflowed.
+	width := termwidth.Stdout()
+	narrow := width < termwidth.Max
+	fit := func(line string, indent int) string {
+		if narrow {
+			return textfmt.Hang(line, width, indent)
+		}
+		return line
 	}
-	fmt.Fprintf(&b, "usage: %s %s\n\n%s", c.CommandPath(), entry.usage, about)
+	about, footer := entry.about, entry.footer
+	if narrow {
+		about, footer = textfmt.Wrap(about, width)+"\n", textfmt.FitProse(footer, width)
+	}
+	usage := fmt.Sprintf("usage: %s %s", c.CommandPath(), entry.usage)
+	fmt.Fprintf(&b, "%s\n\n%s", fit(usage, len("usage: ")+len(c.CommandPath())+1), about)
 	if entry.name == "" {
 		b.WriteString("\nCommands:\n")
 		for _, cmd := range commands[1:] {
-			fmt.Fprintf(&b, "  vllmtop %-9s %s\n", cmd.name, cmd.summary)
+			b.WriteString(fit(fmt.Sprintf("  vllmtop %-9s %s", cmd.name, cmd.summary), 20) + "\n")
 		}
-		b.WriteString("  vllmtop help CMD  a command's flags; vllmtop completion bash|zsh|fish: shell completions\n")
+		b.WriteString(fit("  vllmtop help CMD  a command's flags; vllmtop completion bash|zsh|fish: shell completions", 20) + "\n")
 	}
 	if len(entry.subs) > 0 {
 		b.WriteString("\nSubcommands:\n")
 		for _, sub := range entry.subs {
-			fmt.Fprintf(&b, "  %s %-14s %s\n", c.CommandPath(), sub.name, sub.summary)
+			b.WriteString(fit(fmt.Sprintf("  %s %-14s %s", c.CommandPath(), sub.name, sub.summary), len(c.CommandPath())+18) + "\n")
 		}
 	}
 	b.WriteString(cliflag.Usage(c.Flags()))
-	if entry.footer != "" {
-		b.WriteString("\n" + entry.footer)
+	if footer != "" {
+		b.WriteString("\n" + footer)
 	}
 	return b.String()
 }

@@ -144,3 +144,46 @@ func hardBreak(s string, width int) string {
 	}
 	return strings.Join(words, " ")
 }
+
+// Hang wraps one line of text at width: its first indent runes are kept as they are (a list
+// entry's aligned name), the rest wraps in the column from indent on.
+func Hang(text string, width, indent int) string {
+	r := []rune(text)
+	if width <= indent+8 || len(r) <= width || len(r) <= indent {
+		return text
+	}
+	lines := strings.Split(Wrap(hardBreak(string(r[indent:]), width-indent), width-indent), "\n")
+	for i := range lines {
+		lead := strings.Repeat(" ", indent)
+		if i == 0 {
+			lead = string(r[:indent])
+		}
+		lines[i] = lead + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FitProse reflows text for width: a paragraph (lines split by a blank line) whose lines
+// are all flush left is prose and is wrapped; an indented line (a command, an example) is
+// kept as it is, and a flush-left line among them wraps alone.
+func FitProse(text string, width int) string {
+	var out []string
+	for _, para := range strings.Split(strings.TrimRight(text, "\n"), "\n\n") {
+		lines := strings.Split(para, "\n")
+		indented := false
+		for _, l := range lines {
+			indented = indented || strings.HasPrefix(l, " ")
+		}
+		if !indented {
+			out = append(out, Wrap(para, width))
+			continue
+		}
+		for i, l := range lines {
+			if !strings.HasPrefix(l, " ") {
+				lines[i] = Wrap(l, width)
+			}
+		}
+		out = append(out, strings.Join(lines, "\n"))
+	}
+	return strings.Join(out, "\n\n") + "\n"
+}

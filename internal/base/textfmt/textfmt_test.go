@@ -100,3 +100,24 @@ func TestFitFlagUsages(t *testing.T) {
 		assert.Contains(t, strings.Join(strings.Fields(got), " "), word)
 	}
 }
+
+func TestHangKeepsTheNameColumn(t *testing.T) {
+	got := Hang("  vllmtop sweep     serve sweeps and SLO searches as vllm bench sweep serve, a server per setting", 50, 20)
+	lines := strings.Split(got, "\n")
+	assert.Equal(t, "  vllmtop sweep     serve sweeps and SLO searches", lines[0])
+	for _, l := range lines {
+		assert.LessOrEqual(t, len(l), 50)
+	}
+	for _, l := range lines[1:] {
+		assert.True(t, strings.HasPrefix(l, strings.Repeat(" ", 20)) && l[20] != ' ', "%q", l)
+	}
+	assert.Equal(t, "short", Hang("short", 50, 20))
+}
+
+func TestFitProseWrapsProseAndKeepsCommands(t *testing.T) {
+	text := "Examples:\n  vllmtop bench --sim --sim-gpu L4 --gpu-memory-utilization 0.8 --max-concurrency 1,8,32\n\n" +
+		"Exit status: 0 when the runs were made, 1 when they could not be, 2 for bad flags.\n"
+	got := FitProse(text, 40)
+	assert.Contains(t, got, "  vllmtop bench --sim --sim-gpu L4 --gpu-memory-utilization 0.8 --max-concurrency 1,8,32\n")
+	assert.Contains(t, got, "Exit status: 0 when the runs were made,\n1 when")
+}
