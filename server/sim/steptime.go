@@ -29,7 +29,8 @@ type StepModel struct {
 	expertFrac  float64 // k / E
 	layerFLOPs  float64 // FLOPs per token in the layers (2 x active layer params / TP)
 	headFLOPs   float64 // FLOPs per sequence of the LM head (only the last token needs logits)
-	gemmRate    float64 // effective GEMM FLOP/s
+	gemmRate    float64 // effective GEMM FLOP/s of the layers
+	headRate    float64 // the LM head's, which vLLM keeps in 16 bits in a quantized model
 	attnRate    float64 // effective attention FLOP/s
 	bandwidth   float64 // effective bytes/s
 
@@ -75,6 +76,7 @@ func NewStepModel(s *Setup) *StepModel {
 		layerFLOPs:   2 * activeLayers / tp,
 		headFLOPs:    2 * head / tp,
 		gemmRate:     g.EtaGEMM * gemmPeakTFLOPS(s) * 1e12,
+		headRate:     g.EtaGEMM * g.BF16TFLOPS * 1e12,
 		attnRate:     g.EtaAttention * g.BF16TFLOPS * 1e12,
 		bandwidth:    bw,
 		kvBytes:      float64(c.BytesPerToken),
@@ -166,7 +168,7 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 		weights += sm.expertBytes * (1 - math.Pow(1-sm.expertFrac, tokens))
 	}
 	tw := weights / sm.bandwidth
-	tg := (sm.layerFLOPs*tokens + sm.headFLOPs*seqs) / sm.gemmRate
+	tg := sm.layerFLOPs*tokens/sm.gemmRate + sm.headFLOPs*seqs/sm.headRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
 	gpu := sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
 	// Without CUDA graphs the CPU launches each kernel and the GPU runs behind it: a step
