@@ -101,13 +101,47 @@ func FitFlagUsages(usages string, width int) string {
 			out = append(out, line)
 			continue
 		}
-		prefix, rest := string(r[:col]), strings.TrimSpace(string(r[col:]))
-		for _, seg := range strings.Split(Wrap(hardBreak(rest, width-col), width-col), "\n") {
-			out = append(out, prefix+seg)
-			prefix = strings.Repeat(" ", col)
-		}
+		out = append(out, wrapColumn(string(r[:col]), strings.TrimSpace(string(r[col:])), col, width)...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// wrapColumn wraps text in the column from col to width, the first line after prefix. A word
+// wider than the column (a path, a JSON example) gets a line of its own, moved left as far as
+// it must to fit, so that it stays whole to be copied; only one wider than the line is cut.
+func wrapColumn(prefix, text string, col, width int) []string {
+	var out []string
+	line := ""
+	flush := func() {
+		if line != "" || prefix != "" {
+			out = append(out, prefix+line)
+		}
+		prefix, line = strings.Repeat(" ", col), ""
+	}
+	for _, w := range strings.Fields(text) {
+		n := len([]rune(w))
+		switch {
+		case n > width-col:
+			if line != "" || strings.TrimSpace(prefix) != "" {
+				flush()
+			}
+			for _, piece := range strings.Split(hardBreak(w, width-2), " ") {
+				out = append(out, strings.Repeat(" ", max(2, min(col, width-len([]rune(piece)))))+piece)
+			}
+			prefix, line = strings.Repeat(" ", col), ""
+		case line == "":
+			line = w
+		case len([]rune(line))+1+n > width-col:
+			flush()
+			line = w
+		default:
+			line += " " + w
+		}
+	}
+	if line != "" {
+		flush()
+	}
+	return out
 }
 
 // descriptionColumn is where pflag's wrapped descriptions continue: the indentation its
