@@ -411,6 +411,10 @@ func TestBenchVirtualClockAnswersAsTheServer(t *testing.T) {
 		{"top-p out of range", []string{"--top-p", "5"}, 0, 0, "http_400"},
 		{"negative max_tokens in the extra body", []string{"--extra-body", `{"max_tokens":-5}`}, 0, 0, "http_400"},
 		{"max_tokens from the extra body", []string{"--extra-body", `{"max_tokens":4}`}, 5, 20, ""},
+		{"max_tokens above the output length", []string{"--extra-body", `{"max_tokens":20}`, "--ignore-eos"}, 5, 100, ""},
+		{"n choices", []string{"--extra-body", `{"n":2}`}, 5, 80, ""},
+		{"a list of prompts", []string{"--extra-body", `{"prompt":[[1,2],[3]]}`}, 5, 80, ""},
+		{"an endpoint with a query", []string{"--endpoint", "/v1/completions?api-version=1"}, 5, 40, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, clock := range [][]string{benchVirtual, benchFastSim} {
@@ -454,4 +458,21 @@ func TestBenchSaveDetailedKeepsTheText(t *testing.T) {
 		texts[name] = m.Texts
 	}
 	assert.Equal(t, texts["wall"], texts["virtual"])
+}
+
+// A simulator started with --api-key refuses a client without one on either clock, at the
+// model list, before any request.
+func TestBenchVirtualClockAsksForTheKey(t *testing.T) {
+	benchNoKeys(t)
+	for _, args := range [][]string{
+		{"--sim", "--sim-clock", "virtual", "--sim-args", "--api-key secret"},
+		{"--sim", "--sim-args", "--api-key secret --sim-speed 50"},
+	} {
+		code, _, errOut := benchRun(t, append(args, "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4")...)
+		assert.Equal(t, 1, code, "%v", args)
+		assert.Contains(t, errOut, "401 Unauthorized: the server wants an API key", "%v", args)
+	}
+	t.Setenv("OPENAI_API_KEY", "secret")
+	code, _, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--sim-args", "--api-key secret", "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4")
+	assert.Equal(t, 0, code, errOut)
 }

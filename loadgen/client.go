@@ -273,6 +273,17 @@ func RequestBody(cfg ClientConfig, p Prompt) ([]byte, error) {
 	return c.body(p)
 }
 
+// RequestHeader is the header a client of cfg sends with p's request: its API key and
+// --header's headers (see RequestBody).
+func RequestHeader(cfg ClientConfig, p Prompt) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	cfg.Extras.setHeaders(h, p.RequestID)
+	return h
+}
+
 func (c *Client) body(p Prompt) ([]byte, error) {
 	model := c.cfg.Model
 	if p.Model != "" {
@@ -361,7 +372,7 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 		FailStatus(&res, resp.StatusCode, msg)
 		return res
 	}
-	st := &stream{c: c, res: &res, timer: timer, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(p.OutputTokens)}
+	st := &stream{c: c, res: &res, timer: timer, watch: watch, maxTokens: p.OutputTokens, maxChunks: maxChunks(c.cfg.Extras.outputBound(p.OutputTokens))}
 	if c.cfg.KeepText {
 		st.text = &strings.Builder{}
 	}

@@ -47,6 +47,30 @@ func (e RequestExtras) merge(b requestBody, chat bool) ([]byte, error) {
 	return json.Marshal(fields)
 }
 
+// outputBound is the most output tokens a request of outputTokens may stream once the extra
+// body is merged: its max_tokens (or max_completion_tokens) where larger, times its n and
+// the prompts of a list prompt, each choice streaming its own chunks. Absurd values stop at
+// 2^24 tokens a choice and 1,024 choices.
+func (e RequestExtras) outputBound(outputTokens int) int {
+	count := func(key string, limit int) int {
+		f, ok := e.Body[key].(float64)
+		if !ok || !(f >= 1) {
+			return 0
+		}
+		return int(min(f, float64(limit)))
+	}
+	tokens := max(outputTokens, count("max_tokens", 1<<24), count("max_completion_tokens", 1<<24))
+	choices := max(1, count("n", 1024))
+	if list, ok := e.Body["prompt"].([]any); ok && len(list) > 0 {
+		if _, nested := list[0].([]any); nested || isText(list[0]) {
+			choices *= min(len(list), 1024)
+		}
+	}
+	return tokens * choices
+}
+
+func isText(v any) bool { _, ok := v.(string); return ok }
+
 // setHeaders sets --header's headers on h, then the request id (vLLM's order: the id wins).
 func (e RequestExtras) setHeaders(h http.Header, requestID string) {
 	for k, v := range e.Headers {

@@ -90,3 +90,22 @@ func TestJournalKeepsAFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "mine")
 }
+
+// A stream may carry as many chunks as the merged body asks for: --extra-body's max_tokens
+// where larger, times n and the prompts of a list.
+func TestOutputBoundFollowsTheExtraBody(t *testing.T) {
+	for _, tc := range []struct {
+		body map[string]any
+		want int
+	}{
+		{nil, 8},
+		{map[string]any{"max_tokens": 20.0}, 20},
+		{map[string]any{"max_tokens": 4.0}, 8},
+		{map[string]any{"max_completion_tokens": 30.0, "n": 2.0}, 60},
+		{map[string]any{"prompt": []any{[]any{1.0, 2.0}, []any{3.0}}}, 16},
+		{map[string]any{"prompt": []any{1.0, 2.0, 3.0}}, 8},
+		{map[string]any{"n": 1e300, "max_tokens": -5.0}, 8 * 1024},
+	} {
+		assert.Equal(t, tc.want, RequestExtras{Body: tc.body}.outputBound(8), "%v", tc.body)
+	}
+}

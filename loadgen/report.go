@@ -670,6 +670,9 @@ type Report struct {
 	Warn func(string) // the problem lines
 	JSON bool
 	Save *SaveOptions // where each run's result is saved; nil: not saved
+	// Saved is the path the last run's result was saved at ("" none): its own name, or the
+	// next free "-N" one (see SaveResult), which the run's figures are named after.
+	Saved string
 
 	docs     []ResultDoc
 	rows     []SweepRow
@@ -702,6 +705,7 @@ func (r *Report) Add(run SweepRun) {
 		opts := *r.Save
 		opts.Sweep = r.param
 		name, err := SaveResult(run.Doc, run.Info, opts)
+		r.Saved = name
 		switch {
 		case err != nil:
 			r.problem("cannot save the result: " + textfmt.OneLine(err.Error(), 0))

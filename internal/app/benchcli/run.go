@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 
 	"github.com/vllmtop/vllmtop/internal/app/cliflag"
@@ -41,6 +42,9 @@ type Bench struct {
 	onDiscard func(loadgen.SLODiscard)
 	// plotFailed is a run whose --plot-timeline could not be drawn.
 	plotFailed bool
+	// saved is where the last run's result was saved ("" or nil: the name ResultPath gives),
+	// for its figures.
+	saved func() string
 }
 
 // Prepare reads the dataset, reaches the server at o.Client.BaseURL (or, when v is not nil,
@@ -61,6 +65,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 	}
 	var tok loadgen.Tokenizer = v
 	if v != nil {
+		if err := askVirtual(v, o.Client); err != nil {
+			return nil, err
+		}
 		b.card = v.Model()
 		if o.Client.Model != "" && o.Client.Model != b.card.ID {
 			return nil, fmt.Errorf("model %q is not served here (the simulated server serves %s)", o.Client.Model, b.card.ID)
@@ -82,16 +89,8 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 	}
 	// The requests name the model exactly as the server lists it; the results, cleaned.
 	o.Client.Model, o.Runs.Info.ModelID = cmp.Or(b.card.Request, b.card.ID), b.card.ID
-	if v != nil && o.Client.KeepText {
-		v.KeepText()
-	}
-	if v != nil && !o.Client.Pooling {
-		// Every request passes the simulated server's front end as its body would over HTTP:
-		// the endpoint, the sampling flags and --extra-body are checked and obeyed.
-		cfg := o.Client
-		v.Admit(cmp.Or(cfg.Endpoint, loadgen.EndpointCompletions), func(p loadgen.Prompt) ([]byte, error) {
-			return loadgen.RequestBody(cfg, p)
-		})
+	if v != nil {
+		sendVirtual(v, o.Client)
 	}
 	switch {
 	case o.vf.servedModel != "" && named != "":
@@ -127,6 +126,30 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 	return b, nil
 }
 
+// askVirtual asks the simulator on the virtual clock for its models as the client would: the
+// model list is the first request, and a server with --api-key refuses it without the key.
+func askVirtual(v *predict.Target, c loadgen.ClientConfig) error {
+	if v.Plan().Authorized(loadgen.RequestHeader(c, loadgen.Prompt{})) {
+		return nil
+	}
+	return errors.New(loadgen.Describe(&loadgen.ServerError{URL: "the simulated server's /v1/models", Status: http.StatusUnauthorized, Msg: "Unauthorized"}, c.APIKey != ""))
+}
+
+// sendVirtual makes every request to the simulator on the virtual clock pass its front end as
+// the client's request would over HTTP: the key, the endpoint, the sampling flags and
+// --extra-body are checked and obeyed; with --save-detailed it keeps the responses' text.
+func sendVirtual(v *predict.Target, c loadgen.ClientConfig) {
+	if c.KeepText {
+		v.KeepText()
+	}
+	if c.Pooling {
+		return
+	}
+	v.Admit(cmp.Or(c.Endpoint, loadgen.EndpointCompletions),
+		func(p loadgen.Prompt) http.Header { return loadgen.RequestHeader(c, p) },
+		func(p loadgen.Prompt) ([]byte, error) { return loadgen.RequestBody(c, p) })
+}
+
 // Close closes the clients' idle connections (a simulator waits for them to stop).
 func (b *Bench) Close() {
 	for _, c := range b.clients {
@@ -147,6 +170,7 @@ func (b *Bench) Run(ctx context.Context) error {
 		rep.Save = &b.o.SaveTo
 	}
 	stop := b.startProfile(ctx)
+	b.saved = func() string { return rep.Saved }
 	err := b.Runs(ctx, true, rep.Add)
 	stop()
 	if err != nil {

@@ -196,6 +196,9 @@ func (b *Bench) drawFigures(run loadgen.SweepRun, reqs []timelineReq) {
 		opts.Sweep = run.Param
 	}
 	result, err := loadgen.ResultPath(run.Info, opts)
+	if b.saved != nil && b.saved() != "" {
+		result = b.saved() // the result took another name: the figures go with it
+	}
 	if err != nil {
 		b.plotFailed = true
 		b.env.Say("cannot draw the figures: %s", textfmt.OneLine(err.Error(), 0))

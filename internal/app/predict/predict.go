@@ -43,8 +43,9 @@ type Target struct {
 	refused  time.Time    // when the last request was refused at once
 	// path and body, when set, send each request through the server's front end
 	// (serve.Plan.Admit) as the client would send it: see Admit.
-	path string
-	body func(loadgen.Prompt) ([]byte, error)
+	path   string
+	body   func(loadgen.Prompt) ([]byte, error)
+	header func(loadgen.Prompt) http.Header
 	// keepText collects each response's text, as loadgen.ClientConfig.KeepText does.
 	keepText bool
 }
@@ -55,11 +56,15 @@ func (t *Target) KeepText() { t.keepText = true }
 
 // request is one request in flight: its result as the client measures it.
 type request struct {
-	text  *strings.Builder // with keepText
-	ctx   context.Context
-	res   loadgen.Result
-	timer loadgen.RequestTimer
-	done  func(loadgen.Result)
+	text    *strings.Builder // with keepText
+	sink    loadgen.TokenSink
+	pending int // its engine sequences still running: one a prompt and choice
+	outputs int // the output tokens of those that finished
+	ended   bool
+	ctx     context.Context
+	res     loadgen.Result
+	timer   loadgen.RequestTimer
+	done    func(loadgen.Result)
 }
 
 // New starts a target for the plan's server, whose clients send to endpoint
@@ -72,15 +77,16 @@ func New(plan *serve.Plan, endpoint string) *Target {
 	return t
 }
 
-// Admit makes the target answer each request as the simulated server would over HTTP: body
-// builds the JSON the client sends for a prompt to path (its model, parameters and extra
-// body), and the server's front end checks it (serve.Plan.Admit). A request the server would
-// refuse (a path it does not serve, a parameter out of range, a model it does not serve) is
-// refused with its status and message, and the max_tokens, min_tokens and ignore_eos the body
-// asks for are the ones the engine gets. Without it the target takes the prompt's own
+// Admit makes the target answer each request as the simulated server would over HTTP: header
+// and body build what the client sends for a prompt to path (its key, model, parameters and
+// extra body), and the server's front end checks it (serve.Plan.Admit). A request the server
+// would refuse (no key, a path it does not serve, a parameter out of range, a model it does
+// not serve) is refused with its status and message, and the engine gets what the body asks
+// for: every prompt of a list and n choices of each, with their max_tokens, min_tokens,
+// ignore_eos and priority. Without it the target takes the prompt's own
 // lengths, as a client of vllmtop's that sets no other parameter would send them.
-func (t *Target) Admit(path string, body func(loadgen.Prompt) ([]byte, error)) {
-	t.path, t.body = path, body
+func (t *Target) Admit(path string, header func(loadgen.Prompt) http.Header, body func(loadgen.Prompt) ([]byte, error)) {
+	t.path, t.header, t.body = path, header, body
 }
 
 // Model is the model card the server would list at /v1/models.
@@ -130,35 +136,49 @@ func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 
 // Start adds p to the engine at the clock's time (loadgen.Transport); done is called from the
 // clock's timers. A prompt the engine refuses fails as the server's HTTP 400 would.
-func (t *Target) Start(ctx context.Context, p loadgen.Prompt, _ loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
+func (t *Target) Start(ctx context.Context, p loadgen.Prompt, sink loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
 	now := t.clock.Now()
-	req := &request{ctx: ctx, done: done, res: loadgen.Result{Start: now}}
-	if t.keepText {
+	req := &request{ctx: ctx, done: done, sink: sink, res: loadgen.Result{Start: now}}
+	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
+	if t.keepText || sink != nil {
 		req.text = &strings.Builder{}
 	}
-	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
-	in := sim.Request{MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS, Arrival: now}
+	ins := []sim.Request{{MaxTokens: p.OutputTokens, IgnoreEOS: p.IgnoreEOS}}
 	if t.body != nil {
 		a, refusal := t.admit(p)
 		if refusal != nil {
 			t.refuse(req, refusal.Status, refusal.Body)
 			return
 		}
-		in.Prompt, in.MaxTokens, in.MinTokens, in.IgnoreEOS = a.Prompt, a.MaxTokens, a.MinTokens, a.IgnoreEOS
+		ins = ins[:0]
+		for i, prompt := range a.Prompts {
+			req.res.PromptTokens += len(prompt)
+			for range a.N {
+				ins = append(ins, sim.Request{Prompt: prompt, MaxTokens: a.MaxTokens[i], MinTokens: a.MinTokens, IgnoreEOS: a.IgnoreEOS, N: a.N, Priority: a.Priority})
+			}
+		}
 	} else {
-		in.Prompt = t.promptIDs(p)
+		ins[0].Prompt = t.promptIDs(p)
+		req.res.PromptTokens = len(ins[0].Prompt)
 	}
-	req.res.PromptTokens = len(in.Prompt)
 	t.ids++
-	in.ID = "cmpl-" + strconv.Itoa(t.ids)
-	seq, err := t.engine.Add(in)
-	if err != nil {
-		t.refuse(req, http.StatusBadRequest, []byte(err.Error()))
-		return
+	var seqs []*sim.Sequence
+	for _, in := range ins {
+		in.ID, in.Arrival = "cmpl-"+strconv.Itoa(t.ids), now
+		seq, err := t.engine.Add(in)
+		if err != nil {
+			t.engine.AbortMany(seqs, now)
+			t.refuse(req, http.StatusBadRequest, []byte(err.Error()))
+			return
+		}
+		seqs = append(seqs, seq)
 	}
-	seq.Tag = req
-	t.live[seq] = req
-	t.contexts[ctx]++
+	for _, seq := range seqs {
+		seq.Tag = req
+		t.live[seq] = req
+		t.contexts[ctx]++
+	}
+	req.pending = len(seqs)
 }
 
 // finished forgets a request that ended or was aborted.
@@ -197,6 +217,10 @@ func (t *Target) abortCanceled(now time.Time) {
 	for _, seq := range seqs {
 		req := seq.Tag.(*request)
 		t.finished(seq, req)
+		if req.ended {
+			continue // another choice of it ended it
+		}
+		req.ended = true
 		req.res.Error, req.res.ErrorMessage = loadgen.ErrCanceled, "canceled"
 		req.timer.End(now)
 		req.done(req.res)
@@ -227,7 +251,7 @@ func (t *Target) admit(p loadgen.Prompt) (serve.Admission, *serve.Refusal) {
 	if err != nil {
 		return serve.Admission{}, &serve.Refusal{Status: http.StatusBadRequest, Body: []byte(err.Error())}
 	}
-	return t.plan.Admit(t.path, b)
+	return t.plan.Admit(t.path, t.header(p), b)
 }
 
 func (t *Target) promptIDs(p loadgen.Prompt) []int {
@@ -270,31 +294,43 @@ func (t *Target) deliver(st *sim.StepResult) {
 			continue // aborted
 		}
 		t.tokens.Add(1)
-		if chunk(req, out, st.End) {
+		last := chunk(req, out, st.End)
+		if out.Finished {
 			t.finished(out.Seq, req)
+		}
+		if last {
+			req.ended = true
 			req.done(req.res)
 		}
 	}
 }
 
-// chunk records one step's output of a request, delivered at end as one chunk, as a client
-// measures it; it reports whether the request finished, with the engine's count of its output
-// as the server's usage.
+// chunk records one step's output of one of a request's sequences, delivered at end as one
+// chunk, as a client measures it; it reports whether the request finished (its last sequence
+// did), with the engine's count of its output as the server's usage.
 func chunk(req *request, out sim.Output, end time.Time) bool {
 	req.timer.Content(end, len(out.Tokens))
-	for _, id := range out.Tokens {
-		if req.text == nil {
-			break
+	if req.text != nil && len(out.Tokens) > 0 {
+		n := req.text.Len()
+		for _, id := range out.Tokens {
+			loadgen.KeepText(req.text, sim.TokenText(id))
 		}
-		loadgen.KeepText(req.text, sim.TokenText(id))
-	}
-	if out.Finished {
-		if req.text != nil {
-			req.res.Text = req.text.String()
+		if req.sink != nil {
+			req.sink.Token(req.text.String()[n:], end)
 		}
-		req.res.FinishReason, req.res.Status = string(out.Reason), 200
-		req.timer.Usage(0, out.Seq.Outputs)
-		req.timer.End(end)
 	}
-	return out.Finished
+	if !out.Finished {
+		return false
+	}
+	req.outputs += out.Seq.Outputs
+	if req.pending--; req.pending > 0 {
+		return false
+	}
+	if req.text != nil {
+		req.res.Text = req.text.String()
+	}
+	req.res.FinishReason, req.res.Status = string(out.Reason), 200
+	req.timer.Usage(0, req.outputs)
+	req.timer.End(end)
+	return true
 }
