@@ -476,3 +476,16 @@ func TestBenchVirtualClockAsksForTheKey(t *testing.T) {
 	code, _, errOut := benchRun(t, "--sim", "--sim-clock", "virtual", "--sim-args", "--api-key secret", "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4")
 	assert.Equal(t, 0, code, errOut)
 }
+
+// --model picks among the names the simulated server lists, on the virtual clock as over HTTP.
+func TestBenchVirtualClockServesEveryListedName(t *testing.T) {
+	benchNoKeys(t)
+	for _, clock := range [][]string{benchVirtual, {"--sim"}} {
+		args := append(append([]string{}, clock...), "--sim-args", "--served-model-name foo bar --sim-speed 50", "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4")
+		code, _, errOut := benchRun(t, append(args, "--model", "bar")...)
+		assert.Equal(t, 0, code, "%v: %s", clock, errOut)
+		code, _, errOut = benchRun(t, append(args, "--model", "baz")...)
+		assert.Equal(t, 1, code, "%v", clock)
+		assert.Contains(t, errOut, `model "baz" is not served by`, "%v", clock)
+	}
+}

@@ -68,9 +68,9 @@ func Prepare(ctx context.Context, o *Options, v *predict.Target, env Env) (*Benc
 		if err := askVirtual(v, o.Client); err != nil {
 			return nil, err
 		}
-		b.card = v.Model()
-		if o.Client.Model != "" && o.Client.Model != b.card.ID {
-			return nil, fmt.Errorf("model %q is not served here (the simulated server serves %s)", o.Client.Model, b.card.ID)
+		// --model picks among the names the server lists, as over HTTP.
+		if b.card, err = loadgen.ChooseModel(o.Client.Model, v.Models(), "the simulated server"); err != nil {
+			return nil, err
 		}
 		o.Runs.Transport, o.Runs.Clock = v, v.Clock()
 	} else {

@@ -89,9 +89,19 @@ func (t *Target) Admit(path string, header func(loadgen.Prompt) http.Header, bod
 	t.path, t.header, t.body = path, header, body
 }
 
-// Model is the model card the server would list at /v1/models.
+// Model is the first model card the server would list at /v1/models.
 func (t *Target) Model() loadgen.ModelCard {
 	return loadgen.ModelCard{ID: t.plan.ServedModel(), Root: t.plan.Model(), MaxModelLen: t.plan.MaxModelLen()}
+}
+
+// Models are the model cards the server would list at /v1/models: its served names, then its
+// LoRA adapters.
+func (t *Target) Models() []loadgen.ModelCard {
+	var cards []loadgen.ModelCard
+	for _, m := range t.plan.Models() {
+		cards = append(cards, loadgen.ModelCard{ID: m.ID, Root: m.Root, MaxModelLen: m.MaxModelLen, Request: m.ID})
+	}
+	return cards
 }
 
 // Plan is the server the target simulates.

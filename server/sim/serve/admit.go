@@ -69,3 +69,31 @@ func (p *Plan) Authorized(header http.Header) bool {
 	}
 	return (&Server{opts: p.opts}).authorized(&http.Request{Header: header})
 }
+
+// ListedModel is one model of the server's /v1/models list: its served names, then its LoRA
+// adapters (whose max_model_len the list does not give: 0).
+type ListedModel struct {
+	ID, Root    string
+	MaxModelLen int
+}
+
+// Models is the server's /v1/models list, as its handler writes it.
+func (p *Plan) Models() []ListedModel {
+	var out []ListedModel
+	for _, n := range listedNames(p.opts, p.ServedModel()) {
+		out = append(out, ListedModel{ID: n, Root: p.setup.Model, MaxModelLen: p.setup.MaxModelLen})
+	}
+	for _, l := range p.opts.LoRAModules {
+		out = append(out, ListedModel{ID: l.Name, Root: l.Path})
+	}
+	return out
+}
+
+// listedNames are the names /v1/models lists the base model under: every --served-model-name,
+// else the one name it serves.
+func listedNames(opts *Options, modelName string) []string {
+	if len(opts.ServedModelNames) > 0 {
+		return opts.ServedModelNames
+	}
+	return []string{modelName}
+}

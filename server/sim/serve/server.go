@@ -353,10 +353,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		MaxModelLen *int    `json:"max_model_len"`
 		Permission  []perm  `json:"permission"`
 	}
-	names := s.opts.ServedModelNames
-	if len(names) == 0 {
-		names = []string{s.modelName}
-	}
+	names := listedNames(s.opts, s.modelName)
 	var list struct {
 		Object string `json:"object"`
 		Data   []card `json:"data"`
