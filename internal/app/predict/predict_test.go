@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -357,4 +358,33 @@ func BenchmarkVirtualBurst(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/request")
 		})
 	}
+}
+
+// A request of n choices is one result however many engine sequences it holds: it ends when
+// its last choice does, with the choices' tokens, and a cancel ends it once.
+func TestVirtualChoicesAreOneRequest(t *testing.T) {
+	target := predict.New(plan(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"), loadgen.EndpointCompletions)
+	cfg := loadgen.ClientConfig{Model: "Qwen/Qwen2.5-0.5B-Instruct", Extras: loadgen.RequestExtras{Body: map[string]any{"n": 3.0}}}
+	target.Admit(loadgen.EndpointCompletions,
+		func(p loadgen.Prompt) http.Header { return loadgen.RequestHeader(cfg, p) },
+		func(p loadgen.Prompt) ([]byte, error) { return loadgen.RequestBody(cfg, p) })
+	w := &loadgen.Fixed{P: loadgen.Prompt{Text: "the model of the data", OutputTokens: 16, IgnoreEOS: true}}
+	_, results, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: 4, MaxConcurrency: 2})
+	require.NoError(t, err)
+	require.Len(t, results, 4)
+	for _, r := range results {
+		assert.Equal(t, 3*16, r.OutputTokens, "three choices of 16 tokens")
+	}
+	assert.Equal(t, 4, s.Completed)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	seen := 0
+	_, results, s, err = bench(t, target, ctx, loadgen.BenchConfig{Workload: w, NumPrompts: 100, MaxConcurrency: 4, Sinks: []func(loadgen.Result){func(loadgen.Result) {
+		if seen++; seen == 10 {
+			cancel()
+		}
+	}}})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Len(t, results, 10+3, "each canceled request ends once, whatever its choices")
+	assert.Equal(t, 10, s.Completed)
 }
