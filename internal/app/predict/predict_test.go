@@ -284,13 +284,7 @@ func TestVirtualWarmupsAndCancel(t *testing.T) {
 	assert.Equal(t, 4, s.Completed, "the tally counts the measured requests only")
 	assert.True(t, results[0].Start.After(before), "the warm-ups ran first, on the same clock")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	seen := 0
-	_, results, s, err = bench(t, target, ctx, loadgen.BenchConfig{Workload: w, NumPrompts: 100, MaxConcurrency: 4, Sinks: []func(loadgen.Result){func(loadgen.Result) {
-		if seen++; seen == 10 {
-			cancel()
-		}
-	}}})
+	results, s, err = benchCanceledAfterTen(t, target, w)
 	assert.ErrorIs(t, err, context.Canceled)
 	canceled := 0
 	for _, r := range results {
@@ -360,6 +354,21 @@ func BenchmarkVirtualBurst(b *testing.B) {
 	}
 }
 
+// benchCanceledAfterTen sends w's prompt 100 times, four at a time, and cancels the run when
+// the tenth request ends.
+func benchCanceledAfterTen(t *testing.T, target *predict.Target, w loadgen.Workload) ([]loadgen.Result, loadgen.Summary, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := 0
+	_, results, s, err := bench(t, target, ctx, loadgen.BenchConfig{Workload: w, NumPrompts: 100, MaxConcurrency: 4, Sinks: []func(loadgen.Result){func(loadgen.Result) {
+		if seen++; seen == 10 {
+			cancel()
+		}
+	}}})
+	return results, s, err
+}
+
 // A request of n choices is one result however many engine sequences it holds: it ends when
 // its last choice does, with the choices' tokens, and a cancel ends it once.
 func TestVirtualChoicesAreOneRequest(t *testing.T) {
@@ -377,13 +386,7 @@ func TestVirtualChoicesAreOneRequest(t *testing.T) {
 	}
 	assert.Equal(t, 4, s.Completed)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	seen := 0
-	_, results, s, err = bench(t, target, ctx, loadgen.BenchConfig{Workload: w, NumPrompts: 100, MaxConcurrency: 4, Sinks: []func(loadgen.Result){func(loadgen.Result) {
-		if seen++; seen == 10 {
-			cancel()
-		}
-	}}})
+	results, s, err = benchCanceledAfterTen(t, target, w)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Len(t, results, 10+3, "each canceled request ends once, whatever its choices")
 	assert.Equal(t, 10, s.Completed)
