@@ -26,6 +26,10 @@ func TestArrivalGapsEndAtNOverRate(t *testing.T) {
 	}
 	assert.Nil(t, ArrivalGaps(10, 0, 1, 0), "no rate, no schedule")
 	assert.NotEqual(t, ArrivalGaps(10, 4, 1, 1), ArrivalGaps(10, 4, 1, 2), "the draw follows the seed")
+	// A trillion requests at a rate are drawn as they go, not held (the runner draws a gap
+	// for each request past the schedule).
+	assert.Len(t, ArrivalGaps(MaxScaledArrivals, 1e6, 1, 0), MaxScaledArrivals)
+	assert.Nil(t, ArrivalGaps(1e12, 10, 1, 0), "more than MaxScaledArrivals: no schedule drawn ahead")
 }
 
 func TestBenchAtARateSendsTheLastRequestAtNOverRate(t *testing.T) {

@@ -571,11 +571,17 @@ func interArrival(rng *rand.Rand, rate, b float64) time.Duration {
 	return time.Duration(gamma(rng, b) * mean / b * float64(time.Second))
 }
 
+// MaxScaledArrivals is the most requests whose gaps ArrivalGaps draws ahead. Past it the
+// runner draws each gap as it goes: the scaling would need them all in memory (16 bytes a
+// request), and over a million draws the total is within 0.1% of n/rate anyway.
+const MaxScaledArrivals = 1 << 20
+
 // ArrivalGaps draws the gaps before each of n requests at rate (shape b) and scales them so
 // that the last request is due at exactly n/rate, as vllm bench serve does for a fixed rate,
-// so that a run's length, and its throughputs, do not ride on the draw.
+// so that a run's length, and its throughputs, do not ride on the draw. It returns nil for
+// more than MaxScaledArrivals requests.
 func ArrivalGaps(n int, rate, b float64, seed int64) []time.Duration {
-	if n <= 0 || !(rate > 0) || math.IsInf(rate, 1) {
+	if n <= 0 || n > MaxScaledArrivals || !(rate > 0) || math.IsInf(rate, 1) {
 		return nil
 	}
 	rng := newRNG(seed)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -83,10 +84,24 @@ func (cfg SweepConfig) Check() error {
 		return errors.New("--max-concurrency and --request-rate are both lists: sweep one of them at a time")
 	case !(cfg.Burstiness > 0):
 		return fmt.Errorf("--burstiness must be greater than 0, got %g", cfg.Burstiness)
+	case cfg.NumPrompts > MaxAtOnce && cfg.sendsAllAtOnce():
+		return fmt.Errorf("--num-prompts %d with --request-rate inf and no --max-concurrency sends every prompt at once, more than the %d a run holds in flight: give --max-concurrency or a --request-rate", cfg.NumPrompts, MaxAtOnce)
 	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1) && cfg.Trace == nil && cfg.Conversations == nil:
 		return errors.New("--duration with --request-rate inf needs --max-concurrency (or --num-prompts)")
 	}
 	return nil
+}
+
+// MaxAtOnce is the most prompts a run sends at once (rate inf, no concurrency cap): each one
+// sent is held, with its stream, until it ends.
+const MaxAtOnce = 1 << 20
+
+// sendsAllAtOnce reports whether one of the runs has rate inf and no concurrency cap.
+func (cfg SweepConfig) sendsAllAtOnce() bool {
+	if cfg.Trace != nil || cfg.Conversations != nil || !slices.ContainsFunc(cfg.Rates, func(r float64) bool { return math.IsInf(r, 1) || r <= 0 }) {
+		return false
+	}
+	return len(cfg.Concurrency) == 0 || slices.Contains(cfg.Concurrency, 0)
 }
 
 // Param is the parameter the sweep varies: SweepRequestRate when Rates has several values,

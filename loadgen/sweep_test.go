@@ -202,10 +202,22 @@ func TestSweepConfigCheck(t *testing.T) {
 		{func(c *SweepConfig) { c.Concurrency, c.Rates = []int{1, 2}, []float64{1, 2} }, "both lists"},
 		{func(c *SweepConfig) { c.Burstiness = 0 }, "--burstiness"},
 		{func(c *SweepConfig) { c.NumPrompts, c.Duration = 0, time.Minute }, "needs --max-concurrency"},
+		{func(c *SweepConfig) { c.NumPrompts, c.Concurrency = 1e12, nil }, "sends every prompt at once"},
+		{func(c *SweepConfig) { c.NumPrompts, c.Concurrency = MaxAtOnce+1, []int{8, 0} }, "more than the 1048576"},
 	} {
 		cfg := sweepConfig()
 		c.edit(&cfg)
 		assert.ErrorContains(t, cfg.Check(), c.want)
+	}
+	// Many prompts are fine where something paces them.
+	for _, edit := range []func(*SweepConfig){
+		func(c *SweepConfig) { c.Concurrency = []int{64} },
+		func(c *SweepConfig) { c.Concurrency, c.Rates = nil, []float64{10} },
+	} {
+		cfg := sweepConfig()
+		cfg.NumPrompts = 1e12
+		edit(&cfg)
+		assert.NoError(t, cfg.Check())
 	}
 }
 
