@@ -75,6 +75,9 @@ type hfConfig struct {
 	TextConfig   *hfConfig `json:"text_config"`
 	LLMConfig    *hfConfig `json:"llm_config"`
 	VisionConfig *hfVision `json:"vision_config"`
+	// The image's tokens for the language model, at the top level of a multimodal config.
+	MMTokensPerImage *float64 `json:"mm_tokens_per_image"`
+	SpatialMerge     *float64 `json:"spatial_merge_size"`
 }
 
 type hfMoE struct {
@@ -133,10 +136,14 @@ type hfQuant struct {
 }
 
 type hfVision struct {
-	Hidden *float64 `json:"hidden_size"`
-	Inter  *float64 `json:"intermediate_size"`
-	Layers *float64 `json:"num_hidden_layers"`
-	Depth  *float64 `json:"depth"`
+	ModelType string   `json:"model_type"`
+	Hidden    *float64 `json:"hidden_size"`
+	Inter     *float64 `json:"intermediate_size"`
+	Layers    *float64 `json:"num_hidden_layers"`
+	Depth     *float64 `json:"depth"`
+	ImageSize *float64 `json:"image_size"`
+	PatchSize *float64 `json:"patch_size"`
+	Channels  *float64 `json:"num_channels"`
 }
 
 // ReadHFConfig reads a config.json of at most MaxHFConfigBytes.
@@ -171,6 +178,7 @@ func ModelFromHFConfig(name string, data []byte) (Model, error) {
 			break
 		}
 	}
+	c.classDefaults()
 	m, err := c.model(name, top)
 	if err != nil {
 		return Model{}, err

@@ -308,3 +308,55 @@ func TestRopeCacheBytesInTheWeights(t *testing.T) {
 	logged.LoadedWeightsGiB = 50
 	assert.Zero(t, ropeCacheBytes(&Setup{ModelProfile: logged, ModelDType: "bfloat16"}), "a logged weight size holds the tables")
 }
+
+// A multimodal config.json whose tower sees one image size gets the catalogue's encoder profile
+// shape, so its KV cache matches the catalogue model's on a release that profiles the encoder
+// (0.33 here); the configs have the shapes of the published google/gemma-3-27b-it and
+// mistralai/Mistral-Small-3.1-24B-Instruct-2503 files (Gemma 3's text_config leaves its
+// vocabulary, context and layer pattern to the config class's defaults). A Qwen-VL tower, whose
+// largest image is in preprocessor_config.json, gets none.
+func TestHFConfigVisionTowers(t *testing.T) {
+	gemma3 := `{"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "mm_tokens_per_image": 256,
+	  "text_config": {"model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62,
+	    "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "query_pre_attn_scalar": 168, "sliding_window": 1024,
+	    "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+	  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+	    "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false},
+	  "torch_dtype": "bfloat16"}`
+	mistral3 := `{"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "spatial_merge_size": 2,
+	  "text_config": {"head_dim": 128, "hidden_size": 5120, "intermediate_size": 32768, "max_position_embeddings": 131072,
+	    "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "vocab_size": 131072},
+	  "vision_config": {"head_dim": 64, "hidden_act": "silu", "hidden_size": 1024, "image_size": 1540, "intermediate_size": 4096,
+	    "model_type": "pixtral", "num_attention_heads": 16, "num_channels": 3, "num_hidden_layers": 24, "patch_size": 14},
+	  "torch_dtype": "bfloat16"}`
+	p := BuiltinProfiles()
+	for name, config := range map[string]string{"google/gemma-3-27b-it": gemma3, "mistralai/Mistral-Small-3.1-24B-Instruct-2503": mistral3} {
+		m, err := ModelFromHFConfig(name, []byte(config))
+		require.NoError(t, err, name)
+		c, err := p.Model(name)
+		require.NoError(t, err, name)
+		sameKV(t, m, name)
+		require.NotNil(t, m.Vision, name)
+		got, want := *m.Vision, *c.Vision
+		got.Source, want.Source = "", ""
+		assert.Equal(t, want, got, name)
+
+		cfg := Config{GPU: "H100-SXM-80GB", VLLMVersion: "0.33", MaxModelLen: 16384}
+		fromConfig := layoutFor(t, m, cfg)
+		cfg.Model = name
+		catalogue, err := Resolve(cfg, p)
+		require.NoError(t, err, name)
+		assert.InDelta(t, float64(catalogue.Capacity.AvailableKVBytes), float64(fromConfig.Capacity.AvailableKVBytes), 0.01*float64(catalogue.Capacity.AvailableKVBytes), name)
+	}
+
+	qwenVL := `{"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl", "hidden_size": 3584,
+	  "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+	  "max_position_embeddings": 128000, "torch_dtype": "bfloat16",
+	  "vision_config": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "patch_size": 14, "spatial_merge_size": 2}}`
+	m, err := ModelFromHFConfig("t/qwen-vl", []byte(qwenVL))
+	require.NoError(t, err)
+	assert.Nil(t, m.Vision, "no image size in config.json: no encoder profile")
+
+	_, err = ModelFromHFConfig("t/bad", []byte(strings.Replace(gemma3, `"image_size": 896`, `"image_size": 7`, 1)))
+	assert.ErrorContains(t, err, "smaller than its patch_size")
+}

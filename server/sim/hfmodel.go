@@ -80,6 +80,9 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 	if top.VisionConfig != nil {
 		m.EncoderParams = top.VisionConfig.params()
 		m.Params += m.EncoderParams
+		if m.Vision, err = top.VisionConfig.tower(&top); err != nil {
+			return Model{}, err
+		}
 	}
 	if err := quantize(&m, firstQuant(c.Quant, top.Quant)); err != nil {
 		return Model{}, err

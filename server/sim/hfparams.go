@@ -72,12 +72,17 @@ func linearParams(m Model, mamba bool) float64 {
 	return h*(2*keys+2*values+2*float64(m.LinearNumValueHeads)) + conv + values*h
 }
 
-// params estimates a vision tower: its blocks' attention (4 h^2) and MLP (2 h x intermediate).
+// params estimates a vision tower: its blocks' attention (4 h^2) and MLP (2 h x intermediate,
+// 3 for Pixtral's gated one).
 func (v *hfVision) params() float64 {
 	h, _ := hfInt("vision_config.hidden_size", 1, 1<<16, 0, v.Hidden)
 	inter, _ := hfInt("vision_config.intermediate_size", 0, 1<<18, 4*h, v.Inter)
 	layers, _ := hfInt("vision_config.num_hidden_layers", 0, 1024, 0, v.Layers, v.Depth)
-	return float64(layers) * (4*float64(h*h) + 2*float64(h*inter))
+	mlp := 2.0
+	if strings.EqualFold(v.ModelType, "pixtral") {
+		mlp = 3
+	}
+	return float64(layers) * (4*float64(h*h) + mlp*float64(h*inter))
 }
 
 // quantize applies the checkpoint's quantization_config.
