@@ -84,13 +84,17 @@ func (cfg SweepConfig) Check() error {
 		return errors.New("--max-concurrency and --request-rate are both lists: sweep one of them at a time")
 	case !(cfg.Burstiness > 0):
 		return fmt.Errorf("--burstiness must be greater than 0, got %g", cfg.Burstiness)
-	case cfg.NumPrompts > MaxAtOnce && cfg.sendsAllAtOnce():
+	case cfg.NumPrompts > MaxAtOnce && cfg.NumPrompts != EveryPrompt && cfg.sendsAllAtOnce():
 		return fmt.Errorf("--num-prompts %d with --request-rate inf and no --max-concurrency sends every prompt at once, more than the %d a run holds in flight: give --max-concurrency or a --request-rate", cfg.NumPrompts, MaxAtOnce)
 	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1) && cfg.Trace == nil && cfg.Conversations == nil:
 		return errors.New("--duration with --request-rate inf needs --max-concurrency (or --num-prompts)")
 	}
 	return nil
 }
+
+// EveryPrompt is NumPrompts for every prompt of a file dataset (vLLM's --num-prompts -1): as
+// many as the file holds, which its size bounds.
+const EveryPrompt = math.MaxInt32
 
 // MaxAtOnce is the most prompts a run sends at once (rate inf, no concurrency cap): each one
 // sent is held, with its stream, until it ends.

@@ -213,6 +213,7 @@ func TestSweepConfigCheck(t *testing.T) {
 	for _, edit := range []func(*SweepConfig){
 		func(c *SweepConfig) { c.Concurrency = []int{64} },
 		func(c *SweepConfig) { c.Concurrency, c.Rates = nil, []float64{10} },
+		func(c *SweepConfig) { c.NumPrompts = EveryPrompt }, // a file's every prompt: its size bounds them
 	} {
 		cfg := sweepConfig()
 		cfg.NumPrompts = 1e12

@@ -35,7 +35,8 @@ func TestFP8GEMMsRunAtTheFP8PeakOnFP8Cards(t *testing.T) {
 			ratio := prefill(tc.model, tc.gpu, tc.quantization) / prefill(base, tc.gpu, "")
 			t.Logf("8,192-token prefill, quantized / 16-bit: %.2f", ratio)
 			if tc.fast {
-				assert.InDelta(t, 0.5, ratio, 0.08, "the GEMMs run at the FP8 peak")
+				// Half the GEMMs' time; the 16-bit attention and LM head keep it above 0.5.
+				assert.InDelta(t, 0.55, ratio, 0.1, "the GEMMs run at the FP8 peak")
 			} else {
 				assert.InDelta(t, 1, ratio, 0.08, "the GEMMs run at the 16-bit peak")
 			}
