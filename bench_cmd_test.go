@@ -338,7 +338,7 @@ func TestBenchServerDiesMidRun(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "Serving Benchmark Result"), "the sweep stops at a run with no success")
 	assert.Equal(t, "0", benchTableValue(t, out, "Successful requests:"))
 	assert.Equal(t, "5", benchTableValue(t, out, "Failed requests:"))
-	assert.Contains(t, errOut, "vllmtop bench: no request succeeded; the sweep stops here\n")
+	assert.Regexp(t, `vllmtop bench: no request succeeded \(last: (connect|reset): [^\n]*\); the sweep stops here\n`, errOut)
 }
 
 // parseBench reads a bench command line as vllmtop bench does, without running it.
@@ -488,4 +488,29 @@ func TestBenchVirtualClockServesEveryListedName(t *testing.T) {
 		assert.Equal(t, 1, code, "%v", clock)
 		assert.Contains(t, errOut, `model "baz" is not served by`, "%v", clock)
 	}
+}
+
+// --request-timeout ends a request on the virtual clock as the HTTP client's deadline does on
+// the wall clock: those still going at their deadline fail as timeouts, and the run is over
+// when the last one is.
+func TestBenchVirtualClockTimesRequestsOut(t *testing.T) {
+	benchNoKeys(t)
+	run := func(timeout string) map[string]any {
+		t.Helper()
+		args := append(append([]string{}, benchVirtual...), "--num-prompts", "40", "--random-input-len", "512", "--random-output-len", "200",
+			"--request-timeout", timeout, "--json", "--", "meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--max-num-seqs", "8", "--max-model-len", "4096")
+		_, out, errOut := benchRun(t, args...)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m), "%s\n%s", out, errOut)
+		return m
+	}
+	all := run("1h")
+	require.Equal(t, 40.0, all["completed"])
+	whole := all["duration"].(float64)
+	cut := run(fmt.Sprintf("%.3fs", whole/2))
+	completed, failed := cut["completed"].(float64), cut["failed"].(float64)
+	assert.Greater(t, completed, 0.0, "the first waves finish within half the run")
+	assert.Greater(t, failed, 0.0, "the requests queued behind them do not")
+	assert.Equal(t, 40.0, completed+failed)
+	assert.InDelta(t, whole/2, cut["duration"].(float64), 0.01*whole, "the run ends at the deadline of the last request")
 }

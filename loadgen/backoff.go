@@ -91,7 +91,7 @@ type FailureStreak struct {
 // "connect: dial tcp 127.0.0.1:8000: connection refused".
 func (f FailureStreak) Cause() string {
 	msg := f.LastMsg
-	if f.LastStatus > 0 {
+	if f.LastStatus >= 300 { // an answer of 200 whose stream then failed is worded by its class
 		// The message starts "HTTP 401: ..." (see Client.Do); say the status in words.
 		head := fmt.Sprintf("HTTP %d", f.LastStatus)
 		if text := http.StatusText(f.LastStatus); text != "" {

@@ -734,6 +734,9 @@ func (r *Report) Add(run SweepRun) {
 	}
 	if s.Completed == 0 {
 		msg := "no request succeeded"
+		if s.LastFailure != "" {
+			msg += " (last: " + s.LastFailure + ")"
+		}
 		if run.Index < run.Of-1 {
 			msg += "; the sweep stops here"
 		}

@@ -89,6 +89,7 @@ type Summary struct {
 	Duration             time.Duration
 	Completed, Failed    int
 	FailuresByClass      map[ErrorClass]int
+	LastFailure          string // the latest failure in words (FailureStreak.Cause), "" with none
 	TotalInputTokens     int
 	TotalOutputTokens    int
 	OutputFromUsage      bool // false if any request's output was counted from chunks

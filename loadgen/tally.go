@@ -53,6 +53,7 @@ type resultCounts struct {
 	completed, failed   int
 	failures            map[ErrorClass]int
 	inTokens, outTokens int
+	lastFailure         FailureStreak // the latest failure's class, status and message
 }
 
 // add counts r and reports whether it succeeded.
@@ -61,6 +62,7 @@ func (c *resultCounts) add(r *Result) bool {
 		if r.Error != ErrCanceled {
 			c.failed++
 			c.failures[r.Error]++
+			c.lastFailure = FailureStreak{Last: r.Error, LastStatus: r.Status, LastMsg: r.ErrorMessage}
 		}
 		return false
 	}
@@ -154,6 +156,9 @@ func (t *Tally) Summary(duration time.Duration, ps []float64) Summary {
 	defer t.mu.Unlock()
 	s := Summary{Duration: duration, FailuresByClass: map[ErrorClass]int{}, OutputFromUsage: t.fromUsage, RequestGoodput: math.NaN(),
 		Completed: t.completed, Failed: t.failed, TotalInputTokens: t.inTokens, TotalOutputTokens: t.outTokens}
+	if t.failed > 0 {
+		s.LastFailure = t.lastFailure.Cause()
+	}
 	s.Latencies, s.QueueTimes = t.arrays()
 	for c, n := range t.failures {
 		s.FailuresByClass[c] = n

@@ -137,11 +137,13 @@ func askVirtual(v *predict.Target, c loadgen.ClientConfig) error {
 
 // sendVirtual makes every request to the simulator on the virtual clock pass its front end as
 // the client's request would over HTTP: the key, the endpoint, the sampling flags and
-// --extra-body are checked and obeyed; with --save-detailed it keeps the responses' text.
+// --extra-body are checked and obeyed; with --save-detailed it keeps the responses' text; and a
+// request past --request-timeout ends as the HTTP client's does.
 func sendVirtual(v *predict.Target, c loadgen.ClientConfig) {
 	if c.KeepText {
 		v.KeepText()
 	}
+	v.Timeout(c.RequestTimeout)
 	if c.Pooling {
 		return
 	}

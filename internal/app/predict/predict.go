@@ -48,7 +48,17 @@ type Target struct {
 	header func(loadgen.Prompt) http.Header
 	// keepText collects each response's text, as loadgen.ClientConfig.KeepText does.
 	keepText bool
+	// timeout, when set, ends a request still going that long after it started, as the HTTP
+	// client's deadline does (--request-timeout); due holds the requests in the order of their
+	// deadlines (their starts), and one timer waits for the first.
+	timeout time.Duration
+	due     []*request
+	armed   bool
 }
+
+// Timeout gives every request a deadline of d after its start (loadgen.ClientConfig's
+// RequestTimeout); a request past it ends as the client's does, "request deadline exceeded".
+func (t *Target) Timeout(d time.Duration) { t.timeout = d }
 
 // KeepText makes each result carry the text the simulated server would have streamed
 // (--save-detailed's generated_texts).
@@ -61,6 +71,8 @@ type request struct {
 	pending int // its engine sequences still running: one a prompt and choice
 	outputs int // the output tokens of those that finished
 	ended   bool
+	expires time.Time       // with a timeout
+	seqs    []*sim.Sequence // with a timeout: its engine sequences
 	ctx     context.Context
 	res     loadgen.Result
 	timer   loadgen.RequestTimer
@@ -189,6 +201,55 @@ func (t *Target) Start(ctx context.Context, p loadgen.Prompt, sink loadgen.Token
 		t.contexts[ctx]++
 	}
 	req.pending = len(seqs)
+	if t.timeout > 0 {
+		req.expires, req.seqs = now.Add(t.timeout), seqs
+		t.due = append(t.due, req)
+		t.armDeadline()
+	}
+}
+
+// armDeadline sets the one deadline timer for the first request in due still going, dropping
+// those that ended.
+func (t *Target) armDeadline() {
+	for len(t.due) > 0 && t.due[0].ended {
+		t.due[0] = nil
+		t.due = t.due[1:]
+	}
+	if len(t.due) == 0 || t.armed {
+		return
+	}
+	t.armed = true
+	t.clock.At(t.due[0].expires, t.expire)
+}
+
+// expire ends the requests whose deadline has come, as the client's timeout ends them: their
+// sequences are aborted (the server sees the connection close) and what they received stays.
+func (t *Target) expire() {
+	t.armed = false
+	now := t.clock.Now()
+	for len(t.due) > 0 && !t.due[0].expires.After(now) {
+		req := t.due[0]
+		t.due[0] = nil
+		t.due = t.due[1:]
+		if req.ended {
+			continue
+		}
+		var seqs []*sim.Sequence // in the order they were added
+		for _, seq := range req.seqs {
+			if t.live[seq] == req {
+				seqs = append(seqs, seq)
+			}
+		}
+		t.engine.AbortMany(seqs, now)
+		for _, seq := range seqs {
+			t.finished(seq, req)
+		}
+		req.ended = true
+		req.res.Error, req.res.ErrorMessage = loadgen.ErrTimeout, "request deadline exceeded"
+		req.timer.End(now)
+		req.done(req.res)
+	}
+	t.armDeadline()
 }
 
 // finished forgets a request that ended or was aborted.
