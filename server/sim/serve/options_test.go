@@ -36,6 +36,12 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"model_tag", "model", "gpu_memory_utilization", "max_model_len", "tensor_parallel_size", "enable_prefix_caching", "sim_gpu", "trust_remote_code", "port"}, keys)
+	logged := []string{}
+	for _, kv := range toKV(o.NonDefault) {
+		logged = append(logged, kv.Key)
+	}
+	assert.NotContains(t, logged, "sim_gpu", "the log's non-default args are vLLM's arguments only")
+	assert.Len(t, logged, len(keys)-1)
 
 	d, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)

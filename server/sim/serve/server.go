@@ -166,10 +166,14 @@ func listenURL(host string, ln net.Listener) string {
 	return "http://" + host + ":" + port
 }
 
+// toKV is the non-default args as vLLM logs them: the simulator's own --sim-* flags are not
+// vLLM's arguments, so its log leaves them out.
 func toKV(nv []NamedValue) []vlog.KV {
-	out := make([]vlog.KV, len(nv))
-	for i, v := range nv {
-		out[i] = vlog.KV{Key: v.Key, Value: v.Value}
+	out := make([]vlog.KV, 0, len(nv))
+	for _, v := range nv {
+		if !strings.HasPrefix(v.Key, "sim_") {
+			out = append(out, vlog.KV{Key: v.Key, Value: v.Value})
+		}
 	}
 	return out
 }

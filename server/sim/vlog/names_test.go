@@ -18,8 +18,8 @@ func TestProcessNamesByRelease(t *testing.T) {
 	cases := []struct {
 		version, engine, worker, api, title string
 	}{
-		{"0.7.3", "INFO 07-24 10:15:01 core.py:116] ", "INFO 07-24 10:15:01 gpu_worker.py:547] ", "INFO 07-24 10:15:01 api_utils.py:345] ", "EngineCore_0"},
-		{"0.9.2", "INFO 07-24 10:15:01 [core.py:116] ", "(VllmWorker rank=0 pid=4311) INFO ", "INFO 07-24 10:15:01 [api_utils.py:345] ", "EngineCore_0"},
+		{"0.7.3", "INFO 07-24 10:15:01 core.py:116] ", "INFO 07-24 10:15:01 gpu_worker.py:547] ", "INFO 07-24 10:15:01 api_server.py:1755] ", "EngineCore_0"},
+		{"0.9.2", "INFO 07-24 10:15:01 [core.py:116] ", "(VllmWorker rank=0 pid=4311) INFO ", "INFO 07-24 10:15:01 [api_server.py:1755] ", "EngineCore_0"},
 		{"0.10.1.1", "(EngineCore_0 pid=4310) INFO ", "(VllmWorker TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_0"},
 		{"0.10.2", "(EngineCore_DP0 pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_DP0"},
 		{"0.17.0", "(EngineCore_DP0 pid=4310) INFO ", "(Worker_TP0 pid=4311) INFO ", "(APIServer pid=4127) INFO ", "EngineCore_DP0"},
@@ -152,5 +152,33 @@ func TestStartupWordingByRelease(t *testing.T) {
 				t.Errorf("%s: no line ends %q", tc.version, want)
 			}
 		}
+	}
+}
+
+// The first two lines follow the release: "vLLM API server version" up to 0.14, the banner
+// from 0.15, each at the file and line public logs of that release show (the 0.10.1.1 pair is
+// the repository's own capture, testdata/vllm-0.10.1.1-serve-qwen2-7b-A100-gmu0.25-linewrapped.log).
+func TestOpeningLinesByRelease(t *testing.T) {
+	for _, tc := range []struct{ version, first, args string }{
+		{"0.10.1.1", "[api_server.py:1805] vLLM API server version 0.10.1.1", "[utils.py:326] non-default args: {"},
+		{"0.11.0", "[api_server.py:1839] vLLM API server version 0.11.0", "[utils.py:233] non-default args: {"},
+		{"0.14.1", "[api_server.py:1272] vLLM API server version 0.14.1", "[utils.py:263] non-default args: {"},
+		{"0.15.1", "[utils.py:325] ", "[utils.py:261] non-default args: {"},
+		{"0.30.0", "[api_utils.py:345] ", "[api_utils.py:286] non-default args: {"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			_, stdout := startupIn(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: tc.version})
+			out := lines(stdout)
+			if !strings.Contains(out[0], tc.first) {
+				t.Errorf("first line %q, want %q", out[0], tc.first)
+			}
+			banner := strings.Contains(stdout, "▀▄▀ █  version "+tc.version)
+			if want := !strings.Contains(tc.first, "vLLM API server version"); banner != want {
+				t.Errorf("banner printed: %v, want %v", banner, want)
+			}
+			if line := lineWith(out, "non-default args"); !strings.Contains(line, tc.args) {
+				t.Errorf("non-default args line %q, want %q", line, tc.args)
+			}
+		})
 	}
 }

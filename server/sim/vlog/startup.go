@@ -72,15 +72,20 @@ func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
 	version := s.Version.String()
 	api := l.api()
 
-	l.record(api, Info, "api_utils.py:345", strings.Join([]string{
-		"",
-		logo[0],
-		logo[1] + "  version " + version,
-		logo[2] + "  model   " + s.Model,
-		logo[3],
-		"",
-	}, "\n"))
-	l.record(api, Info, "api_utils.py:273", "non-default args: "+PyDict(nonDefaultArgs))
+	at := l.openingLines()
+	if at.banner {
+		l.record(api, Info, at.version, strings.Join([]string{
+			"",
+			logo[0],
+			logo[1] + "  version " + version,
+			logo[2] + "  model   " + s.Model,
+			logo[3],
+			"",
+		}, "\n"))
+	} else {
+		l.record(api, Info, at.version, "vLLM API server version "+version)
+	}
+	l.record(api, Info, at.args, "non-default args: "+PyDict(nonDefaultArgs))
 	// ModelConfig's dtype resolution, on a card without bfloat16 (0.11's line numbers).
 	for i, line := range s.DTypeFallbackLines() {
 		l.record(api, Warning, []string{"model.py:1682", "model.py:1733"}[i], line)
@@ -437,4 +442,43 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		"kernel_config=KernelConfig(...)",
 	}
 	return strings.Join(fields, ", ")
+}
+
+// opening is where a release logs its first two lines: the version (a line, or from 0.15 the
+// banner) and the non-default args.
+type opening struct {
+	from          string // the first release these apply to
+	banner        bool
+	version, args string
+}
+
+// openings are the first lines' places as public logs of each release show them (the
+// file and line of "vLLM API server version", of the banner and of "non-default args"); a
+// release takes the latest entry at or before it.
+var openings = []opening{
+	{"0.0.0", false, "api_server.py:1755", "cli_args.py:261"}, // 0.10.0
+	{"0.10.1", false, "api_server.py:1805", "utils.py:326"},
+	{"0.10.2", false, "api_server.py:1896", "utils.py:328"},
+	{"0.11.0", false, "api_server.py:1839", "utils.py:233"},
+	{"0.11.1", false, "api_server.py:1977", "utils.py:253"},
+	{"0.13.0", false, "api_server.py:1351", "utils.py:253"},
+	{"0.14.0", false, "api_server.py:1272", "utils.py:263"},
+	{"0.15.0", true, "utils.py:325", "utils.py:261"},
+	{"0.16.0", true, "utils.py:293", "utils.py:261"},
+	{"0.17.0", true, "utils.py:302", "utils.py:261"},
+	{"0.19.0", true, "utils.py:299", "utils.py:261"},
+	{"0.24.0", true, "api_utils.py:339", "api_utils.py:273"},
+	{"0.26.0", true, "api_utils.py:345", "api_utils.py:273"},
+	{"0.28.0", true, "api_utils.py:345", "api_utils.py:286"},
+}
+
+// openingLines is the opening of the release l imitates (the newest without one).
+func (l *Logger) openingLines() opening {
+	o := openings[0]
+	for _, e := range openings {
+		if l.atLeast(e.from) {
+			o = e
+		}
+	}
+	return o
 }

@@ -200,7 +200,7 @@ func TestStartupLinesAndCapacity(t *testing.T) {
 		"kv_cache_dtype=auto, ",
 		"enable_prefix_caching=True, enable_chunked_prefill=True, ",
 		"[scheduler.py:242] Chunked prefill is enabled with max_num_batched_tokens=" + strconv.Itoa(s.MaxNumBatchedTokens) + ".\n",
-		"[api_utils.py:273] non-default args: {'model_tag': 'Qwen/Qwen3-0.6B', 'model': 'Qwen/Qwen3-0.6B'}\n",
+		"[api_utils.py:286] non-default args: {'model_tag': 'Qwen/Qwen3-0.6B', 'model': 'Qwen/Qwen3-0.6B'}\n",
 		"[gpu_worker.py:373] Using V2 Model Runner\n",
 		"[api_server.py:673] Supported tasks: ['generate']\n",
 	} {
