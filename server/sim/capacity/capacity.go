@@ -10,6 +10,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -130,6 +131,9 @@ type Memory struct {
 	// ColdCompile says the activation peak is a first boot's torch.compile temporaries, which a
 	// restart with the compile cache warm does not charge.
 	ColdCompile bool
+	// OtherGiB is what other processes hold on the GPU (--sim-gpu-used-gib): not this server's
+	// and not free.
+	OtherGiB float64
 }
 
 // Column is one setting (as given, or a what-if) and how the workload fits it.
@@ -177,8 +181,8 @@ type Report struct {
 }
 
 // Bar draws a memory plan as a bar of width cells: W weights, A activation peak, N non-torch,
-// G CUDA graphs (inside the budget, or after K when captured above it), K the KV cache, . the
-// rest of the GPU.
+// G CUDA graphs (inside the budget, or after K when captured above it), K the KV cache, O what
+// other processes hold, . the rest of the GPU.
 func Bar(m Memory, width int) string {
 	if m.TotalGiB <= 0 || width <= 0 {
 		return ""
@@ -200,6 +204,7 @@ func Bar(m Memory, width int) string {
 		part(math.Max(0, m.RequestedGiB-m.WeightsGiB-m.ActivationGiB-m.NonTorchGiB-m.CUDAGraphGiB-m.KVGiB), '.')
 		part(m.GraphsOutsideGiB, 'G')
 	}
+	part(m.OtherGiB, 'O') // out of what is left above the budget
 	b.WriteString(strings.Repeat(".", width-used))
 	return b.String()
 }
@@ -218,7 +223,10 @@ func legend(m Memory, width int) string {
 	used := m.WeightsGiB + m.ActivationGiB + m.NonTorchGiB + m.CUDAGraphGiB + m.KVGiB
 	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
-		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-math.Max(m.RequestedGiB, used)-m.GraphsOutsideGiB))}
+		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-math.Max(m.RequestedGiB, used)-m.GraphsOutsideGiB-m.OtherGiB))}
+	if m.OtherGiB > 0 {
+		parts = slices.Insert(parts, len(parts)-1, fmt.Sprintf("O other processes %.2f", m.OtherGiB))
+	}
 	switch {
 	case used > m.TotalGiB:
 		// The parts do not fit the card (weights larger than it): nothing is free.

@@ -69,6 +69,13 @@ func TestBarAndRender(t *testing.T) {
 	assert.Equal(t, 20, strings.Count(bar, "W"))
 	assert.Equal(t, 12, strings.Count(bar, "K"))
 	assert.True(t, strings.HasSuffix(bar, "...."), "the unused 2 GiB")
+
+	// Memory other processes hold is neither this server's nor free.
+	shared := Memory{TotalGiB: 80, RequestedGiB: 40, WeightsGiB: 16, KVGiB: 24, OtherGiB: 20}
+	bar = Bar(shared, 40)
+	assert.Equal(t, 10, strings.Count(bar, "O"))
+	assert.True(t, strings.HasSuffix(bar, strings.Repeat(".", 10)), "%s: 20 GiB left free", bar)
+	assert.Contains(t, legend(shared, 100), "O other processes 20.00  . free 20.00")
 	r := Report{Model: "m", GPU: "g", Util: 0.9, Workload: Workload{384, 128}, Columns: []Column{
 		{Name: "as given", Memory: m, KVTokens: 35104, Limits: Limits{BlockSize: 16, NumBlocks: 2193, MaxNumSeqs: 256}, Fit: Fit{ByKV: 68, Concurrency: 68, Limiter: LimitKV}},
 		{Name: "fp8 KV", Refused: "ValueError: No available memory for the cache blocks. Try increasing it."},

@@ -178,7 +178,8 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 		return out
 	}
 	out.Memory = capacity.Memory{TotalGiB: gib(c.TotalBytes), RequestedGiB: gib(c.RequestedBytes), WeightsGiB: gib(c.WeightsBytes),
-		ActivationGiB: gib(c.ActivationBytes), NonTorchGiB: gib(c.NonTorchBytes), CUDAGraphGiB: gib(c.CUDAGraphBytes), KVGiB: gib(max(c.AvailableKVBytes, 0))}
+		ActivationGiB: gib(c.ActivationBytes), NonTorchGiB: gib(c.NonTorchBytes), CUDAGraphGiB: gib(c.CUDAGraphBytes), KVGiB: gib(max(c.AvailableKVBytes, 0)),
+		OtherGiB: gib(max(c.TotalBytes-c.FreeBytes, 0))}
 	if s == nil {
 		return out
 	}
