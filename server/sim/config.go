@@ -281,7 +281,7 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}
 	}
 	if s.Version.Less(oldestVersion) || newestVersion.Less(s.Version) {
-		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM %s to %s", s.Version, oldestVersion, NewestMinor())}
+		return nil, &ConfigError{fmt.Sprintf("--sim-vllm-version %s is not simulated; the simulator imitates vLLM 0.10.0 to %s, serves from 0.8 and plans memory (--print-capacity) from %s", s.Version, NewestMinor(), oldestVersion)}
 	}
 	return s, nil
 }

@@ -161,7 +161,7 @@ func TestSpeculativeAndVersionFlags(t *testing.T) {
 	o, err = ParseArgs([]string{"--sim-vllm-version", "0.1.9"}, noEnv)
 	require.NoError(t, err)
 	_, err = sim.Resolve(o.Engine, nil)
-	assert.ErrorContains(t, err, "--sim-vllm-version 0.1.9 is not simulated; the simulator imitates vLLM 0.2.0 to 0.33")
+	assert.ErrorContains(t, err, "--sim-vllm-version 0.1.9 is not simulated; the simulator imitates vLLM 0.10.0 to 0.33, serves from 0.8 and plans memory (--print-capacity) from 0.2.0")
 }
 
 func TestAsyncSchedulingFlags(t *testing.T) {

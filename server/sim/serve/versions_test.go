@@ -43,7 +43,7 @@ func TestNewestReleasesAreImitated(t *testing.T) {
 	}
 	opts, _ := ParseArgs([]string{"--sim-vllm-version", "0.34"}, noEnv)
 	_, err := sim.Resolve(opts.Engine, nil)
-	assert.ErrorContains(t, err, "the simulator imitates vLLM 0.2.0 to 0.33")
+	assert.ErrorContains(t, err, "the simulator imitates vLLM 0.10.0 to 0.33, serves from 0.8 and plans memory (--print-capacity) from 0.2.0")
 
 	// The engine's start-up line names the release.
 	assert.Contains(t, startupLog(t, "0.33"), "Initializing a V1 LLM engine (v0.33.0) with config:")
