@@ -148,6 +148,9 @@ func TestVLLMDocsBenchServeLines(t *testing.T) {
 				if strings.Contains(c.line, "--backend openai-embeddings ") {
 					simArgs = append(simArgs, "--runner", "pooling") // an embedding model's server
 				}
+				if strings.Contains(c.line, "--dataset-name random-mm ") {
+					simArgs = []string{model, "--max-model-len", "8192"} // images need a model with a vision encoder
+				}
 				url = simtest.StartVirtual(t, simArgs...)
 			}
 			code, out, errOut := benchRun(t, docsArgs(t, c.line, sharegpt, url)...)

@@ -19,6 +19,7 @@ const vllmBenchDocs = "https://docs.vllm.ai/en/latest/benchmarking/cli/"
 var vllmDocsDatasetLines = []struct {
 	source, line string
 	requests     string // the successful requests the line makes
+	simModel     string // the model the simulated server loads, where its default would refuse the line
 }{
 	{vllmBenchDocs + "#custom-dataset", `vllm bench serve --save-result --save-detailed \
   --backend vllm \
@@ -28,18 +29,18 @@ var vllmDocsDatasetLines = []struct {
   --dataset-path testdata/vllm-custom-prompts.jsonl \
   --skip-chat-template \
   --num-prompts 80 \
-  --max-concurrency 1`, "80"},
+  --max-concurrency 1`, "80", ""},
 	{vllmBenchDocs + "#spec-bench-benchmark-with-speculative-decoding", `vllm bench serve \
     --model meta-llama/Meta-Llama-3-8B-Instruct \
     --dataset-name spec_bench \
     --dataset-path "testdata/vllm-spec-bench-questions.jsonl" \
-    --num-prompts -1`, "5"},
+    --num-prompts -1`, "5", ""},
 	{vllmBenchDocs + "#spec-bench-benchmark-with-speculative-decoding", `vllm bench serve \
     --model meta-llama/Meta-Llama-3-8B-Instruct \
     --dataset-name spec_bench \
     --dataset-path "testdata/vllm-spec-bench-questions.jsonl" \
     --num-prompts -1 \
-    --spec-bench-category "summarization"`, "1"},
+    --spec-bench-category "summarization"`, "1", ""},
 	{vllmBenchDocs + "#other-huggingfacedataset-examples", `vllm bench serve \
   --backend openai-chat \
   --model Qwen/Qwen2-VL-7B-Instruct \
@@ -47,17 +48,17 @@ var vllmDocsDatasetLines = []struct {
   --dataset-name hf \
   --dataset-path testdata/vllm-hf-sharegpt-vicuna.json --hf-name Aeala/ShareGPT_Vicuna_unfiltered \
   --hf-split train \
-  --num-prompts 10`, "10"},
+  --num-prompts 10`, "10", ""},
 	{vllmBenchDocs + "#other-huggingfacedataset-examples", `vllm bench serve \
     --model Qwen/QwQ-32B \
     --dataset-name hf \
     --dataset-path testdata/vllm-hf-mt-bench.jsonl --hf-name philschmid/mt-bench \
-    --num-prompts 80`, "80"},
+    --num-prompts 80`, "80", ""},
 	{vllmBenchDocs + "#other-huggingfacedataset-examples", `vllm bench serve \
     --model NousResearch/Hermes-3-Llama-3.1-8B \
     --dataset-name hf \
     --dataset-path testdata/vllm-hf-gsm8k.jsonl --hf-name openai/gsm8k \
-    --num-prompts 80`, "80"},
+    --num-prompts 80`, "80", ""},
 	{vllmBenchDocs + "#prefix-repetition-dataset", `vllm bench serve \
   --backend openai \
   --model meta-llama/Llama-2-7b-chat-hf \
@@ -66,12 +67,12 @@ var vllmDocsDatasetLines = []struct {
   --prefix-repetition-prefix-len 512 \
   --prefix-repetition-suffix-len 128 \
   --prefix-repetition-num-prefixes 5 \
-  --prefix-repetition-output-len 128`, "100"},
+  --prefix-repetition-output-len 128`, "100", ""},
 	{vllmBenchDocs + "#running-moonshotai-traces", `vllm bench serve --model Qwen/Qwen3.5-2B \
 --dataset-name=timed_trace --num-prompts 100 \
 --dataset-path testdata/vllm-timed-trace.jsonl \
 --ignore-eos  --self-timed --timed-trace-chunk-hash-size 512 \
---timed-trace-sec-multiplier 0.001`, "4"},
+--timed-trace-sec-multiplier 0.001`, "4", ""},
 	{vllmBenchDocs + "#synthetic-random-images-random-mm", `vllm bench serve \
   --backend openai-chat \
   --model Qwen/Qwen2.5-VL-3B-Instruct \
@@ -88,7 +89,7 @@ var vllmDocsDatasetLines = []struct {
   --random-mm-bucket-config '{(224, 224, 1): 1.0}' \
   --request-rate inf \
   --ignore-eos \
-  --seed 42`, "100"},
+  --seed 42`, "100", "Qwen/Qwen2.5-VL-3B-Instruct"},
 }
 
 // shellWords splits a command line as a POSIX shell does for these lines: blanks, single and
@@ -135,7 +136,13 @@ func TestVLLMDocsDatasetLines(t *testing.T) {
 				model = args[i+1]
 			}
 		}
-		args = append(args, "--result-dir", t.TempDir(), "--sim", "--sim-clock", "virtual", "--", "--served-model-name", model)
+		args = append(args, "--result-dir", t.TempDir(), "--sim", "--sim-clock", "virtual", "--")
+		if c.simModel != "" {
+			// A model the page's requests need, before --served-model-name takes its names
+			// (nargs="+", as in vLLM).
+			args = append(args, c.simModel, "--max-model-len", "4096")
+		}
+		args = append(args, "--served-model-name", model)
 		code, out, errOut := benchRun(t, args...)
 		require.Equal(t, 0, code, "%s\n%s\n%s", c.source, c.line, errOut)
 		assert.Equal(t, c.requests, benchTableValue(t, out, "Successful requests:"), c.line)

@@ -151,6 +151,10 @@ func (m Model) IsHybrid() bool { return m.NumLinearAttentionLayers > 0 }
 // IsMLA reports whether the model uses multi-head latent attention.
 func (m Model) IsMLA() bool { return m.KVLoraRank > 0 }
 
+// IsMultimodal reports whether the model has an encoder for images (or other media): a vision
+// tower whose profile run is modelled, or only the encoder's parameters.
+func (m Model) IsMultimodal() bool { return m.Vision != nil || m.EncoderParams > 0 }
+
 // IsMoE reports whether the model has mixture-of-experts layers.
 func (m Model) IsMoE() bool { return m.NumExperts > 0 && m.ExpertsPerToken > 0 && m.ActiveParams > 0 }
 

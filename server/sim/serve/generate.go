@@ -37,6 +37,25 @@ func (m chatMessage) text() string {
 	return ""
 }
 
+// mediaPart is the type of the first content part of msgs that is not text (an image, audio
+// or video), "" when there is none.
+func mediaPart(msgs []chatMessage) string {
+	for _, m := range msgs {
+		var parts []struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(m.Content, &parts) != nil {
+			continue // a string, or no list
+		}
+		for _, p := range parts {
+			if p.Type != "" && p.Type != "text" {
+				return p.Type
+			}
+		}
+	}
+	return ""
+}
+
 // Ids of the chat template's special tokens (<|im_start|>, <|im_end|>, newline); prompt pieces
 // hash above the generated words, so these never collide.
 const (
@@ -248,6 +267,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, chat bool) (*admi
 	if !s.knownModel(a.req.Model) {
 		s.modelNotFound(w, a.req.Model)
 		return nil, false
+	}
+	if chat && !s.setup.ModelProfile.IsMultimodal() {
+		if part := mediaPart(a.req.Messages); part != "" {
+			// vLLM's chat parser refuses a media part for a model with no encoder for it.
+			writeError(w, http.StatusBadRequest, "BadRequestError", s.setup.Model+" is not a multimodal model", nil)
+			return nil, false
+		}
 	}
 	if a.prompts, ok = requestPrompts(w, &a.req, chat); !ok {
 		return nil, false

@@ -139,3 +139,24 @@ func TestPromptListServedOneChoicePerPrompt(t *testing.T) {
 		assert.Contains(t, got, want, body)
 	}
 }
+
+// An image, audio or video part in a chat message is refused by a text-only model, as vLLM's
+// chat parser refuses it, and taken by a model with a vision tower; text parts are fine for
+// both.
+func TestChatMediaPartsNeedAMultimodalModel(t *testing.T) {
+	image := `{"messages":[{"role":"user","content":[{"type":"text","text":"what is this"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}],"max_tokens":2}`
+	text := `{"messages":[{"role":"user","content":[{"type":"text","text":"hello"}]}],"max_tokens":2}`
+
+	plain := startServer(t, "--model", "Qwen/Qwen3-0.6B", "--sim-startup-seconds", "0")
+	code, body := do(t, "POST", plain.URL+"/v1/chat/completions", image)
+	require.Equal(t, 400, code, body)
+	var e errorBody
+	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+	assert.Equal(t, "Qwen/Qwen3-0.6B is not a multimodal model", e.Error.Message)
+	code, body = do(t, "POST", plain.URL+"/v1/chat/completions", text)
+	assert.Equal(t, 200, code, body)
+
+	vision := startServer(t, "--model", "google/gemma-3-4b-it", "--sim-gpu", "H100", "--max-model-len", "4096", "--sim-startup-seconds", "0")
+	code, body = do(t, "POST", vision.URL+"/v1/chat/completions", image)
+	assert.Equal(t, 200, code, body)
+}
