@@ -78,7 +78,7 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 			return launchError(err, "--sim", e)
 		}
 		virtual = srv.Target
-		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", srv.Plan.Model(), srv.Plan.GPU())
+		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", srv.Plan.Model(), srv.Plan.Cards())
 	case o.Sim:
 		stop, err := benchSim(ctx, o, e)
 		if err != nil {
@@ -117,7 +117,7 @@ func benchSim(ctx context.Context, o *benchcli.Options, e *env) (stop func(), er
 	if srv.Plan.Speed() != 1 {
 		note = fmt.Sprintf(", --sim-speed %s (the simulated GPU runs that much faster; times are as measured)", cliflag.FormatRate(srv.Plan.Speed()))
 	}
-	e.note("Simulated server: %s on %s at %s%s", srv.Plan.Model(), srv.Plan.GPU(), sanitize.URL(o.Client.BaseURL), note)
+	e.note("Simulated server: %s on %s at %s%s", srv.Plan.Model(), srv.Plan.Cards(), sanitize.URL(o.Client.BaseURL), note)
 	if err := srv.StartReady(ctx, benchSimReady, "the simulated server"); err != nil {
 		return nil, err
 	}

@@ -355,7 +355,7 @@ func (cfg *Config) startServer(ctx context.Context, cmd []string, env benchcli.E
 		// Rounded as vLLM logs them, so a virtual sweep's summary reads as a real one's.
 		st := started{virtual: srv, spec: spec, prompts: &promptCount{}, capacity: capacityFields(c.KVCacheTokens, round2(c.MaxConcurrency),
 			plan.MaxModelLen(), round2(float64(c.AvailableKVBytes)/(1<<30)), round2(float64(c.WeightsBytes)/(1<<30)))}
-		fmt.Fprintf(env.Stdout, "Simulated server: %s on %s, in-process on the virtual clock\n", plan.Model(), plan.GPU())
+		fmt.Fprintf(env.Stdout, "Simulated server: %s on %s, in-process on the virtual clock\n", plan.Model(), plan.Cards())
 		return st, func() {}, nil
 	}
 	if err := srv.StartReady(ctx, cfg.ReadyTimeout, "the server"); err != nil {

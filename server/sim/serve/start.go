@@ -104,6 +104,24 @@ func (p *Plan) Model() string { return p.setup.Model }
 // GPU is the simulated GPU profile's name.
 func (p *Plan) GPU() string { return p.setup.GPUProfile.Name }
 
+// Cards is the GPU with the parallel layout across cards, as a header says it:
+// "H100-SXM-80GB", or "H100-SXM-80GB, TP 2 x PP 2".
+func (p *Plan) Cards() string {
+	var parts []string
+	for _, d := range []struct {
+		name string
+		n    int
+	}{{"DP", p.opts.DataParallelSize}, {"TP", p.setup.TensorParallelSize}, {"PP", p.setup.PipelineParallelSize}} {
+		if d.n > 1 {
+			parts = append(parts, fmt.Sprintf("%s %d", d.name, d.n))
+		}
+	}
+	if len(parts) == 0 {
+		return p.GPU()
+	}
+	return p.GPU() + ", " + strings.Join(parts, " x ")
+}
+
 // Speed is --sim-speed: simulated seconds per wall-clock second.
 func (p *Plan) Speed() float64 { return p.opts.Speed }
 

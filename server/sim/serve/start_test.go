@@ -129,3 +129,20 @@ func TestV0ReleasesAreNotServed(t *testing.T) {
 	require.NoError(t, err, "0.8 ran the V1 engine")
 	assert.NoError(t, inst.Stop())
 }
+
+// A plan's header names the GPU with the layout across cards, so a run of several does not
+// read as one card's.
+func TestPlanCardsNamesTheLayout(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"Qwen/Qwen3-0.6B", "--sim-gpu", "L4"}, "L4"},
+		{[]string{"Qwen/Qwen3-8B", "--sim-gpu", "H100", "-tp", "2"}, "H100-SXM-80GB, TP 2"},
+		{[]string{"Qwen/Qwen3-8B", "--sim-gpu", "H100", "-tp", "2", "-pp", "2", "--data-parallel-size", "2"}, "H100-SXM-80GB, DP 2 x TP 2 x PP 2"},
+	} {
+		p, err := Prepare(c.args, noEnv)
+		require.NoError(t, err, "%v", c.args)
+		assert.Equal(t, c.want, p.Cards(), "%v", c.args)
+	}
+}
