@@ -79,6 +79,9 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 		}
 		virtual = srv.Target
 		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", srv.Plan.Model(), srv.Plan.Cards())
+		if _, set := server.ArgValue(srv.Args, "--sim-speed"); set {
+			e.say("--sim-speed paces the wall clock; the virtual clock takes no time, so it is ignored")
+		}
 	case o.Sim:
 		stop, err := benchSim(ctx, o, e)
 		if err != nil {

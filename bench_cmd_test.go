@@ -514,3 +514,14 @@ func TestBenchVirtualClockTimesRequestsOut(t *testing.T) {
 	assert.Equal(t, 40.0, completed+failed)
 	assert.InDelta(t, whole/2, cut["duration"].(float64), 0.01*whole, "the run ends at the deadline of the last request")
 }
+
+// --sim-speed means nothing on the virtual clock, and bench says so rather than take it silently.
+func TestBenchVirtualClockSaysSimSpeedIsIgnored(t *testing.T) {
+	benchNoKeys(t)
+	args := append(append([]string{}, benchVirtual...), "--num-prompts", "2", "--random-input-len", "16", "--random-output-len", "4")
+	code, _, errOut := benchRun(t, append(args, "--", "--sim-speed", "10")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "vllmtop bench: --sim-speed paces the wall clock; the virtual clock takes no time, so it is ignored\n")
+	_, _, errOut = benchRun(t, args...)
+	assert.NotContains(t, errOut, "--sim-speed")
+}
