@@ -173,7 +173,7 @@ func TestOneErrorStyle(t *testing.T) {
 		{[]string{"bench", "--bogus"}, 2, "vllmtop bench: unknown flag: --bogus (see vllmtop help bench)"},
 		{[]string{"bench", "--max-concurrency", "0"}, 2, `vllmtop bench: --max-concurrency "0": want a positive integer`},
 		{[]string{"metrics"}, 2, "vllmtop metrics: no URL given"},
-		{[]string{"metrics", "--window", "five", "http://x"}, 2, `vllmtop metrics: invalid value "five" for --window (see vllmtop help metrics)`},
+		{[]string{"metrics", "--window", "five", "http://x"}, 2, `vllmtop metrics: invalid value "five" for --window (a duration with its unit: 30s, 5m, 1h30m) (see vllmtop help metrics)`},
 		{[]string{"metrics", "http://127.0.0.1:1"}, 1, "vllmtop metrics: http://127.0.0.1:1/metrics: "},
 	} {
 		code, out, errOut := runVllmtop(c.args...)

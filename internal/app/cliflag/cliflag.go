@@ -291,7 +291,10 @@ func Message(err error) string {
 	switch {
 	case strings.HasPrefix(why, "--"): // the flag's parser names it already
 		return textfmt.OneLine(why, 0)
-	case why == "" || strings.Contains(why, "strconv.") || strings.HasPrefix(why, "time: "):
+	case strings.HasPrefix(why, "time: "):
+		// A Go duration needs its unit: 30 is not 30 seconds.
+		return fmt.Sprintf("invalid value %q for %s (a duration with its unit: 30s, 5m, 1h30m)", value, flag)
+	case why == "" || strings.Contains(why, "strconv."):
 		return fmt.Sprintf("invalid value %q for %s", value, flag)
 	}
 	return fmt.Sprintf("%s %q: %s", flag, value, textfmt.OneLine(why, 0))

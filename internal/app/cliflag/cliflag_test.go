@@ -81,7 +81,8 @@ func TestMessage(t *testing.T) {
 		want string
 	}{
 		{[]string{"--num-prompts", "many"}, `invalid value "many" for --num-prompts`},
-		{[]string{"--window", "five"}, `invalid value "five" for --window`},
+		{[]string{"--window", "five"}, `invalid value "five" for --window (a duration with its unit: 30s, 5m, 1h30m)`},
+		{[]string{"--window", "30"}, `invalid value "30" for --window (a duration with its unit: 30s, 5m, 1h30m)`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"--num-prompts"}, "flag needs an argument: --num-prompts"},
 	} {
