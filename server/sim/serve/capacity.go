@@ -94,6 +94,9 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		if note := first.setup.ColdCompileNote(); note != "" {
 			r.Notes = append(r.Notes, note)
 		}
+		if note := partialRequestNote(first.setup); note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 		if src, ok := strings.CutPrefix(first.setup.ModelProfile.Source, "config.json at "); ok {
 			// Sized from a file (--sim-model-config, a model directory, the Hugging Face cache),
 			// whatever the catalogue holds under the same name.
@@ -258,4 +261,16 @@ func resolvedGPUAndUtil(base sim.Config, profiles *sim.Profiles) (string, float6
 // (by flag or by its checkpoint), so a what-if of that method would show the same plan.
 func quantizedAs(c sim.Config, method string) bool {
 	return strings.EqualFold(c.Quantization, method) || strings.EqualFold(c.CheckpointQuantization, method)
+}
+
+// partialRequestNote says where the cache's whole blocks hold less than one request of the full
+// context: vLLM's start-up check sums the layers' bytes, and so starts, while the blocks, whole
+// in every group, hold less.
+func partialRequestNote(s *sim.Setup) string {
+	c := s.Capacity
+	if c.MaxConcurrency <= 0 || c.MaxConcurrency >= 1 {
+		return ""
+	}
+	return fmt.Sprintf("The cache's blocks hold %.2f of a request of the whole %s-token context: vLLM starts (its check counts bytes, not whole blocks) and logs the same %.2fx, but a request that long does not fit.",
+		c.MaxConcurrency, textfmt.Thousands(int64(s.MaxModelLen)), c.MaxConcurrency)
 }

@@ -220,3 +220,18 @@ func TestCapacityReportShowsTheGraphsWhereVLLMPutsThem(t *testing.T) {
 	assert.Zero(t, m.CUDAGraphGiB+m.GraphsOutsideGiB)
 	assert.Greater(t, eager.Columns[0].KVTokens, now.Columns[0].KVTokens)
 }
+
+// Where the cache's whole blocks hold less than one request of the full context, which vLLM
+// starts with (its check counts bytes), the plan says that request does not fit.
+func TestPrintCapacityNotesLessThanOneFullRequest(t *testing.T) {
+	w := capacity.Workload{PromptTokens: 1024, OutputTokens: 128}
+	r, err := CapacityReport([]string{"google/gemma-3-27b-it", "--sim-gpu", "H100", "--sim-vllm-version", "0.26"}, emptyEnv, w)
+	require.NoError(t, err)
+	require.Empty(t, r.Columns[0].Refused, "vLLM starts this one")
+	require.Less(t, r.Columns[0].MaxConcAtML, 1.0)
+	assert.Contains(t, strings.Join(r.Notes, "\n"), "a request that long does not fit")
+
+	r, err = CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100"}, emptyEnv, w)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(r.Notes, "\n"), "does not fit")
+}
