@@ -98,14 +98,16 @@ func TestBenchSweepSavesEachRunAndSummarises(t *testing.T) {
 	require.Positive(t, i, out)
 	rows := strings.Split(strings.TrimSpace(out[i:]), "\n")
 	require.Len(t, rows, 5, out[i:])
+	// concurrency, then TTFT, TPOT and ITL at p50 and p99 (--metric-percentiles), then
+	// output tok/s, req/s and failed.
 	c1, c8 := strings.Fields(rows[2]), strings.Fields(rows[3])
-	require.Len(t, c1, 9)
+	require.Len(t, c1, 10)
 	assert.Equal(t, "1", c1[0])
 	assert.Equal(t, "8", c8[0])
-	tput1, _ := strconv.ParseFloat(c1[6], 64)
-	tput8, _ := strconv.ParseFloat(c8[6], 64)
+	tput1, _ := strconv.ParseFloat(c1[7], 64)
+	tput8, _ := strconv.ParseFloat(c8[7], 64)
 	assert.Greater(t, tput8, 1.5*tput1, "output tok/s at concurrency 8 vs 1")
-	assert.Equal(t, "0", c1[8])
+	assert.Equal(t, "0", c1[9])
 
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	require.NoError(t, err)

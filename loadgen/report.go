@@ -334,32 +334,57 @@ func PrintTraffic(w io.Writer, info RunInfo) {
 }
 
 // SweepRow is one run of a sweep: the value swept (a concurrency or a request rate) and the
-// run's summary, computed with the 99th percentile among its percentiles.
+// run's summary.
 type SweepRow struct {
 	Value   float64
 	Summary Summary
 }
 
 // PrintSweep writes one line per run of a sweep, in the given order: the swept value (param
-// names it, e.g. "concurrency"), TTFT p50/p99, TPOT p50/p99, ITL p99 in milliseconds, output
-// tokens per second, requests per second and failed requests.
-func PrintSweep(w io.Writer, param string, rows []SweepRow) error {
-	header := []string{param, "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "ITL p99", "output tok/s", "req/s", "failed"}
-	cells := [][]string{header}
-	p99 := func(d Dist) string {
-		if v, ok := d.Percentiles[99]; ok {
-			return fixed2(v)
-		}
-		return "-"
+// names it, e.g. "concurrency"), then for each of info's percentile metrics (ttft, tpot, itl,
+// e2el, as --percentile-metrics selects them) its median and its --metric-percentiles in
+// milliseconds, then output tokens per second, requests per second and failed requests.
+func PrintSweep(w io.Writer, param string, rows []SweepRow, info RunInfo) error {
+	header := []string{param}
+	type column struct {
+		metric string
+		p      float64 // 0: the median
 	}
+	var cols []column
+	for _, m := range PercentileMetrics {
+		if !info.selected(m) {
+			continue
+		}
+		name := metricHeaders[m][0]
+		header, cols = append(header, name+" p50"), append(cols, column{m, 0})
+		for _, p := range info.Percentiles {
+			if p != 50 {
+				header, cols = append(header, name+" p"+percentileWord(p)), append(cols, column{m, p})
+			}
+		}
+	}
+	header = append(header, "output tok/s", "req/s", "failed")
+	cells := [][]string{header}
 	for _, r := range rows {
 		s := r.Summary
 		v := strconv.FormatFloat(r.Value, 'f', -1, 64)
 		if math.IsInf(r.Value, 1) {
 			v = "inf"
 		}
-		cells = append(cells, []string{v, fixed2(s.TTFT.Median), p99(s.TTFT), fixed2(s.TPOT.Median), p99(s.TPOT),
-			p99(s.ITL), fixed2(s.OutputThroughput), fixed2(s.RequestThroughput), strconv.Itoa(s.Failed)})
+		line := []string{v}
+		for _, c := range cols {
+			d := s.dist(c.metric)
+			x, ok := d.Median, true
+			if c.p != 0 {
+				x, ok = d.Percentiles[c.p]
+			}
+			if !ok {
+				line = append(line, "-")
+				continue
+			}
+			line = append(line, fixed2(x))
+		}
+		cells = append(cells, append(line, fixed2(s.OutputThroughput), fixed2(s.RequestThroughput), strconv.Itoa(s.Failed)))
 	}
 	widths := make([]int, len(header))
 	for _, line := range cells {
@@ -676,6 +701,7 @@ type Report struct {
 
 	docs     []ResultDoc
 	rows     []SweepRow
+	info     RunInfo // the last run's: its percentile metrics and percentiles head the summary
 	param    string
 	failed   bool
 	releases []func()
@@ -683,7 +709,7 @@ type Report struct {
 
 // Add reports one finished run.
 func (r *Report) Add(run SweepRun) {
-	r.docs, r.rows = append(r.docs, run.Doc), append(r.rows, SweepRow{Value: run.Value, Summary: run.Summary})
+	r.docs, r.rows, r.info = append(r.docs, run.Doc), append(r.rows, SweepRow{Value: run.Value, Summary: run.Summary}), run.Info
 	if r.JSON {
 		r.releases = append(r.releases, run.Release) // the document is written at Close
 	} else {
@@ -762,7 +788,7 @@ func (r *Report) Close() error {
 		return writeDocs(r.Out, r.docs, r.param != "")
 	case !r.JSON && r.param != "":
 		fmt.Fprintln(r.Out)
-		return PrintSweep(r.Out, r.param, r.rows)
+		return PrintSweep(r.Out, r.param, r.rows, r.info)
 	}
 	return nil
 }

@@ -245,16 +245,25 @@ func TestPrintSweepRowsInOrder(t *testing.T) {
 	s1, s8 := reportSummary(), reportSummary()
 	s8.OutputThroughput, s8.Failed = 4000, 3
 	var b bytes.Buffer
-	require.NoError(t, PrintSweep(&b, "concurrency", []SweepRow{{1, s1}, {8, s8}}))
+	info := RunInfo{Metrics: []string{"ttft", "tpot", "itl"}, Percentiles: []float64{99}}
+	require.NoError(t, PrintSweep(&b, "concurrency", []SweepRow{{1, s1}, {8, s8}}, info))
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	require.Len(t, lines, 5)
 	assert.Contains(t, lines[0], " Sweep Summary (times in ms) ")
-	assert.Equal(t, strings.Fields("concurrency TTFT p50 TTFT p99 TPOT p50 TPOT p99 ITL p99 output tok/s req/s failed"), strings.Fields(lines[1]))
-	assert.Equal(t, []string{"1", "120.00", "400.00", "7.00", "11.00", "25.00", "512.00", "4.00", "0"}, strings.Fields(lines[2]))
-	assert.Equal(t, []string{"8", "120.00", "400.00", "7.00", "11.00", "25.00", "4000.00", "4.00", "3"}, strings.Fields(lines[3]))
+	assert.Equal(t, strings.Fields("concurrency TTFT p50 TTFT p99 TPOT p50 TPOT p99 ITL p50 ITL p99 output tok/s req/s failed"), strings.Fields(lines[1]))
+	itl50 := fixed2(s1.ITL.Median)
+	assert.Equal(t, []string{"1", "120.00", "400.00", "7.00", "11.00", itl50, "25.00", "512.00", "4.00", "0"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"8", "120.00", "400.00", "7.00", "11.00", itl50, "25.00", "4000.00", "4.00", "3"}, strings.Fields(lines[3]))
 	for _, l := range lines {
 		assert.Len(t, l, len(lines[0]), "every line as wide as the rules")
 	}
+
+	// The summary follows --percentile-metrics and --metric-percentiles.
+	b.Reset()
+	info = RunInfo{Metrics: []string{"ttft", "e2el"}, Percentiles: []float64{50, 90}}
+	require.NoError(t, PrintSweep(&b, "concurrency", []SweepRow{{1, s1}}, info))
+	lines = strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	assert.Equal(t, strings.Fields("concurrency TTFT p50 TTFT p90 E2EL p50 E2EL p90 output tok/s req/s failed"), strings.Fields(lines[1]))
 }
 
 func TestParsePercentileFlags(t *testing.T) {
