@@ -80,10 +80,12 @@ type request struct {
 }
 
 // New starts a target for the plan's server, whose clients send to endpoint
-// (loadgen.EndpointCompletions or loadgen.EndpointChat).
+// (loadgen.EndpointCompletions or loadgen.EndpointChat). Its clock starts at the wall clock's
+// now, so that the times a run writes (a ramp's rps_change_events) read as the run would
+// have gone had it started then; only the durations after it are simulated.
 func New(plan *serve.Plan, endpoint string) *Target {
 	t := &Target{plan: plan, chat: endpoint == loadgen.EndpointChat, engine: plan.NewEngine(),
-		clock: loadgen.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), live: map[*sim.Sequence]*request{},
+		clock: loadgen.NewVirtualClock(time.Now().Truncate(time.Millisecond)), live: map[*sim.Sequence]*request{},
 		contexts: map[context.Context]int{}}
 	t.clock.OnIdle(t.step)
 	return t

@@ -391,3 +391,11 @@ func TestVirtualChoicesAreOneRequest(t *testing.T) {
 	assert.Len(t, results, 10+3, "each canceled request ends once, whatever its choices")
 	assert.Equal(t, 10, s.Completed)
 }
+
+// The virtual clock starts at the wall clock's now, so a run's times (a ramp's
+// rps_change_events) are not stamped with a fixed date.
+func TestVirtualClockStartsNow(t *testing.T) {
+	before := time.Now().Add(-time.Second)
+	target := predict.New(plan(t, "Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4"), loadgen.EndpointCompletions)
+	assert.WithinRange(t, target.Now(), before, time.Now().Add(time.Second))
+}
