@@ -207,7 +207,6 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown gpu", Config{GPU: "TPU-v5"}, "known GPUs: H200, H100-SXM-80GB"},
 		{"utilisation above 1", Config{GPUMemoryUtilization: 1.5}, "--gpu-memory-utilization must be greater than 0 and at most 1"},
 		{"utilisation negative", Config{GPUMemoryUtilization: -0.1}, "--gpu-memory-utilization must be greater than 0"},
-		{"heads not divisible", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", TensorParallelSize: 4}, "Total number of attention heads (14) must be divisible by tensor parallel size (4)."},
 		{"bad block size", Config{BlockSize: 7}, "--block-size must be one of"},
 		{"bad dtype", Config{DType: "int3"}, "argument --dtype: invalid choice: 'int3'"},
 		{"bad kv dtype", Config{KVCacheDType: "fp3"}, "argument --kv-cache-dtype: invalid choice"},
@@ -223,6 +222,12 @@ func TestConfigErrors(t *testing.T) {
 			assert.Contains(t, ce.Msg, tc.msg)
 		})
 	}
+	// What vLLM's argument parser takes and its engine configuration refuses with a ValueError
+	// (exit status 1, not argparse's 2).
+	_, err := Resolve(Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", TensorParallelSize: 4}, nil)
+	var ee *EngineConfigError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, "Total number of attention heads (14) must be divisible by tensor parallel size (4).", ee.Msg)
 }
 
 // SchedulerConfig's cross-checks are its model validator's ValueErrors, which pydantic reports

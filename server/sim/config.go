@@ -305,7 +305,7 @@ func resolveLayout(cfg *Config, m Model) error {
 		return &ConfigError{fmt.Sprintf("--pipeline-parallel-size must be between 1 and 64, got %d", cfg.PipelineParallelSize)}
 	}
 	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
-		return &ConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
+		return &EngineConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = DefaultBlockSize

@@ -177,7 +177,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 	}
 	if l.MambaLayers > 0 {
 		if m.LinearNumValueHeads%tp != 0 || m.LinearNumKeyHeads%tp != 0 {
-			return l, &ConfigError{fmt.Sprintf("linear attention heads (%d key, %d value) must be divisible by tensor parallel size (%d).", m.LinearNumKeyHeads, m.LinearNumValueHeads, tp)}
+			return l, &EngineConfigError{fmt.Sprintf("linear attention heads (%d key, %d value) must be divisible by tensor parallel size (%d).", m.LinearNumKeyHeads, m.LinearNumValueHeads, tp)}
 		}
 		l.MambaStateBytes = gdnStateBytes(s)
 		l.MambaCacheMode, l.MambaBlocks = "none", 1+spec

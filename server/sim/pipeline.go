@@ -71,7 +71,7 @@ func parsePartition(numLayers, size int, partition string) ([]int, error) {
 	for _, f := range fields {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return nil, &ConfigError{"Invalid partition string: " + shown}
+			return nil, &EngineConfigError{"Invalid partition string: " + shown}
 		}
 		if n < 1 {
 			return nil, &ConfigError{fmt.Sprintf("VLLM_PP_LAYER_PARTITION %q: every stage needs at least one layer", shown)}
@@ -80,10 +80,10 @@ func parsePartition(numLayers, size int, partition string) ([]int, error) {
 		sum += n
 	}
 	if len(parts) != size {
-		return nil, &ConfigError{fmt.Sprintf("len(partitions)=%d does not match pp_size=%d.", len(parts), size)}
+		return nil, &EngineConfigError{fmt.Sprintf("len(partitions)=%d does not match pp_size=%d.", len(parts), size)}
 	}
 	if sum != numLayers {
-		return nil, &ConfigError{fmt.Sprintf("sum(partitions)=%d does not match num_hidden_layers=%d.", sum, numLayers)}
+		return nil, &EngineConfigError{fmt.Sprintf("sum(partitions)=%d does not match num_hidden_layers=%d.", sum, numLayers)}
 	}
 	return parts, nil
 }
