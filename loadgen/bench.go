@@ -172,10 +172,10 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 	case cfg.Ramp.On():
 		rc.Rate, rc.Burstiness, rc.MaxConcurrency = cfg.Ramp.rate(0, cfg.NumPrompts), cfg.Burstiness, cfg.MaxConcurrency
 		rc.RampRate = func(i int) float64 { return cfg.Ramp.rate(i, cfg.NumPrompts) }
-		due := &rampDue{due: make([]time.Time, max(cfg.NumPrompts, 0))}
+		due := newRampDue(cfg.Ramp, max(cfg.NumPrompts, 0))
 		rc.Sinks = append(rc.Sinks, due.add)
 		run, err := timedSpec(ctx, c, rc, run, cfg.Transport == nil, cfg.ProbeRate)
-		run.RampEvents = due.events(cfg.Ramp, run.Start)
+		run.RampEvents = due.events(run.Start)
 		return run, err
 	case cfg.closedLoop():
 		rc.Concurrency, rc.ArriveAtStart = cfg.slots(), true

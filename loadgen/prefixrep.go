@@ -42,6 +42,11 @@ func newPrefixRepetition(cfg PrefixRepetitionConfig, numPrompts int, v *Vocab, s
 	if n <= 0 {
 		n = cfg.NumPrefixes * 100 // bound by --duration: cycle a long list
 	}
+	if n > MaxScaledArrivals {
+		// More prompts than a list should hold (16 bytes each): cycle one of whole rounds of the
+		// prefixes, each pass with new suffixes (Prompt), as a --duration run does.
+		n = max(cfg.NumPrefixes, MaxScaledArrivals/cfg.NumPrefixes*cfg.NumPrefixes)
+	}
 	p := &prefixRepetition{cfg: cfg, vocab: v, seed: seed}
 	per, rest := n/cfg.NumPrefixes, n%cfg.NumPrefixes
 	for g := range cfg.NumPrefixes {

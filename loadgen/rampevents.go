@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -13,35 +15,58 @@ type RampEvent struct {
 	At  time.Time
 }
 
-// rampDue keeps when each measured request of a ramp-up was due, for its events.
+// maxRampEvents bounds the events a ramp records: one a whole rate between its start and end.
+const maxRampEvents = 1 << 16
+
+// rampDue keeps when the measured requests of a ramp-up that pass a whole rate were due, for
+// its events: the rate grows with the request's index, so those requests are found ahead
+// (crossings) and only their times are kept, however many prompts the run has.
 type rampDue struct {
-	mu  sync.Mutex
-	due []time.Time
+	ramp      Ramp
+	n         int
+	crossings []rampCrossing
+	mu        sync.Mutex
+	due       map[int]time.Time
+}
+
+// rampCrossing is the first request whose rate reaches a whole rate.
+type rampCrossing struct{ index, rps int }
+
+func newRampDue(ramp Ramp, n int) *rampDue {
+	r := &rampDue{ramp: ramp, n: n, due: map[int]time.Time{}}
+	for rps := ramp.StartRPS + 1; rps <= ramp.EndRPS && len(r.crossings) < maxRampEvents; rps++ {
+		// The first index whose rate is at least rps: the rate rises with the index.
+		i := sort.Search(n, func(i int) bool { return int(ramp.rate(i, n)) >= rps })
+		if i == n {
+			break
+		}
+		r.crossings = append(r.crossings, rampCrossing{i, rps})
+	}
+	return r
 }
 
 func (r *rampDue) add(res Result) {
+	if _, ok := slices.BinarySearchFunc(r.crossings, res.Index, func(c rampCrossing, i int) int { return c.index - i }); !ok {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if res.Index >= 0 && res.Index < len(r.due) {
-		r.due[res.Index] = res.Intended
-	}
+	r.due[res.Index] = res.Intended
 }
 
 // events are vLLM's: the start rate when the run starts, then each whole rate the requests'
-// rates pass, at the time of the request that passed it.
-func (r *rampDue) events(ramp Ramp, start time.Time) []RampEvent {
+// rates pass, at the time of the request that passed it (of the last one before it that was
+// sent, if it was not).
+func (r *rampDue) events(start time.Time) []RampEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	last, at := ramp.StartRPS, start
-	out := []RampEvent{{last, start}}
-	for i, due := range r.due {
-		if !due.IsZero() {
+	at := start
+	out := []RampEvent{{r.ramp.StartRPS, start}}
+	for _, c := range r.crossings {
+		if due, ok := r.due[c.index]; ok && !due.IsZero() {
 			at = due
 		}
-		for cur := int(ramp.rate(i, len(r.due))); last < cur; {
-			last++
-			out = append(out, RampEvent{last, at})
-		}
+		out = append(out, RampEvent{c.rps, at})
 	}
 	return out
 }

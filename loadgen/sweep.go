@@ -61,7 +61,9 @@ type SweepConfig struct {
 	RequestIDPrefix string
 	LoRA            LoRA
 	Ramp            Ramp
-	ProbeRate       float64
+	// WholeFile is --num-prompts -1: every prompt of a file dataset, NumPrompts EveryPrompt.
+	WholeFile bool
+	ProbeRate float64
 	// OnStart, when set, is called before each run; the sinks it returns receive that run's
 	// results and done is called when the run has ended (a progress line, say).
 	OnStart func(info RunInfo) (sinks []func(Result), done func())
@@ -84,7 +86,7 @@ func (cfg SweepConfig) Check() error {
 		return errors.New("--max-concurrency and --request-rate are both lists: sweep one of them at a time")
 	case !(cfg.Burstiness > 0):
 		return fmt.Errorf("--burstiness must be greater than 0, got %g", cfg.Burstiness)
-	case cfg.NumPrompts > MaxAtOnce && cfg.NumPrompts != EveryPrompt && cfg.sendsAllAtOnce():
+	case cfg.NumPrompts > MaxAtOnce && !cfg.WholeFile && cfg.sendsAllAtOnce():
 		return fmt.Errorf("--num-prompts %d with --request-rate inf and no --max-concurrency sends every prompt at once, more than the %d a run holds in flight: give --max-concurrency or a --request-rate", cfg.NumPrompts, MaxAtOnce)
 	case cfg.Duration > 0 && cfg.NumPrompts == 0 && len(cfg.Concurrency) == 0 && len(cfg.Rates) == 1 && math.IsInf(cfg.Rates[0], 1) && cfg.Trace == nil && cfg.Conversations == nil:
 		return errors.New("--duration with --request-rate inf needs --max-concurrency (or --num-prompts)")
@@ -92,8 +94,8 @@ func (cfg SweepConfig) Check() error {
 	return nil
 }
 
-// EveryPrompt is NumPrompts for every prompt of a file dataset (vLLM's --num-prompts -1): as
-// many as the file holds, which its size bounds.
+// EveryPrompt is NumPrompts for every prompt of a file dataset (vLLM's --num-prompts -1, with
+// WholeFile set): as many as the file holds, which its size bounds.
 const EveryPrompt = math.MaxInt32
 
 // MaxAtOnce is the most prompts a run sends at once (rate inf, no concurrency cap): each one
@@ -102,7 +104,7 @@ const MaxAtOnce = 1 << 20
 
 // sendsAllAtOnce reports whether one of the runs has rate inf and no concurrency cap.
 func (cfg SweepConfig) sendsAllAtOnce() bool {
-	if cfg.Trace != nil || cfg.Conversations != nil || !slices.ContainsFunc(cfg.Rates, func(r float64) bool { return math.IsInf(r, 1) || r <= 0 }) {
+	if cfg.Trace != nil || cfg.Conversations != nil || cfg.Ramp.On() || !slices.ContainsFunc(cfg.Rates, func(r float64) bool { return math.IsInf(r, 1) || r <= 0 }) {
 		return false
 	}
 	return len(cfg.Concurrency) == 0 || slices.Contains(cfg.Concurrency, 0)

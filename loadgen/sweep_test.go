@@ -204,6 +204,7 @@ func TestSweepConfigCheck(t *testing.T) {
 		{func(c *SweepConfig) { c.NumPrompts, c.Duration = 0, time.Minute }, "needs --max-concurrency"},
 		{func(c *SweepConfig) { c.NumPrompts, c.Concurrency = 1e12, nil }, "sends every prompt at once"},
 		{func(c *SweepConfig) { c.NumPrompts, c.Concurrency = MaxAtOnce+1, []int{8, 0} }, "more than the 1048576"},
+		{func(c *SweepConfig) { c.NumPrompts = EveryPrompt }, "sends every prompt at once"}, // typed, not -1
 	} {
 		cfg := sweepConfig()
 		c.edit(&cfg)
@@ -213,7 +214,8 @@ func TestSweepConfigCheck(t *testing.T) {
 	for _, edit := range []func(*SweepConfig){
 		func(c *SweepConfig) { c.Concurrency = []int{64} },
 		func(c *SweepConfig) { c.Concurrency, c.Rates = nil, []float64{10} },
-		func(c *SweepConfig) { c.NumPrompts = EveryPrompt }, // a file's every prompt: its size bounds them
+		func(c *SweepConfig) { c.NumPrompts, c.WholeFile = EveryPrompt, true },                // a file's every prompt: its size bounds them
+		func(c *SweepConfig) { c.Ramp = Ramp{Strategy: RampLinear, StartRPS: 1, EndRPS: 10} }, // a ramp paces them
 	} {
 		cfg := sweepConfig()
 		cfg.NumPrompts = 1e12

@@ -136,6 +136,13 @@ func TestPrefixRepetitionDataset(t *testing.T) {
 	x.NumPrompts = 2
 	_, err := OpenDataset(DatasetConfig{Name: DatasetPrefixRepetition, Extra: x})
 	assert.ErrorContains(t, err, "--num-prompts (2) must be at least --prefix-repetition-num-prefixes (3)")
+
+	// A trillion prompts cycle a bounded list, each pass with new suffixes.
+	huge := newPrefixRepetition(x.PrefixRepetition, 1e12, EstimatedVocab(), 0, true)
+	assert.LessOrEqual(t, len(huge.group), MaxScaledArrivals)
+	assert.Zero(t, len(huge.group)%3, "whole rounds of the prefixes")
+	n := len(huge.group)
+	assert.NotEqual(t, huge.Prompt(5).Text, huge.Prompt(5+n).Text, "the next pass has new suffixes")
 }
 
 func TestRandomMMDataset(t *testing.T) {

@@ -85,7 +85,7 @@ func (o *Options) finishDatasets(fs *pflag.FlagSet) error {
 	}
 	if d.Name == loadgen.DatasetCustom || d.Name == loadgen.DatasetSpecBench {
 		if fs.Changed("num-prompts") && o.Runs.NumPrompts <= 0 { // vLLM: every prompt of the file
-			o.Runs.NumPrompts, x.NumPrompts = loadgen.EveryPrompt, 0
+			o.Runs.NumPrompts, o.Runs.WholeFile, x.NumPrompts = loadgen.EveryPrompt, true, 0
 		}
 	}
 	if d.Name != loadgen.DatasetTimedTrace {
