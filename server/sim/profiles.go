@@ -90,6 +90,9 @@ type Model struct {
 	EncoderParams float64 `json:"encoder_params,omitempty"`
 	// Vision is the vision tower's shape, which sets the encoder's profiling peak (encoder.go).
 	Vision *VisionTower `json:"vision,omitempty"`
+	// Multimodal marks a model that takes images although the entry sizes no encoder apart
+	// (its parameters are in Params): vLLM serves its image parts.
+	Multimodal bool `json:"multimodal,omitempty"`
 
 	// Layer types, as config.json's layer_types counts them. The remaining layers
 	// (num_layers minus these) are full attention.
@@ -153,7 +156,7 @@ func (m Model) IsMLA() bool { return m.KVLoraRank > 0 }
 
 // IsMultimodal reports whether the model has an encoder for images (or other media): a vision
 // tower whose profile run is modelled, or only the encoder's parameters.
-func (m Model) IsMultimodal() bool { return m.Vision != nil || m.EncoderParams > 0 }
+func (m Model) IsMultimodal() bool { return m.Vision != nil || m.EncoderParams > 0 || m.Multimodal }
 
 // IsMoE reports whether the model has mixture-of-experts layers.
 func (m Model) IsMoE() bool { return m.NumExperts > 0 && m.ExpertsPerToken > 0 && m.ActiveParams > 0 }

@@ -37,8 +37,9 @@ func (m chatMessage) text() string {
 	return ""
 }
 
-// mediaPart is the type of the first content part of msgs that is not text (an image, audio
-// or video), "" when there is none.
+// mediaPart is the type of the first content part of msgs that carries an image, audio or video
+// (image_url, input_image, image_embeds, audio_url, input_audio, video_url, ...), "" when there
+// is none; vLLM reads text, input_text, output_text, thinking and refusal parts as text.
 func mediaPart(msgs []chatMessage) string {
 	for _, m := range msgs {
 		var parts []struct {
@@ -48,7 +49,7 @@ func mediaPart(msgs []chatMessage) string {
 			continue // a string, or no list
 		}
 		for _, p := range parts {
-			if p.Type != "" && p.Type != "text" {
+			if t := strings.ToLower(p.Type); strings.Contains(t, "image") || strings.Contains(t, "audio") || strings.Contains(t, "video") {
 				return p.Type
 			}
 		}

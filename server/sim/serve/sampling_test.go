@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -154,6 +155,20 @@ func TestChatMediaPartsNeedAMultimodalModel(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
 	assert.Equal(t, "Qwen/Qwen3-0.6B is not a multimodal model", e.Error.Message)
 	code, body = do(t, "POST", plain.URL+"/v1/chat/completions", text)
+	assert.Equal(t, 200, code, body)
+	// Parts vLLM reads as text are not media.
+	for _, typ := range []string{"input_text", "refusal", "thinking"} {
+		_, body = do(t, "POST", plain.URL+"/v1/chat/completions", strings.Replace(text, `"type":"text"`, `"type":"`+typ+`"`, 1))
+		assert.NotContains(t, body, "not a multimodal model", typ)
+	}
+	for _, typ := range []string{"input_audio", "video_url", "image_embeds"} {
+		code, body = do(t, "POST", plain.URL+"/v1/chat/completions", strings.Replace(image, `"type":"image_url"`, `"type":"`+typ+`"`, 1))
+		assert.Equal(t, 400, code, "%s: %s", typ, body)
+	}
+
+	// A model that takes images though its entry sizes no encoder apart.
+	llama4 := startServer(t, "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--sim-gpu", "H100", "-tp", "8", "--max-model-len", "4096", "--sim-startup-seconds", "0")
+	code, body = do(t, "POST", llama4.URL+"/v1/chat/completions", image)
 	assert.Equal(t, 200, code, body)
 
 	vision := startServer(t, "--model", "google/gemma-3-4b-it", "--sim-gpu", "H100", "--max-model-len", "4096", "--sim-startup-seconds", "0")
