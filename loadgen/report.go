@@ -348,7 +348,8 @@ func PrintSweep(w io.Writer, param string, rows []SweepRow, info RunInfo) error 
 	header := []string{param}
 	type column struct {
 		metric string
-		p      float64 // 0: the median
+		median bool // else the percentile p
+		p      float64
 	}
 	var cols []column
 	for _, m := range PercentileMetrics {
@@ -356,10 +357,10 @@ func PrintSweep(w io.Writer, param string, rows []SweepRow, info RunInfo) error 
 			continue
 		}
 		name := metricHeaders[m][0]
-		header, cols = append(header, name+" p50"), append(cols, column{m, 0})
+		header, cols = append(header, name+" p50"), append(cols, column{metric: m, median: true})
 		for _, p := range info.Percentiles {
 			if p != 50 {
-				header, cols = append(header, name+" p"+percentileWord(p)), append(cols, column{m, p})
+				header, cols = append(header, name+" p"+percentileWord(p)), append(cols, column{metric: m, p: p})
 			}
 		}
 	}
@@ -375,7 +376,7 @@ func PrintSweep(w io.Writer, param string, rows []SweepRow, info RunInfo) error 
 		for _, c := range cols {
 			d := s.dist(c.metric)
 			x, ok := d.Median, true
-			if c.p != 0 {
+			if !c.median {
 				x, ok = d.Percentiles[c.p]
 			}
 			if !ok {

@@ -264,6 +264,15 @@ func TestPrintSweepRowsInOrder(t *testing.T) {
 	require.NoError(t, PrintSweep(&b, "concurrency", []SweepRow{{1, s1}}, info))
 	lines = strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 	assert.Equal(t, strings.Fields("concurrency TTFT p50 TTFT p90 E2EL p50 E2EL p90 output tok/s req/s failed"), strings.Fields(lines[1]))
+
+	// p0 is the minimum, not the median.
+	b.Reset()
+	s0 := reportSummary()
+	s0.TTFT.Percentiles[0] = 1
+	require.NoError(t, PrintSweep(&b, "concurrency", []SweepRow{{1, s0}}, RunInfo{Metrics: []string{"ttft"}, Percentiles: []float64{0}}))
+	lines = strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	assert.Equal(t, strings.Fields("concurrency TTFT p50 TTFT p0 output tok/s req/s failed"), strings.Fields(lines[1]))
+	assert.Equal(t, []string{"1", fixed2(s0.TTFT.Median), "1.00"}, strings.Fields(lines[2])[:3])
 }
 
 func TestParsePercentileFlags(t *testing.T) {

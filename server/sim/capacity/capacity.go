@@ -209,6 +209,16 @@ func Bar(m Memory, width int) string {
 	return b.String()
 }
 
+// free is the memory of m that nothing holds: beside the budget once the server holds it, the
+// rest of the card where it refused before taking any (used is 0).
+func free(m Memory, used float64) float64 {
+	held := math.Max(m.RequestedGiB, used)
+	if used == 0 {
+		held = 0
+	}
+	return math.Max(0, m.TotalGiB-held-m.GraphsOutsideGiB-m.OtherGiB)
+}
+
 // legend names the bar's parts in GiB, within width columns. Graphs captured above the budget
 // are said to be, and come out of the free memory.
 func legend(m Memory, width int) string {
@@ -223,7 +233,7 @@ func legend(m Memory, width int) string {
 	used := m.WeightsGiB + m.ActivationGiB + m.NonTorchGiB + m.CUDAGraphGiB + m.KVGiB
 	parts := []string{fmt.Sprintf("W weights %.2f", m.WeightsGiB), "A activations " + activations,
 		fmt.Sprintf("N non-torch %.2f", m.NonTorchGiB), "G graphs " + graphs, fmt.Sprintf("K KV %.2f", m.KVGiB),
-		fmt.Sprintf(". free %.2f", math.Max(0, m.TotalGiB-math.Max(m.RequestedGiB, used)-m.GraphsOutsideGiB-m.OtherGiB))}
+		fmt.Sprintf(". free %.2f", free(m, used))}
 	if m.OtherGiB > 0 {
 		parts = slices.Insert(parts, len(parts)-1, fmt.Sprintf("O other processes %.2f", m.OtherGiB))
 	}

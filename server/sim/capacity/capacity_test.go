@@ -76,6 +76,9 @@ func TestBarAndRender(t *testing.T) {
 	assert.Equal(t, 10, strings.Count(bar, "O"))
 	assert.True(t, strings.HasSuffix(bar, strings.Repeat(".", 10)), "%s: 20 GiB left free", bar)
 	assert.Contains(t, legend(shared, 100), "O other processes 20.00  . free 20.00")
+	// Refused before it took any memory: the rest of the card is free.
+	refused := Memory{TotalGiB: 80, RequestedGiB: 72, OtherGiB: 20}
+	assert.Contains(t, legend(refused, 100), ". free 60.00")
 	r := Report{Model: "m", GPU: "g", Util: 0.9, Workload: Workload{384, 128}, Columns: []Column{
 		{Name: "as given", Memory: m, KVTokens: 35104, Limits: Limits{BlockSize: 16, NumBlocks: 2193, MaxNumSeqs: 256}, Fit: Fit{ByKV: 68, Concurrency: 68, Limiter: LimitKV}},
 		{Name: "fp8 KV", Refused: "ValueError: No available memory for the cache blocks. Try increasing it."},
