@@ -52,6 +52,9 @@ type Options struct {
 	NotSimulated []string
 	// NonDefault lists the flags the user set, in order, as vLLM logs them ("non-default args").
 	NonDefault []NamedValue
+	// atDefault are the keys of NonDefault given their default value: set, but not among what
+	// vLLM logs as non-default (it compares the parsed arguments with the parser's defaults).
+	atDefault map[string]bool
 	// PrintCapacity is --print-capacity: print the KV cache's capacity for a workload of
 	// CapacityPromptLen + CapacityOutputLen tokens a request (vllm bench's --random-input-len
 	// and --random-output-len) instead of serving.
@@ -153,6 +156,12 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.Visit(func(f *pflag.Flag) {
 		if nv, ok := nonDefault(f); ok {
 			o.NonDefault = append(o.NonDefault, nv)
+			if f.Value.String() == f.DefValue {
+				if o.atDefault == nil {
+					o.atDefault = map[string]bool{}
+				}
+				o.atDefault[nv.Key] = true
+			}
 		}
 	})
 

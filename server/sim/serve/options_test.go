@@ -43,6 +43,15 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	assert.NotContains(t, logged, "sim_gpu", "the log's non-default args are vLLM's arguments only")
 	assert.Len(t, logged, len(keys)-1)
 
+	// A flag given its default value is set, but vLLM does not log it as non-default.
+	o, err = ParseArgs([]string{"Qwen/Qwen3-0.6B", "-tp", "1", "--max-num-seqs", "64"}, noEnv)
+	require.NoError(t, err)
+	logged = logged[:0]
+	for _, kv := range loggedArgs(o) {
+		logged = append(logged, kv.Key)
+	}
+	assert.Equal(t, []string{"model_tag", "model", "max_num_seqs"}, logged)
+
 	d, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, sim.DefaultModel, d.Engine.Model)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,7 +110,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, grace time.Duration) 
 	select {
 	case <-time.After(load):
 		if s.logs != nil {
-			s.logs.StartupEngines(s.setup, toKV(s.opts.NonDefault), time.Since(start).Seconds(), len(s.drvs))
+			s.logs.StartupEngines(s.setup, loggedArgs(s.opts), time.Since(start).Seconds(), len(s.drvs))
 			if line := notSimulatedLine(s.opts.NotSimulated); line != "" {
 				s.logs.API(vlog.Warning, "serve.py:1", line)
 			}
@@ -176,6 +177,13 @@ func toKV(nv []NamedValue) []vlog.KV {
 		}
 	}
 	return out
+}
+
+// loggedArgs is o's non-default args as vLLM logs them (toKV), without the flags given their
+// default value.
+func loggedArgs(o *Options) []vlog.KV {
+	kv := toKV(o.NonDefault)
+	return slices.DeleteFunc(kv, func(v vlog.KV) bool { return o.atDefault[v.Key] })
 }
 
 func randomHex(n int) string {

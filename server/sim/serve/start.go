@@ -246,7 +246,7 @@ func Start(ctx context.Context, args []string, getenv func(string) string, opts 
 	switch {
 	case logs == nil:
 	case errors.As(err, &startErr) && parsed != nil:
-		failures.FailedStartup(startErr, toKV(parsed.NonDefault), parsed.StartupSeconds)
+		failures.FailedStartup(startErr, loggedArgs(parsed), parsed.StartupSeconds)
 	case errors.As(err, &startErr):
 		failures.StartupFailure(startErr)
 	case errors.As(err, &invalid):
