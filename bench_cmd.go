@@ -14,6 +14,7 @@ import (
 	"github.com/vllmtop/vllmtop/internal/base/sanitize"
 	"github.com/vllmtop/vllmtop/loadgen"
 	"github.com/vllmtop/vllmtop/server"
+	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
 
 const benchAbout = `Benchmark a vLLM server as vllm bench serve does, with its flags: vLLM's result table per run
@@ -78,6 +79,9 @@ func runBench(ctx context.Context, o *benchcli.Options, e *env) error {
 			return launchError(err, "--sim", e)
 		}
 		virtual = srv.Target
+		if err := simTakesTheImages(o, srv.Plan); err != nil {
+			return err
+		}
 		e.note("Simulated server: %s on %s, in-process on the virtual clock (simulated time, no waiting)", srv.Plan.Model(), srv.Plan.Cards())
 		if _, set := server.ArgValue(srv.Args, "--sim-speed"); set {
 			e.say("--sim-speed paces the wall clock; the virtual clock takes no time, so it is ignored")
@@ -108,12 +112,26 @@ func benchSimSpec(o *benchcli.Options, e *env, mode launch.Mode) launch.Spec {
 		Port: o.SimPort, APIKey: o.Client.APIKey, Endpoint: o.Client.Endpoint, Getenv: e.getenv}
 }
 
+// simTakesTheImages refuses, before any request, a random-mm run (images in every prompt) on
+// a simulated model that would answer each one 400 as text-only: the simulator is ours to
+// choose, so the run says which to choose.
+func simTakesTheImages(o *benchcli.Options, plan *serve.Plan) error {
+	if o.Dataset.Name != loadgen.DatasetRandomMM || plan.Multimodal() {
+		return nil
+	}
+	return usagef("--dataset-name random-mm sends images, and the simulated %s is text-only (vLLM answers \"is not a multimodal model\"): give a vision model after --, e.g. -- google/gemma-3-4b-it --max-model-len 8192", plan.Model())
+}
+
 // benchSim starts the simulator for --sim, as the dashboard starts it, points the client at it
 // and waits until it is ready. stop stops it.
 func benchSim(ctx context.Context, o *benchcli.Options, e *env) (stop func(), err error) {
 	srv, err := launch.Launch(benchSimSpec(o, e, launch.Child))
 	if err != nil {
 		return nil, launchError(err, "--sim", e)
+	}
+	if err := simTakesTheImages(o, srv.Plan); err != nil {
+		srv.Stop()
+		return nil, err
 	}
 	o.Client.BaseURL = server.BaseURL(srv.Args)
 	note := ""

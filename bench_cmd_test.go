@@ -527,3 +527,17 @@ func TestBenchVirtualClockSaysSimSpeedIsIgnored(t *testing.T) {
 	_, _, errOut = benchRun(t, args...)
 	assert.NotContains(t, errOut, "--sim-speed")
 }
+
+// Images to a text-only simulated model would be refused one by one; bench --sim says so
+// before the run, on either clock.
+func TestBenchSimRefusesImagesForATextModel(t *testing.T) {
+	benchNoKeys(t)
+	for _, clock := range [][]string{benchVirtual, benchFastSim} {
+		args := append(append([]string{}, clock...), "--dataset-name", "random-mm", "--backend", "openai-chat",
+			"--endpoint", "/v1/chat/completions", "--num-prompts", "2")
+		code, out, errOut := benchRun(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", clock, errOut)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, "is text-only", "%v", clock)
+	}
+}

@@ -101,6 +101,10 @@ func ExitCode(err error) int {
 // Model is the simulated model's name (the --model or positional value).
 func (p *Plan) Model() string { return p.setup.Model }
 
+// Multimodal reports whether the simulated model takes images (and audio or video) in chat
+// messages; a text-only one refuses them as vLLM does.
+func (p *Plan) Multimodal() bool { return p.setup.ModelProfile.IsMultimodal() }
+
 // GPU is the simulated GPU profile's name.
 func (p *Plan) GPU() string { return p.setup.GPUProfile.Name }
 
