@@ -73,6 +73,7 @@ func TestHFConfigQwen3MoE(t *testing.T) {
 	m := loadTestConfig(t, "test/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b-fp8")
 	assert.Equal(t, []int{94, 4, 128, 128, 8, 1536}, []int{m.NumLayers, m.NumKeyValueHeads, m.HeadDim, m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
 	assert.Equal(t, "fp8", m.Quantization)
+	assert.Equal(t, []int{128, 128}, m.WeightBlockSize, "block-scaled FP8")
 	assert.Equal(t, 40960, m.MaxPositionEmbeddings)
 	assert.Zero(t, m.NumSlidingWindowLayers, "use_sliding_window is false")
 	assert.InDelta(t, 235.09e9, m.Params, 0.01*235.09e9)

@@ -114,6 +114,10 @@ func quantize(m *Model, q *hfQuant) error {
 		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, fbgemm_fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
 	}
 	m.Quantization = method
+	if method == "fp8" && len(q.BlockSize) == 2 && q.BlockSize[0] >= 1 && q.BlockSize[1] >= 1 &&
+		q.BlockSize[0] <= 1<<16 && q.BlockSize[1] <= 1<<16 {
+		m.WeightBlockSize = []int{int(q.BlockSize[0]), int(q.BlockSize[1])}
+	}
 	if format := strings.ToLower(q.Method); format != method {
 		m.CheckpointFormat = strings.TrimSuffix(format, "_fp4") // modelopt_fp4 is modelopt's
 	}

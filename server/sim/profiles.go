@@ -81,6 +81,11 @@ type Model struct {
 	// checkpoint's kv_cache_scheme, set when the checkpoint stores KV-cache scales.
 	CheckpointFormat string `json:"checkpoint_format,omitempty"`
 	KVCacheScheme    bool   `json:"kv_cache_scheme,omitempty"`
+	// WeightBlockSize is a block-scaled FP8 checkpoint's quantization_config.weight_block_size
+	// ([128, 128] for DeepSeek-V3 and the Qwen3 FP8 releases): one scale per block of weights,
+	// which vLLM multiplies with other kernels than per-tensor or per-channel FP8
+	// (docs/calibration.md#fp8-gemms).
+	WeightBlockSize []int `json:"weight_block_size,omitempty"`
 	// Params is the total parameter count, embeddings included.
 	Params float64 `json:"params"`
 	// LoadedWeightsGiB, when known from a real vLLM log, replaces the computed weight size.

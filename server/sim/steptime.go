@@ -28,8 +28,10 @@ type StepModel struct {
 	expertBytes float64 // all experts of all layers, per GPU (0 for a dense model)
 	expertFrac  float64 // k / E
 	layerFLOPs  float64 // FLOPs per token in the layers (2 x active layer params / TP)
+	expertFLOPs float64 // the routed experts' share of layerFLOPs (2 x k x one expert's params / TP)
 	headFLOPs   float64 // FLOPs per sequence of the LM head (only the last token needs logits)
 	gemmRate    float64 // effective GEMM FLOP/s of the layers
+	expertRate  float64 // the fused-MoE kernel's effective FLOP/s on the routed experts
 	headRate    float64 // the LM head's, which vLLM keeps in 16 bits in a quantized model
 	attnRate    float64 // effective attention FLOP/s
 	bandwidth   float64 // effective bytes/s
@@ -60,12 +62,13 @@ func NewStepModel(s *Setup) *StepModel {
 
 	head := m.EmbeddingParams()
 	layers, activeLayers := m.LayerParams(), m.LayerParams()
-	var experts, frac float64
+	var experts, frac, routed float64
 	if m.IsMoE() {
 		experts = float64(m.NumExperts) * m.ExpertParams()
 		layers -= experts
 		activeLayers = m.ActiveParams - head
 		frac = float64(m.ExpertsPerToken) / float64(m.NumExperts)
+		routed = float64(m.ExpertsPerToken) * m.ExpertParams()
 	}
 	c := s.Capacity
 	sm := &StepModel{
@@ -74,8 +77,10 @@ func NewStepModel(s *Setup) *StepModel {
 		expertBytes:  experts * expertBytes(m, q, db) / tp,
 		expertFrac:   frac,
 		layerFLOPs:   2 * activeLayers / tp,
+		expertFLOPs:  2 * routed / tp,
 		headFLOPs:    2 * head / tp,
 		gemmRate:     g.EtaGEMM * gemmPeakTFLOPS(s) * 1e12,
+		expertRate:   fusedMoEEfficiency * g.EtaGEMM * g.BF16TFLOPS * 1e12,
 		headRate:     g.EtaGEMM * g.BF16TFLOPS * 1e12,
 		attnRate:     g.EtaAttention * g.BF16TFLOPS * 1e12,
 		bandwidth:    bw,
@@ -109,22 +114,46 @@ func NewStepModel(s *Setup) *StepModel {
 	return sm
 }
 
+// fusedMoEEfficiency is the routed experts' GEMM rate as a share of the dense layers' 16-bit
+// one: the median of seven published timings of vLLM's Triton fused-MoE kernel at 1,024 to
+// 4,096 tokens (Mixtral-8x7B, Qwen3-30B-A3B in FP8 and Gemma 4 26B-A4B on H100 and H200,
+// 0.24 to 0.81 of 0.6 x the 16-bit peak). Many small GEMMs, one per expert, and the sorting of
+// tokens by expert keep it below a dense GEMM of the same FLOPs, and its FP8 path gains nothing
+// over 16 bits there (docs/calibration.md#fused-moe-kernel).
+const fusedMoEEfficiency = 0.44
+
+// deepGEMMRelease is the first release that multiplies block-scaled FP8 weights with DeepGEMM
+// by default on Hopper and Blackwell (vllm#24462, merged September 2025).
+const deepGEMMRelease = "0.11.0"
+
 // gemmPeakTFLOPS is the tensor peak the model's linear layers run at: the 8-bit one for FP8
 // weights on a card with FP8 tensor cores (compute capability 8.9 on), where vLLM quantizes the
 // activations too and multiplies in FP8 (W8A8); the 16-bit one otherwise, including FP8 weights
 // on older cards, which vLLM's Marlin kernel widens to 16 bits (weight-only), and the 4-bit
-// and INT8 formats, whose own peaks the GPU profiles do not carry
-// (docs/calibration.md#fp8-gemms).
+// and INT8 formats, whose own peaks the GPU profiles do not carry. Block-scaled FP8 checkpoints
+// (DeepSeek-V3's [128, 128] scales) reach the 8-bit rate only with DeepGEMM; vLLM's CUTLASS and
+// Triton block-scaled kernels measure at about the 16-bit rate (docs/calibration.md#fp8-gemms).
 func gemmPeakTFLOPS(s *Setup) float64 {
 	// A quantized checkpoint's format is its own; --quantization quantizes a 16-bit one.
-	g, q := s.GPUProfile, strings.ToLower(s.ModelProfile.Quantization)
+	g, m := s.GPUProfile, s.ModelProfile
+	q := strings.ToLower(m.Quantization)
 	if q == "" {
 		q = strings.ToLower(s.Quantization)
 	}
-	if q == "fp8" && g.ComputeCapability >= 8.9 && g.FP8TFLOPS > g.BF16TFLOPS {
-		return g.FP8TFLOPS
+	if q != "fp8" || g.ComputeCapability < 8.9 || g.FP8TFLOPS <= g.BF16TFLOPS {
+		return g.BF16TFLOPS
 	}
-	return g.BF16TFLOPS
+	if len(m.WeightBlockSize) > 0 && !usesDeepGEMM(s) {
+		return g.BF16TFLOPS
+	}
+	return g.FP8TFLOPS
+}
+
+// usesDeepGEMM reports whether the release multiplies block-scaled FP8 weights with DeepGEMM
+// on this card: Hopper and SM100 Blackwell only, from deepGEMMRelease.
+func usesDeepGEMM(s *Setup) bool {
+	arch := gpuArch(s.GPUProfile)
+	return (arch == archHopper || arch == archSM100) && s.Version.AtLeast(deepGEMMRelease)
 }
 
 // PeakPrefillSeconds is the least time a cold prefill of tokens can take on this GPU: the
@@ -168,7 +197,8 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 		weights += sm.expertBytes * (1 - math.Pow(1-sm.expertFrac, tokens))
 	}
 	tw := weights / sm.bandwidth
-	tg := sm.layerFLOPs*tokens/sm.gemmRate + sm.headFLOPs*seqs/sm.headRate
+	tg := (sm.layerFLOPs-sm.expertFLOPs)*tokens/sm.gemmRate + sm.expertFLOPs*tokens/sm.expertRate +
+		sm.headFLOPs*seqs/sm.headRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
 	gpu := sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
 	// Without CUDA graphs the CPU launches each kernel and the GPU runs behind it: a step
