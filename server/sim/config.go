@@ -21,7 +21,7 @@ const (
 type Config struct {
 	Model                string  // --model: a Hugging Face name known to the profiles
 	GPU                  string  // --sim-gpu
-	Host                 string  // --sim-host-profile: "v1" (default) or "legacy"
+	Host                 string  // --sim-host-profile: "v1" (default), "v1-4vcpu" or "legacy"
 	GPUMemoryUtilization float64 // --gpu-memory-utilization (default: DefaultUtilization of the release)
 	MaxModelLen          int     // --max-model-len (default: the model's max_position_embeddings)
 	// AutoFitMaxModelLen is --max-model-len auto (or -1): the model's context, or the longest one

@@ -133,7 +133,7 @@ type hfQuant struct {
 	Bits          *float64       `json:"bits"`
 	QuantAlgo     string         `json:"quant_algo"`
 	ConfigGroups  map[string]any `json:"config_groups"`
-	BlockSize     []float64      `json:"weight_block_size"`
+	BlockSize     any            `json:"weight_block_size"`
 }
 
 type hfVision struct {

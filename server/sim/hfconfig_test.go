@@ -361,3 +361,35 @@ func TestHFConfigVisionTowers(t *testing.T) {
 	_, err = ModelFromHFConfig("t/bad", []byte(strings.Replace(gemma3, `"image_size": 896`, `"image_size": 7`, 1)))
 	assert.ErrorContains(t, err, "smaller than its patch_size")
 }
+
+// A block-scaled FP8 checkpoint is told by its weight_block_size, or by a compressed-tensors
+// group quantized by block; hostile values mark it block-scaled with bounded sizes, or are
+// ignored where they are not a list, and never refuse the config.
+func TestHFConfigWeightBlockSize(t *testing.T) {
+	base := `"num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 128`
+	fp8 := func(extra string) string {
+		return `{` + base + `, "quantization_config": {"quant_method": "fp8"` + extra + `}}`
+	}
+	for name, tc := range map[string]struct {
+		cfg  string
+		want []int
+	}{
+		"per-tensor":        {fp8(``), nil},
+		"DeepSeek's blocks": {fp8(`, "weight_block_size": [128, 128]`), []int{128, 128}},
+		"one entry":         {fp8(`, "weight_block_size": [64]`), []int{64, 64}},
+		"zero and negative": {fp8(`, "weight_block_size": [0, -5]`), []int{1, 1}},
+		"huge":              {fp8(`, "weight_block_size": [1e300, 1.5]`), []int{65536, 2}},
+		"strings":           {fp8(`, "weight_block_size": ["a\nb", null]`), []int{1, 1}},
+		"a number":          {fp8(`, "weight_block_size": 128`), nil},
+		"empty list":        {fp8(`, "weight_block_size": []`), nil},
+		"compressed-tensors block": {`{` + base + `, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}}}`,
+			[]int{128, 128}},
+		"compressed-tensors channel": {`{` + base + `, "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}}}`,
+			nil},
+	} {
+		m, err := ModelFromHFConfig("t/x", []byte(tc.cfg))
+		require.NoError(t, err, name)
+		assert.Equal(t, "fp8", m.Quantization, name)
+		assert.Equal(t, tc.want, m.WeightBlockSize, name)
+	}
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -114,14 +115,56 @@ func quantize(m *Model, q *hfQuant) error {
 		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, fbgemm_fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
 	}
 	m.Quantization = method
-	if method == "fp8" && len(q.BlockSize) == 2 && q.BlockSize[0] >= 1 && q.BlockSize[1] >= 1 &&
-		q.BlockSize[0] <= 1<<16 && q.BlockSize[1] <= 1<<16 {
-		m.WeightBlockSize = []int{int(q.BlockSize[0]), int(q.BlockSize[1])}
+	if method == "fp8" {
+		block := q.BlockSize
+		if block == nil && strings.ToLower(q.Method) == "compressed-tensors" {
+			block = compressedTensorsBlock(q.ConfigGroups)
+		}
+		m.WeightBlockSize = blockSize(block)
 	}
 	if format := strings.ToLower(q.Method); format != method {
 		m.CheckpointFormat = strings.TrimSuffix(format, "_fp4") // modelopt_fp4 is modelopt's
 	}
 	return nil
+}
+
+// compressedTensorsBlock is the block_structure of a config group whose weights are quantized
+// by block (strategy "block"), or nil.
+func compressedTensorsBlock(groups map[string]any) any {
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		w, _ := gm["weights"].(map[string]any)
+		if strategy, _ := w["strategy"].(string); strings.EqualFold(strategy, "block") {
+			if b, ok := w["block_structure"].([]any); ok && len(b) > 0 {
+				return b
+			}
+			return []any{128.0, 128.0}
+		}
+	}
+	return nil
+}
+
+// blockSize reads a weight_block_size: any non-empty list marks the checkpoint block-scaled,
+// its first two entries kept as whole numbers from 1 to 65,536 (a single entry is square);
+// anything that is not a list is ignored.
+func blockSize(v any) []int {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil
+	}
+	size := func(x any) int {
+		f, _ := x.(float64)
+		if math.IsNaN(f) {
+			f = 1
+		}
+		return int(math.Round(math.Min(math.Max(f, 1), 1<<16)))
+	}
+	rows := size(list[0])
+	cols := rows
+	if len(list) > 1 {
+		cols = size(list[1])
+	}
+	return []int{rows, cols}
 }
 
 // compressedTensorsMethod reads the weights' bits and type of the first config group.

@@ -254,7 +254,11 @@ type Host struct {
 	// EagerLayerUS is the CPU time to launch one decoder layer's kernels one by one, as
 	// --enforce-eager runs them without CUDA graphs; the GPU cannot run ahead of it.
 	EagerLayerUS float64 `json:"eager_layer_us,omitempty"`
-	Source       string  `json:"source,omitempty"`
+	// SerialSteps: the host has no core to spare for async scheduling, so the scheduler's
+	// per-step work adds to the GPU's time even where the release overlaps the two
+	// (docs/calibration.md#async-scheduling).
+	SerialSteps bool   `json:"serial_steps,omitempty"`
+	Source      string `json:"source,omitempty"`
 
 	// Memory the vLLM runtime holds besides weights and KV cache (docs/vllm-behaviour.md#kv-cache-memory, docs/calibration.md#activation-memory): the transient
 	// activation peak of the profiling forward pass (the larger of the forward over

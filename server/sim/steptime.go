@@ -49,6 +49,7 @@ type StepModel struct {
 	pipe         pipeline // pipeline stages (pipeline_step.go); size 1 without
 	hostStep     float64  // seconds
 	hostPerSeq   float64  // seconds
+	overlap      bool     // async scheduling: the host's work runs while the GPU runs the last step
 }
 
 // NewStepModel builds the step model for a resolved setup.
@@ -95,6 +96,7 @@ func NewStepModel(s *Setup) *StepModel {
 		allReduce:    newAllReduce(g, m, s.TensorParallelSize, db),
 		peakRate:     g.BF16TFLOPS * 1e12,
 	}
+	sm.overlap = asyncScheduling(s) && !h.SerialSteps
 	if s.EnforceEager {
 		sm.eagerFloor = float64(m.NumLayers) * h.EagerLayerUS * 1e-6
 	}
@@ -121,6 +123,11 @@ func NewStepModel(s *Setup) *StepModel {
 // tokens by expert keep it below a dense GEMM of the same FLOPs, and its FP8 path gains nothing
 // over 16 bits there (docs/calibration.md#fused-moe-kernel).
 const fusedMoEEfficiency = 0.44
+
+// fusedMoEBandwidth is the share of the card's effective bandwidth at which the fused-MoE kernel
+// streams the experts a decode step touches: the median of twelve published timings at 16 to
+// 128 tokens (the same kernels and cards, 0.74 to 1.04; docs/calibration.md#fused-moe-kernel).
+const fusedMoEBandwidth = 0.89
 
 // deepGEMMRelease is the first release that multiplies block-scaled FP8 weights with DeepGEMM
 // by default on Hopper and Blackwell (vllm#24462, merged September 2025).
@@ -194,7 +201,7 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 	}
 	weights := sm.denseBytes
 	if sm.expertBytes > 0 {
-		weights += sm.expertBytes * (1 - math.Pow(1-sm.expertFrac, tokens))
+		weights += sm.expertBytes * (1 - math.Pow(1-sm.expertFrac, tokens)) / fusedMoEBandwidth
 	}
 	tw := weights / sm.bandwidth
 	tg := (sm.layerFLOPs-sm.expertFLOPs)*tokens/sm.gemmRate + sm.expertFLOPs*tokens/sm.expertRate +
@@ -215,9 +222,30 @@ func (sm *StepModel) HostSeconds(seqs int) float64 {
 	return sm.hostStep + sm.hostPerSeq*float64(seqs)
 }
 
-// StepDuration is the whole step: host plus GPU.
+// StepDuration is the whole step: host plus GPU, or the longer of the two where async
+// scheduling hides the host's work behind the GPU's.
 func (sm *StepModel) StepDuration(batch []Work) time.Duration {
+	if sm.overlap {
+		return seconds(max(sm.HostSeconds(len(batch)), sm.GPUSeconds(batch)))
+	}
 	return seconds(sm.HostSeconds(len(batch)) + sm.GPUSeconds(batch))
 }
+
+// asyncScheduling reports whether the release schedules step N+1 while the GPU runs step N:
+// --async-scheduling where given, else vLLM's default, on from 0.14 except with pipeline
+// parallelism or n-gram drafts (docs/calibration.md#async-scheduling).
+func asyncScheduling(s *Setup) bool {
+	switch s.Config.AsyncScheduling {
+	case On:
+		return true
+	case Off:
+		return false
+	}
+	ngram := s.Speculative != nil && s.Speculative.Method == "ngram"
+	return s.Version.AtLeast(asyncSchedulingRelease) && s.Config.PipelineParallelSize <= 1 && !ngram
+}
+
+// asyncSchedulingRelease is the first release with async scheduling on by default.
+const asyncSchedulingRelease = "0.14.0"
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"sort"
 	"testing"
 
@@ -91,6 +92,10 @@ func TestFusedMoEExpertsRunBelowTheDenseRate(t *testing.T) {
 	experts := 2 * float64(m.ExpertsPerToken) * m.ExpertParams()
 	assert.InDelta(t, experts, sm.expertFLOPs, 1)
 	assert.Greater(t, sm.layerFLOPs, sm.expertFLOPs, "attention and router weights stay dense")
+	assert.Less(t, sm.expertRate, sm.gemmRate, "the fused-MoE kernel is slower than a dense GEMM")
+	s2, err := Resolve(Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H100", TensorParallelSize: 2, MaxModelLen: 16384}, nil)
+	require.NoError(t, err)
+	assert.InDelta(t, experts/2, NewStepModel(s2).expertFLOPs, 1, "a rank computes its share of every expert")
 	assert.InDelta(t, fusedMoEEfficiency*g.EtaGEMM*g.BF16TFLOPS*1e12, sm.expertRate, 1e6)
 
 	// Against the same step with the experts at the dense rate: an 8,192-token prefill is
@@ -99,8 +104,11 @@ func TestFusedMoEExpertsRunBelowTheDenseRate(t *testing.T) {
 	dense := *sm
 	dense.expertRate = dense.gemmRate
 	got := sm.GPUSeconds([]Work{{Q: tokens}}) - dense.GPUSeconds([]Work{{Q: tokens}})
-	want := experts * tokens * (1/sm.expertRate - 1/sm.gemmRate)
-	assert.InEpsilon(t, want, got, 0.02)
+	weights := sm.denseBytes + sm.expertBytes*(1-math.Pow(1-sm.expertFrac, tokens))/fusedMoEBandwidth
+	tw := weights / sm.bandwidth
+	tg := (sm.layerFLOPs-experts)*tokens/sm.gemmRate + sm.headFLOPs/sm.headRate
+	want := math.Hypot(tw, tg+experts*tokens/sm.expertRate) - math.Hypot(tw, tg+experts*tokens/sm.gemmRate)
+	assert.InEpsilon(t, want, got, 1e-6)
 	t.Logf("Qwen3-30B-A3B, 8,192-token prefill on an H100: %.1f ms, of which %.1f ms for the fused-MoE kernel's efficiency",
 		1e3*sm.GPUSeconds([]Work{{Q: tokens}}), 1e3*got)
 }
@@ -138,4 +146,80 @@ func TestFusedMoEEfficiencyMatchesPublishedKernelTimings(t *testing.T) {
 	}
 	sort.Float64s(ratios)
 	assert.InDelta(t, 1, ratios[len(ratios)/2], 0.02, "the constant is the timings' median")
+}
+
+// fusedMoEBandwidth is the median of the same kernels' timings at decode sizes, where they
+// stream the experts the batch touches (1 - (1 - k/E)^tokens of them): against the card's
+// effective bandwidth, Mixtral's wide experts read at it and Qwen3's narrow FP8 ones at three
+// quarters of it.
+func TestFusedMoEBandwidthMatchesPublishedKernelTimings(t *testing.T) {
+	h100, err := BuiltinProfiles().GPU("H100")
+	require.NoError(t, err)
+	h200, err := BuiltinProfiles().GPU("H200")
+	require.NoError(t, err)
+	var ratios []float64
+	for _, tc := range []struct {
+		source                string
+		gpu                   GPU
+		experts, topK         float64
+		hidden, interm, bytes float64
+		timings               map[float64]float64 // tokens: microseconds
+	}{
+		{"vllm#24700 Mixtral-8x7B bf16 TP2, tuned", h100, 8, 2, 4096, 7168, 2,
+			map[float64]float64{16: 471.49, 32: 487.35, 64: 483.14, 128: 491.39}},
+		{"vllm#24700 Qwen3-30B-A3B fp8_w8a8", h100, 128, 8, 2048, 768, 1,
+			map[float64]float64{16: 185.40, 32: 238.37, 64: 262.73, 128: 273.72}},
+		{"vllm#44818 Gemma 4 26B-A4B bf16, default", h200, 128, 8, 2816, 704, 2,
+			map[float64]float64{16: 257.8, 32: 341.1, 64: 391.8, 128: 409.1}},
+	} {
+		for tokens, micros := range tc.timings {
+			touched := tc.experts * (1 - math.Pow(1-tc.topK/tc.experts, tokens))
+			read := touched * 3 * tc.hidden * tc.interm * tc.bytes
+			rate := read / (micros * 1e-6)
+			ratio := rate / (tc.gpu.EtaBandwidth * tc.gpu.BandwidthTBps * 1e12)
+			t.Logf("%s, %.0f tokens: %.2f TB/s, %.2f of the card's effective bandwidth", tc.source, tokens, rate/1e12, ratio)
+			assert.True(t, ratio > 0.7 && ratio < 1.1, "%s: %.2f", tc.source, ratio)
+			ratios = append(ratios, ratio)
+		}
+	}
+	sort.Float64s(ratios)
+	median := (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+	assert.InDelta(t, median, fusedMoEBandwidth, 0.005, "the constant is the timings' median")
+}
+
+// With async scheduling (vLLM's default from 0.14, not with pipeline stages) the scheduler's
+// work for the next step runs while the GPU runs this one, so a step takes the longer of the
+// two; before it, and on a host without a core to spare, their sum
+// (docs/calibration.md#async-scheduling).
+func TestAsyncSchedulingHidesTheHostBehindTheGPU(t *testing.T) {
+	batch := make([]Work, 64)
+	for i := range batch {
+		batch[i] = Work{Q: 1, C: 1024}
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		overlap bool
+	}{
+		{"0.13: no async scheduling", Config{VLLMVersion: "0.13.0"}, false},
+		{"0.14: on by default", Config{VLLMVersion: "0.14.0"}, true},
+		{"0.33 with --no-async-scheduling", Config{AsyncScheduling: Off}, false},
+		{"0.11 with --async-scheduling", Config{VLLMVersion: "0.11.0", AsyncScheduling: On}, true},
+		{"pipeline stages", Config{PipelineParallelSize: 2}, false},
+		{"a 4-vCPU host", Config{Host: "v1-4vcpu"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Model, cfg.GPU, cfg.MaxModelLen = "meta-llama/Llama-3.1-8B-Instruct", "H100", 8192
+			s, err := Resolve(cfg, nil)
+			require.NoError(t, err)
+			sm := NewStepModel(s)
+			host, gpu := sm.HostSeconds(len(batch)), sm.GPUSeconds(batch)
+			want := host + gpu
+			if tc.overlap {
+				want = max(host, gpu)
+			}
+			assert.InDelta(t, want, sm.StepDuration(batch).Seconds(), 1e-9)
+		})
+	}
 }

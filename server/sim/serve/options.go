@@ -232,7 +232,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.IntVar(&o.MaxLogprobs, "max-logprobs", 20, "Largest logprobs or top_logprobs a request may ask for")
 
 	fs.StringVar(&o.Engine.GPU, "sim-gpu", sim.DefaultGPU, "Simulated GPU profile")
-	fs.StringVar(&o.Engine.Host, "sim-host-profile", sim.DefaultHost, "Simulated host profile: v1 or legacy")
+	fs.StringVar(&o.Engine.Host, "sim-host-profile", sim.DefaultHost, "Simulated host profile: v1 (a GPU server), v1-4vcpu (a 4-vCPU host, whose scheduler cannot overlap the GPU) or legacy (vLLM up to 0.5)")
 	fs.Int64Var(&o.Engine.Seed, "sim-seed", 0, "Seed for output lengths, text and step jitter")
 	fs.Float64Var(&o.Engine.Jitter, "sim-jitter", 0, "Relative standard deviation of step times (0 = deterministic)")
 	fs.Float64Var(&o.Speed, "sim-speed", 1, "Simulated seconds per wall-clock second (2 runs twice as fast)")
