@@ -201,6 +201,8 @@ func TestConfigErrors(t *testing.T) {
 		{"a misspelt model", Config{Model: "meta-llama/Llama-3.1-8B-Instrct"}, "(did you mean meta-llama/Llama-3.1-8B-Instruct?)"},
 		{"a suffix past a known model", Config{Model: "Qwen/Qwen3-8B-Base"}, "(did you mean Qwen/Qwen3-8B?)"},
 		{"a quantized build of a known model", Config{Model: "Qwen/Qwen3-8B-AWQ"}, "(a build of Qwen/Qwen3-8B quantized with awq? --model Qwen/Qwen3-8B --sim-checkpoint-quantization awq)"},
+		{"an FP8 build, maybe block-scaled", Config{Model: "Qwen/Qwen3-30B-A3B-FP8"}, "--sim-checkpoint-quantization fp8 for per-channel scales; for block-scaled weights give its config.json with --sim-model-config)"},
+		{"a dynamic FP8 build", Config{Model: "Qwen/Qwen3-8B-FP8-dynamic"}, "(a build of Qwen/Qwen3-8B quantized with fp8? --model Qwen/Qwen3-8B --sim-checkpoint-quantization fp8)"},
 		{"a name lower case makes shorter", Config{Model: "ȺȺȺȺȺȺ-awq"}, "known models are listed by vllmtop help sim"},
 		{"a misspelt GPU", Config{GPU: "MI300"}, "unknown GPU \"MI300\" (did you mean MI300X?); known GPUs: H200"},
 		{"the start of a GPU's alias", Config{GPU: "A100-80G"}, "(did you mean A100-SXM-80GB?)"},

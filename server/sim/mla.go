@@ -97,7 +97,8 @@ const (
 
 // gpuArch tells the architecture from a profile's name: Hopper (H100, H200, H20, H800,
 // GH200), SM100 Blackwell (B200, B300, GB200, GB300; not the RTX 50 series or GB10), or an
-// AMD card. Others, and profiles of unknown names, are other CUDA cards.
+// AMD card. A profile of another name is told by its compute capability (9.0 Hopper, 10.x
+// SM100); the rest are other CUDA cards.
 func gpuArch(g GPU) string {
 	keys := gpuKeys(g.Name)
 	for _, p := range []string{"amd", "radeon", "instinct", "mi"} {
@@ -115,6 +116,12 @@ func gpuArch(g GPU) string {
 		if strings.HasPrefix(n, p) {
 			return archSM100
 		}
+	}
+	switch cc := g.capabilityInt(); {
+	case cc == 90:
+		return archHopper
+	case cc >= 100 && cc < 110:
+		return archSM100
 	}
 	return archOther
 }

@@ -127,3 +127,23 @@ func TestMLAModelConfigMatchesCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// gpuArch reads the architecture from the name, and from the compute capability where the
+// name is not one it knows (a --sim-profiles card of another name).
+func TestGPUArchFromNameOrCapability(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cc   float64
+		want string
+	}{
+		{"H100-SXM-80GB", 9.0, archHopper},
+		{"my-hopper", 9.0, archHopper},
+		{"B200", 10.0, archSM100},
+		{"lab-blackwell", 10.3, archSM100},
+		{"RTX-5090", 12.0, archOther},
+		{"MI300X", 9.4, archAMD},
+		{"A100-SXM-80GB", 8.0, archOther},
+	} {
+		assert.Equal(t, tc.want, gpuArch(GPU{Name: tc.name, ComputeCapability: tc.cc}), tc.name)
+	}
+}

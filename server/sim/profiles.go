@@ -502,6 +502,11 @@ func (p *Profiles) Model(name string) (Model, error) {
 	hint := didYouMean(modelKey(name), cands)
 	if base, method := quantizedBuildOf(name, p); base != "" {
 		hint = fmt.Sprintf(" (a build of %s quantized with %s? --model %s --sim-checkpoint-quantization %s)", base, method, base, method)
+		if method == "fp8" && !strings.HasSuffix(strings.ToLower(name), "-dynamic") {
+			// Qwen's, DeepSeek's and MiniMax's own FP8 releases scale by block, which the
+			// flag does not say (docs/calibration.md#fp8-gemms).
+			hint = fmt.Sprintf(" (a build of %s quantized with fp8? --model %s --sim-checkpoint-quantization fp8 for per-channel scales; for block-scaled weights give its config.json with --sim-model-config)", base, base)
+		}
 	}
 	return Model{}, fmt.Errorf("unknown model %q%s; the %d known models are listed by vllmtop help sim (size one from its Hugging Face config.json with --sim-model-config FILE, or add one with --sim-profiles FILE)", name, hint, len(names))
 }

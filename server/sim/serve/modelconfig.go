@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +34,12 @@ func loadProfiles(opts *Options, getenv func(string) string) (*sim.Profiles, err
 	}
 	m, err := sim.LoadHFModel(opts.Engine.Model, path)
 	if err != nil {
-		return nil, &ConfigError{Msg: "--sim-model-config " + path + ": " + err.Error()}
+		msg := "--sim-model-config " + path + ": " + err.Error()
+		if errors.Is(err, fs.ErrNotExist) && strings.Count(path, "/") == 1 && !strings.HasSuffix(path, ".json") {
+			// "--sim-model Org/Name" reaches here as an abbreviation, as vLLM's parser reads one.
+			msg += " (a model's name goes in --model; --sim-model-config takes a config.json)"
+		}
+		return nil, &ConfigError{Msg: msg}
 	}
 	p.Prefer(m)
 	return p, nil

@@ -37,6 +37,12 @@ func TestSimModelConfig(t *testing.T) {
 	assert.Contains(t, err.Error(), "--sim-model-config "+bad)
 	assert.NotContains(t, err.Error(), "\n")
 	assert.Equal(t, 2, ExitCode(err))
+
+	// A model's name where a config file goes (bench's --sim-model, read as an abbreviation
+	// as vLLM's benchmark parser reads one) says so.
+	_, err = Prepare([]string{"--sim-model-config", "acme/Not-A-File"}, noEnv)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a model's name goes in --model")
 }
 
 // TestModelFromHFCache: a model the catalogue lacks is sized from the local Hugging Face
