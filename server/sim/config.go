@@ -45,9 +45,9 @@ type Config struct {
 	PPLayerPartition     string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
 	PrefixCaching        Toggle // --enable-prefix-caching (default on)
 	ChunkedPrefill       Toggle // --enable-chunked-prefill (default on)
-	// AsyncScheduling is --async-scheduling / --no-async-scheduling, taken as vLLM takes them.
-	// The step model has one host cost, fitted on releases with and without the overlap, and
-	// does not split it out (docs/vllm-behaviour.md#serving-flags).
+	// AsyncScheduling is --async-scheduling / --no-async-scheduling, taken as vLLM takes them:
+	// where on, a step takes the longer of the scheduler's and the GPU's time
+	// (docs/calibration.md#async-scheduling).
 	AsyncScheduling Toggle
 	// V2ModelRunnerEnv mirrors VLLM_USE_V2_MODEL_RUNNER: Default (unset, the release's rule),
 	// On (1) or Off (0); see Setup.V2ModelRunner.

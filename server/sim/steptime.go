@@ -233,7 +233,7 @@ func (sm *StepModel) StepDuration(batch []Work) time.Duration {
 
 // asyncScheduling reports whether the release schedules step N+1 while the GPU runs step N:
 // --async-scheduling where given, else vLLM's default, on from 0.14 except with pipeline
-// parallelism or n-gram drafts (docs/calibration.md#async-scheduling).
+// parallelism or drafts other than EAGLE and MTP (docs/calibration.md#async-scheduling).
 func asyncScheduling(s *Setup) bool {
 	switch s.Config.AsyncScheduling {
 	case On:
@@ -241,8 +241,11 @@ func asyncScheduling(s *Setup) bool {
 	case Off:
 		return false
 	}
-	ngram := s.Speculative != nil && s.Speculative.Method == "ngram"
-	return s.Version.AtLeast(asyncSchedulingRelease) && s.Config.PipelineParallelSize <= 1 && !ngram
+	drafts := true
+	if sp := s.Speculative; sp != nil {
+		drafts = sp.Method == "eagle" || sp.Method == "eagle3" || sp.Method == "mtp"
+	}
+	return s.Version.AtLeast(asyncSchedulingRelease) && s.Config.PipelineParallelSize <= 1 && drafts
 }
 
 // asyncSchedulingRelease is the first release with async scheduling on by default.

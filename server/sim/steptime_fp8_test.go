@@ -206,6 +206,9 @@ func TestAsyncSchedulingHidesTheHostBehindTheGPU(t *testing.T) {
 		{"0.33 with --no-async-scheduling", Config{AsyncScheduling: Off}, false},
 		{"0.11 with --async-scheduling", Config{VLLMVersion: "0.11.0", AsyncScheduling: On}, true},
 		{"pipeline stages", Config{PipelineParallelSize: 2}, false},
+		{"EAGLE drafts", Config{Speculative: &SpeculativeConfig{Method: "eagle", Model: "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", NumSpeculativeTokens: 3}}, true},
+		{"a draft model", Config{Speculative: &SpeculativeConfig{Method: "draft_model", Model: "meta-llama/Llama-3.2-1B-Instruct", NumSpeculativeTokens: 3}}, false},
+		{"n-gram drafts", Config{Speculative: &SpeculativeConfig{Method: "ngram", NumSpeculativeTokens: 3}}, false},
 		{"a 4-vCPU host", Config{Host: "v1-4vcpu"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -224,7 +224,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.Bool("no-enable-prefix-caching", false, "Disable prefix caching")
 	fs.Bool("enable-chunked-prefill", false, "Enable chunked prefill (default on)")
 	fs.Bool("no-enable-chunked-prefill", false, "Disable chunked prefill")
-	fs.Bool("async-scheduling", false, "Schedule the next step while the GPU runs this one (default on from vLLM 0.14, but not with pipeline parallelism or n-gram drafts)")
+	fs.Bool("async-scheduling", false, "Schedule the next step while the GPU runs this one, hiding the scheduler's time behind the GPU's (default on from vLLM 0.14, but not with pipeline parallelism or drafts other than EAGLE and MTP)")
 	fs.Bool("no-async-scheduling", false, "Schedule each step after the last one finishes")
 	fs.BoolVar(&o.DisableLogStats, "disable-log-stats", false, "Disable the periodic stats line and the vllm: metrics")
 	fs.BoolVar(&o.ForceUsage, "enable-force-include-usage", false, "Send usage on every streamed response")
