@@ -117,10 +117,7 @@ func TestFusedMoEExpertsRunBelowTheDenseRate(t *testing.T) {
 // sizes (benchmarks/kernels/benchmark_moe.py, one layer's experts), against the rate the model
 // gives them on the same card; no timing is more than twice off.
 func TestFusedMoEEfficiencyMatchesPublishedKernelTimings(t *testing.T) {
-	h100, err := BuiltinProfiles().GPU("H100")
-	require.NoError(t, err)
-	h200, err := BuiltinProfiles().GPU("H200")
-	require.NoError(t, err)
+	h100, h200 := hopperProfiles(t)
 	var ratios []float64
 	for _, tc := range []struct {
 		source         string
@@ -153,10 +150,7 @@ func TestFusedMoEEfficiencyMatchesPublishedKernelTimings(t *testing.T) {
 // effective bandwidth, Mixtral's wide experts read at it and Qwen3's narrow FP8 ones at three
 // quarters of it.
 func TestFusedMoEBandwidthMatchesPublishedKernelTimings(t *testing.T) {
-	h100, err := BuiltinProfiles().GPU("H100")
-	require.NoError(t, err)
-	h200, err := BuiltinProfiles().GPU("H200")
-	require.NoError(t, err)
+	h100, h200 := hopperProfiles(t)
 	var ratios []float64
 	for _, tc := range []struct {
 		source                string
@@ -225,4 +219,14 @@ func TestAsyncSchedulingHidesTheHostBehindTheGPU(t *testing.T) {
 			assert.InDelta(t, want, sm.StepDuration(batch).Seconds(), 1e-9)
 		})
 	}
+}
+
+// hopperProfiles are the two cards the published fused-MoE timings ran on.
+func hopperProfiles(t *testing.T) (h100, h200 GPU) {
+	t.Helper()
+	h100, err := BuiltinProfiles().GPU("H100")
+	require.NoError(t, err)
+	h200, err = BuiltinProfiles().GPU("H200")
+	require.NoError(t, err)
+	return h100, h200
 }
