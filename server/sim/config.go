@@ -69,6 +69,10 @@ type Config struct {
 	// FlashInferInstalled (default, as vLLM's images have it) or FlashInferAbsent (a pip wheel of
 	// 0.10.1 to 0.11.0, say), whose sampler then takes the PyTorch-native path.
 	FlashInfer string
+	// DeepGEMM is whether the imitated install has DeepGEMM (--sim-deepgemm): DeepGEMMInstalled
+	// (default) or DeepGEMMAbsent, where block-scaled FP8 falls back to CUTLASS at the 16-bit
+	// rate in every release (docs/calibration.md#fp8-gemms).
+	DeepGEMM string
 	// VLLMVersion is the release to imitate (--sim-vllm-version; default DefaultVersion).
 	VLLMVersion string
 	// EntryPoint is how the imitated vLLM was started (--sim-entry-point): EntryServe, the
@@ -101,6 +105,8 @@ const (
 	CompileCold                 = "cold"
 	FlashInferInstalled         = "installed"
 	FlashInferAbsent            = "absent"
+	DeepGEMMInstalled           = "installed"
+	DeepGEMMAbsent              = "absent"
 )
 
 // Setup is a Config resolved against profiles: every default applied, every value checked,
@@ -276,6 +282,13 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	case FlashInferInstalled, FlashInferAbsent:
 	default:
 		return nil, &ConfigError{fmt.Sprintf("--sim-flashinfer must be %s or %s, got %q", FlashInferInstalled, FlashInferAbsent, cfg.FlashInfer)}
+	}
+	switch cfg.DeepGEMM {
+	case "":
+		cfg.DeepGEMM = DeepGEMMInstalled
+	case DeepGEMMInstalled, DeepGEMMAbsent:
+	default:
+		return nil, &ConfigError{fmt.Sprintf("--sim-deepgemm must be %s or %s, got %q", DeepGEMMInstalled, DeepGEMMAbsent, cfg.DeepGEMM)}
 	}
 	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}

@@ -157,10 +157,11 @@ func gemmPeakTFLOPS(s *Setup) float64 {
 }
 
 // usesDeepGEMM reports whether the release multiplies block-scaled FP8 weights with DeepGEMM
-// on this card: Hopper and SM100 Blackwell only, from deepGEMMRelease.
+// on this card: Hopper and SM100 Blackwell only, from deepGEMMRelease, where it is installed.
 func usesDeepGEMM(s *Setup) bool {
 	arch := gpuArch(s.GPUProfile)
-	return (arch == archHopper || arch == archSM100) && s.Version.AtLeast(deepGEMMRelease)
+	return (arch == archHopper || arch == archSM100) && s.Version.AtLeast(deepGEMMRelease) &&
+		s.DeepGEMM != DeepGEMMAbsent
 }
 
 // PeakPrefillSeconds is the least time a cold prefill of tokens can take on this GPU: the

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,6 +61,7 @@ func TestBlockScaledFP8GEMMRateByKernel(t *testing.T) {
 		{"block FP8 on Blackwell", "Qwen/Qwen3-235B-A22B-FP8", "B200", "0.33.0", true},
 		{"block FP8 on Ada (no DeepGEMM)", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "L40S", "0.33.0", false},
 		{"per-channel FP8 in an old release", "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "H200", "0.8.4", true},
+		{"block FP8 without DeepGEMM installed", "deepseek-ai/DeepSeek-R1", "H200", "0.33.0 absent", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tp := 1
@@ -68,7 +70,8 @@ func TestBlockScaledFP8GEMMRateByKernel(t *testing.T) {
 			} else if tc.model == "Qwen/Qwen3-235B-A22B-FP8" {
 				tp = 2
 			}
-			s, err := Resolve(Config{Model: tc.model, GPU: tc.gpu, VLLMVersion: tc.version, TensorParallelSize: tp, MaxModelLen: 8192}, nil)
+			version, deepGEMM, _ := strings.Cut(tc.version, " ")
+			s, err := Resolve(Config{Model: tc.model, GPU: tc.gpu, VLLMVersion: version, DeepGEMM: deepGEMM, TensorParallelSize: tp, MaxModelLen: 8192}, nil)
 			require.NoError(t, err)
 			g := s.GPUProfile
 			peak := g.BF16TFLOPS
