@@ -269,26 +269,23 @@ func resolveProfiles(cfg *Config, profiles *Profiles) (*Setup, error) {
 	default:
 		return nil, &ConfigError{fmt.Sprintf("--sim-entry-point must be %s (vllm serve) or %s (the offline LLM class), got %q", EntryServe, EntryLLM, cfg.EntryPoint)}
 	}
-	switch cfg.CompileCache {
-	case "":
-		cfg.CompileCache = CompileWarm
-	case CompileWarm, CompileCold:
-	default:
-		return nil, &ConfigError{fmt.Sprintf("--sim-compile-cache must be %s or %s, got %q", CompileWarm, CompileCold, cfg.CompileCache)}
-	}
-	switch cfg.FlashInfer {
-	case "":
-		cfg.FlashInfer = FlashInferInstalled
-	case FlashInferInstalled, FlashInferAbsent:
-	default:
-		return nil, &ConfigError{fmt.Sprintf("--sim-flashinfer must be %s or %s, got %q", FlashInferInstalled, FlashInferAbsent, cfg.FlashInfer)}
-	}
-	switch cfg.DeepGEMM {
-	case "":
-		cfg.DeepGEMM = DeepGEMMInstalled
-	case DeepGEMMInstalled, DeepGEMMAbsent:
-	default:
-		return nil, &ConfigError{fmt.Sprintf("--sim-deepgemm must be %s or %s, got %q", DeepGEMMInstalled, DeepGEMMAbsent, cfg.DeepGEMM)}
+	for _, c := range []struct {
+		flag  string
+		value *string
+		def   string
+		other string
+	}{
+		{"--sim-compile-cache", &cfg.CompileCache, CompileWarm, CompileCold},
+		{"--sim-flashinfer", &cfg.FlashInfer, FlashInferInstalled, FlashInferAbsent},
+		{"--sim-deepgemm", &cfg.DeepGEMM, DeepGEMMInstalled, DeepGEMMAbsent},
+	} {
+		switch *c.value {
+		case "":
+			*c.value = c.def
+		case c.def, c.other:
+		default:
+			return nil, &ConfigError{fmt.Sprintf("%s must be %s or %s, got %q", c.flag, c.def, c.other, *c.value)}
+		}
 	}
 	if s.Version, err = ParseVersion(cfg.VLLMVersion); err != nil {
 		return nil, &ConfigError{"--sim-vllm-version: " + err.Error()}
