@@ -40,7 +40,11 @@ func TestBenchMultiTurnShowsThePrefixCache(t *testing.T) {
 	first, later := on["turn1_median_ttft_ms"].(float64), on["later_turns_median_ttft_ms"].(float64)
 	assert.Less(t, later, first/3, "prefix caching on: later turns find their history cached")
 	first, later = off["turn1_median_ttft_ms"].(float64), off["later_turns_median_ttft_ms"].(float64)
-	assert.InEpsilon(t, first, later, 0.10, "prefix caching off: every turn computes its prompt (later ones ~6%% longer)")
+	// Prefix caching off: every turn computes its prompt, so no turn comes near the cached
+	// third. Later prompts are ~6% longer; the two first turns start together and share their
+	// prefill steps, where later turns drift apart and mostly meet the other's decodes.
+	assert.Greater(t, later, 0.8*first, "prefix caching off: later turns gain nothing from a cache")
+	assert.Less(t, later, 1.25*first, "prefix caching off: later turns cost about what the first does")
 }
 
 func TestBenchMultiTurnTable(t *testing.T) {

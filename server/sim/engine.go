@@ -169,6 +169,10 @@ type Engine struct {
 	nextSeq uint64
 	rng     uint64
 
+	// The last step's start and end: under async scheduling the batch that starts when a step
+	// ends was scheduled when that step started.
+	lastStart, lastEnd time.Time
+
 	result   StepResult
 	tokenBuf []int
 	drafted  []int // draft tokens verified by each entry of batchSeq
@@ -388,7 +392,7 @@ func (e *Engine) Step(now time.Time) *StepResult {
 
 	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
 	if !preempted {
-		e.admitWaiting(r, now, budget, chunked)
+		e.admitWaiting(r, now, e.scheduledAt(now), budget, chunked)
 	}
 
 	r.KVEvictions = e.residencyEvictions()
@@ -404,6 +408,7 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	d := e.stepDuration()
 	end := now.Add(d)
 	r.Duration, r.End = d, end
+	e.lastStart, e.lastEnd = now, end
 	e.counters.Steps++
 	e.counters.BusyTime += d
 
@@ -455,10 +460,10 @@ func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, 
 
 // admitWaiting admits waiting requests in FIFO order while the token budget, max_num_seqs and
 // the KV blocks allow, stopping at the first that does not fit or has not arrived by now.
-func (e *Engine) admitWaiting(r *StepResult, now time.Time, budget int, chunked bool) {
+func (e *Engine) admitWaiting(r *StepResult, now, cutoff time.Time, budget int, chunked bool) {
 	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
 		s := e.waiting[0]
-		if s.Times.Queued.After(now) {
+		if s.Times.Queued.After(cutoff) && (s.Times.Queued.After(now) || len(e.batch) > 0) {
 			break
 		}
 		if s.computed == 0 {
@@ -486,6 +491,17 @@ func (e *Engine) admitWaiting(r *StepResult, now time.Time, budget int, chunked 
 		e.schedule(s, n)
 		budget -= n
 	}
+}
+
+// scheduledAt is when the scheduler chose the batch that starts at now. With async scheduling
+// (vLLM's EngineCore.step_with_batch_queue) it schedules the next batch as soon as the last one
+// is launched, so a batch that follows another back to back was chosen when that one started,
+// and a request that arrived since waits one more step; after an idle gap it is chosen at now.
+func (e *Engine) scheduledAt(now time.Time) time.Time {
+	if e.model.overlap && !e.lastEnd.IsZero() && !now.After(e.lastEnd) {
+		return e.lastStart
+	}
+	return now
 }
 
 // stepDuration is the simulated GPU time of the scheduled batch: the forward pass, the draft

@@ -410,3 +410,47 @@ func TestPrefixCachingDefaultFollowsTheEngine(t *testing.T) {
 		assert.Equal(t, c.want, s.PrefixCachingEnabled(), "%s %v", c.version, c.flag)
 	}
 }
+
+// Under async scheduling vLLM picks the batch that follows a step when that step starts, so a
+// request that arrives while a step runs misses the next one too; without it, it joins the next.
+// After an idle gap it is scheduled at once either way.
+func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		async     Toggle
+		joinsStep int // the step (0 is the first) whose batch first holds the late request
+	}{
+		{"async scheduling", On, 2},
+		{"--no-async-scheduling", Off, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := smallEngine(t, Config{AsyncScheduling: tc.async})
+			add(t, e, fixedPrompt(100, 0), 8, t0)
+			ready := e.Step(t0).NextReady
+			first := e.Step(ready)
+			require.False(t, first.Idle)
+			// The second request reaches the scheduler in the middle of the first step, after
+			// the API server's costs (the input cost and one request in flight).
+			hostCost := e.queued + time.Duration(e.perActive)
+			late := add(t, e, fixedPrompt(100, 1), 2, first.Start.Add(first.Duration/2-hostCost))
+			require.Equal(t, first.Start.Add(first.Duration/2), late.Times.Queued)
+			now := first.End
+			for i := 1; i <= 2; i++ {
+				r := e.Step(now)
+				require.False(t, r.Idle)
+				assert.Equal(t, i >= tc.joinsStep, late.wasRun, "step %d", i)
+				now = r.End
+			}
+		})
+	}
+
+	t.Run("after an idle gap", func(t *testing.T) {
+		e := smallEngine(t, Config{AsyncScheduling: On})
+		add(t, e, fixedPrompt(100, 0), 1, t0)
+		_, end := stepAll(t, e, t0, 10)
+		s := add(t, e, fixedPrompt(100, 1), 1, end.Add(time.Second))
+		r := e.Step(s.Times.Queued)
+		require.False(t, r.Idle)
+		assert.True(t, s.wasRun, "nothing was in flight, so the scheduler took it at once")
+	})
+}
