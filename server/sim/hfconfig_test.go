@@ -44,6 +44,10 @@ func TestHFConfigDeepSeekV2LiteMLA(t *testing.T) {
 	assert.Equal(t, []int{64, 6, 1408}, []int{m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
 	assert.Equal(t, []int{10944, 2816}, []int{m.DenseIntermediateSize, m.SharedExpertIntermediateSize},
 		"the first layer's dense MLP; two shared experts of 1408")
+	assert.Equal(t, 26, m.RoutedLayers(), "first_k_dense_replace 1 of 27 layers")
+	catalogued, err := BuiltinProfiles().Model("deepseek-ai/DeepSeek-V2-Lite")
+	require.NoError(t, err)
+	assert.Equal(t, catalogued.MoELayers, m.MoELayers, "the catalogue's moe_layers is the config's")
 	assert.Equal(t, 163840, m.MaxPositionEmbeddings, "yarn: 4096 x 40")
 	assert.InDelta(t, 15.71e9, m.Params, 0.01*15.71e9, "the card's 15.7B")
 	assert.InDelta(t, 2.45e9, m.ActiveParams, 0.05*2.45e9, "the card's 2.4B active")
@@ -72,6 +76,7 @@ func TestHFConfigDeepSeekV2LiteMLA(t *testing.T) {
 func TestHFConfigQwen3MoE(t *testing.T) {
 	m := loadTestConfig(t, "test/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b-fp8")
 	assert.Equal(t, []int{94, 4, 128, 128, 8, 1536}, []int{m.NumLayers, m.NumKeyValueHeads, m.HeadDim, m.NumExperts, m.ExpertsPerToken, m.IntermediateSize})
+	assert.Equal(t, 94, m.RoutedLayers(), "every layer routes")
 	assert.Equal(t, "fp8", m.Quantization)
 	assert.Equal(t, []int{128, 128}, m.WeightBlockSize, "block-scaled FP8")
 	assert.Equal(t, 40960, m.MaxPositionEmbeddings)

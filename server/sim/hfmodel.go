@@ -75,6 +75,9 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 			}
 		}
 		m.SharedExpertIntermediateSize = s.sharedInter
+		if s.moeLayers < s.layers {
+			m.MoELayers = s.moeLayers
+		}
 	}
 	m.Params, m.ActiveParams = hfParams(s, m)
 	if top.VisionConfig != nil {

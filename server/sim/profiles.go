@@ -142,9 +142,13 @@ type Model struct {
 	// every layer routes. SharedExpertIntermediateSize is the width of the shared experts every
 	// MoE layer runs on all its tokens besides the routed ones (0: none). Both shape the
 	// profile's activation peak (docs/calibration.md#moe-activation).
-	DenseIntermediateSize        int    `json:"dense_intermediate_size,omitempty"`
-	SharedExpertIntermediateSize int    `json:"shared_expert_intermediate_size,omitempty"`
-	Source                       string `json:"source,omitempty"`
+	DenseIntermediateSize        int `json:"dense_intermediate_size,omitempty"`
+	SharedExpertIntermediateSize int `json:"shared_expert_intermediate_size,omitempty"`
+	// MoELayers is the number of layers that route to experts when not all of them do
+	// (DeepSeek-V3's 58 of 61); 0 means every layer (RoutedLayers).
+	MoELayers int `json:"moe_layers,omitempty"`
+
+	Source string `json:"source,omitempty"`
 }
 
 // NumFullAttentionLayers is the number of layers with a full (growing) KV cache.
@@ -155,6 +159,18 @@ func (m Model) NumFullAttentionLayers() int {
 // IsHybrid reports whether the model mixes attention with state-space (Gated-DeltaNet)
 // layers, which vLLM calls a hybrid model (prefix caching is then off by default).
 func (m Model) IsHybrid() bool { return m.NumLinearAttentionLayers > 0 }
+
+// RoutedLayers is the number of layers with routed experts: MoELayers, or every layer of a
+// mixture-of-experts model that does not say.
+func (m Model) RoutedLayers() int {
+	switch {
+	case !m.IsMoE():
+		return 0
+	case m.MoELayers > 0:
+		return m.MoELayers
+	}
+	return m.NumLayers
+}
 
 // IsMLA reports whether the model uses multi-head latent attention.
 func (m Model) IsMLA() bool { return m.KVLoraRank > 0 }
@@ -222,6 +238,8 @@ func (m Model) validateLayers() error {
 		return fmt.Errorf("partial_rotary_factor must be between 0 and 1")
 	case !validRopeTables(m.RopeTables):
 		return fmt.Errorf("rope_tables need positions from 1 to 2^28 and rotary_dim from 1 to 2^14")
+	case m.MoELayers < 0 || m.MoELayers > m.NumLayers:
+		return fmt.Errorf("moe_layers must be between 0 and num_layers")
 	case m.KVLoraRank < 0 || (m.KVLoraRank > 0 && (m.QKRopeHeadDim <= 0 || m.QKNopeHeadDim <= 0 || m.VHeadDim <= 0)):
 		return fmt.Errorf("multi-head latent attention needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim (all positive)")
 	}

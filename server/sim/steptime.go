@@ -27,6 +27,7 @@ type StepModel struct {
 	denseBytes  float64 // weights every step streams: non-expert layers and the LM head, per GPU
 	expertBytes float64 // all experts of all layers, per GPU (0 for a dense model)
 	expertFrac  float64 // k / E
+	moeLatency  float64 // the fused-MoE kernels' latency over all routed layers, seconds (fusedMoELatency)
 	layerFLOPs  float64 // FLOPs per token in the layers (2 x active layer params / TP)
 	expertFLOPs float64 // the routed experts' share of layerFLOPs (2 x k x one expert's params / TP)
 	headFLOPs   float64 // FLOPs per sequence of the LM head (only the last token needs logits)
@@ -77,6 +78,7 @@ func NewStepModel(s *Setup) *StepModel {
 		denseBytes:   (layers*linear + head*db) / tp,
 		expertBytes:  experts * expertBytes(m, q, db) / tp,
 		expertFrac:   frac,
+		moeLatency:   float64(m.RoutedLayers()) * fusedMoELatency,
 		layerFLOPs:   2 * activeLayers / tp,
 		expertFLOPs:  2 * routed / tp,
 		headFLOPs:    2 * head / tp,
@@ -125,9 +127,15 @@ func NewStepModel(s *Setup) *StepModel {
 const fusedMoEEfficiency = 0.44
 
 // fusedMoEBandwidth is the share of the card's effective bandwidth at which the fused-MoE kernel
-// streams the experts a decode step touches: the median of twelve published timings at 16 to
-// 128 tokens (the same kernels and cards, 0.74 to 1.04; docs/calibration.md#fused-moe-kernel).
-const fusedMoEBandwidth = 0.89
+// streams the experts a decode step touches, and fusedMoELatency its latency per routed layer
+// while few experts are touched, scaled by the share of experts a batch leaves untouched,
+// (1 - k/E)^tokens. Both are fitted together on published timings of four kernels at 1 to 128
+// tokens: the bandwidth is the median of fifteen at 16 to 128 tokens (0.77 to 1.06), the latency
+// the median of twelve at 1 to 4 tokens (docs/calibration.md#fused-moe-kernel).
+const (
+	fusedMoEBandwidth = 0.95
+	fusedMoELatency   = 44e-6
+)
 
 // deepGEMMRelease is the first release that multiplies block-scaled FP8 weights with DeepGEMM
 // by default on Hopper and Blackwell (vllm#24462, merged September 2025).
@@ -209,6 +217,11 @@ func (sm *StepModel) modelSeconds(batch []Work) float64 {
 		sm.headFLOPs*seqs/sm.headRate
 	attn := max(kvRead/sm.bandwidth, attnFLOPs/sm.attnRate) + seqs*sm.stateBytes/sm.bandwidth
 	gpu := sm.floor + math.Hypot(tw, tg) + attn + sm.allReduce.seconds(tokens)
+	if sm.moeLatency > 0 {
+		// While a batch touches few experts the kernels cannot spread their reads over the
+		// GPU, and a latency shows that fades as more experts are touched.
+		gpu += sm.moeLatency * math.Pow(1-sm.expertFrac, tokens)
+	}
 	// Without CUDA graphs the CPU launches each kernel and the GPU runs behind it: a step
 	// takes the longer of the two (docs/calibration.md#eager-mode).
 	return max(gpu, sm.eagerFloor)

@@ -148,40 +148,111 @@ func TestFusedMoEEfficiencyMatchesPublishedKernelTimings(t *testing.T) {
 	assert.InDelta(t, 1, ratios[len(ratios)/2], 0.02, "the constant is the timings' median")
 }
 
-// fusedMoEBandwidth is the median of the same kernels' timings at decode sizes, where they
-// stream the experts the batch touches (1 - (1 - k/E)^tokens of them): against the card's
-// effective bandwidth, Mixtral's wide experts read at it and Qwen3's narrow FP8 ones at three
-// quarters of it.
-func TestFusedMoEBandwidthMatchesPublishedKernelTimings(t *testing.T) {
+// decodeMoETimings are published timings of vLLM's fused-MoE kernel (benchmark_moe.py, one
+// layer's experts) at decode sizes, microseconds by tokens.
+type decodeMoETimings struct {
+	source                string
+	gpu                   GPU
+	experts, topK         float64
+	hidden, interm, bytes float64 // K, the intermediate size a rank holds (N), bytes a weight
+	micros                map[float64]float64
+}
+
+// touchedBytes is what the kernel reads at tokens: the experts the batch touches,
+// 1 - (1 - k/E)^tokens of them.
+func (d decodeMoETimings) touchedBytes(tokens float64) float64 {
+	return d.experts * (1 - math.Pow(1-d.topK/d.experts, tokens)) * 3 * d.hidden * d.interm * d.bytes
+}
+
+// untouched is the share of experts the batch leaves alone, which scales the latency.
+func (d decodeMoETimings) untouched(tokens float64) float64 {
+	return math.Pow(1-d.topK/d.experts, tokens)
+}
+
+func publishedDecodeMoETimings(t *testing.T) []decodeMoETimings {
+	t.Helper()
 	h100, h200 := hopperProfiles(t)
-	var ratios []float64
-	for _, tc := range []struct {
-		source                string
-		gpu                   GPU
-		experts, topK         float64
-		hidden, interm, bytes float64
-		timings               map[float64]float64 // tokens: microseconds
-	}{
+	a100, err := BuiltinProfiles().GPU("A100-PCIe-40GB")
+	require.NoError(t, err)
+	return []decodeMoETimings{
 		{"vllm#24700 Mixtral-8x7B bf16 TP2, tuned", h100, 8, 2, 4096, 7168, 2,
-			map[float64]float64{16: 471.49, 32: 487.35, 64: 483.14, 128: 491.39}},
+			map[float64]float64{1: 144.03, 2: 229.28, 4: 351.10, 16: 471.49, 32: 487.35, 64: 483.14, 128: 491.39}},
 		{"vllm#24700 Qwen3-30B-A3B fp8_w8a8", h100, 128, 8, 2048, 768, 1,
-			map[float64]float64{16: 185.40, 32: 238.37, 64: 262.73, 128: 273.72}},
+			map[float64]float64{1: 44.54, 2: 59.94, 4: 90.46, 16: 185.40, 32: 238.37, 64: 262.73, 128: 273.72}},
 		{"vllm#44818 Gemma 4 26B-A4B bf16, default", h200, 128, 8, 2816, 704, 2,
-			map[float64]float64{16: 257.8, 32: 341.1, 64: 391.8, 128: 409.1}},
-	} {
-		for tokens, micros := range tc.timings {
-			touched := tc.experts * (1 - math.Pow(1-tc.topK/tc.experts, tokens))
-			read := touched * 3 * tc.hidden * tc.interm * tc.bytes
-			rate := read / (micros * 1e-6)
-			ratio := rate / (tc.gpu.EtaBandwidth * tc.gpu.BandwidthTBps * 1e12)
-			t.Logf("%s, %.0f tokens: %.2f TB/s, %.2f of the card's effective bandwidth", tc.source, tokens, rate/1e12, ratio)
-			assert.True(t, ratio > 0.7 && ratio < 1.1, "%s: %.2f", tc.source, ratio)
-			ratios = append(ratios, ratio)
+			map[float64]float64{1: 189.2, 2: 187.0, 4: 185.4, 16: 257.8, 32: 341.1, 64: 391.8, 128: 409.1}},
+		{"vllm#19049 Qwen3-30B-A3B bf16, default", a100, 128, 8, 2048, 768, 2,
+			map[float64]float64{1: 109.21, 2: 159.81, 4: 268.89, 16: 611.19, 32: 808.53, 64: 917.45}},
+	}
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// The fused-MoE kernel at decode sizes is a latency per layer while few experts are touched,
+// fading as (1 - k/E)^tokens, plus the touched experts streamed at a share of the card's
+// effective bandwidth. Both constants are medians of the published timings, each taken with the
+// other: the bandwidth over 16 to 128 tokens, the latency over 1 to 4, where it shows.
+func TestFusedMoEDecodeMatchesPublishedKernelTimings(t *testing.T) {
+	var shares, latencies []float64
+	for _, d := range publishedDecodeMoETimings(t) {
+		effective := d.gpu.EtaBandwidth * d.gpu.BandwidthTBps * 1e12
+		for tokens, micros := range d.micros {
+			streaming := micros*1e-6 - fusedMoELatency*d.untouched(tokens)
+			if tokens >= 16 {
+				share := d.touchedBytes(tokens) / streaming / effective
+				assert.True(t, share > 0.7 && share < 1.1, "%s, %.0f tokens: %.2f", d.source, tokens, share)
+				shares = append(shares, share)
+				continue
+			}
+			latency := (micros*1e-6 - d.touchedBytes(tokens)/(fusedMoEBandwidth*effective)) / d.untouched(tokens)
+			latencies = append(latencies, latency)
+			t.Logf("%s, %.0f tokens: %.0f us, of which %.0f us latency", d.source, tokens, micros, latency*1e6)
 		}
 	}
-	sort.Float64s(ratios)
-	median := (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
-	assert.InDelta(t, median, fusedMoEBandwidth, 0.005, "the constant is the timings' median")
+	require.Len(t, shares, 15)
+	require.Len(t, latencies, 12)
+	assert.InDelta(t, median(shares), fusedMoEBandwidth, 0.005, "the bandwidth share is the timings' median")
+	assert.InDelta(t, median(latencies), fusedMoELatency, 1e-6, "the latency is the timings' median")
+
+	// In the step model: one routed token of Qwen3-30B-A3B pays nearly the whole latency on
+	// each of its 48 layers, a batch of 256 almost none of it.
+	s, err := Resolve(Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H100", MaxModelLen: 16384}, nil)
+	require.NoError(t, err)
+	sm := NewStepModel(s)
+	without := *sm
+	without.moeLatency = 0
+	one := []Work{{Q: 1, C: 128}}
+	assert.InDelta(t, 48*fusedMoELatency*(1-8.0/128), sm.GPUSeconds(one)-without.GPUSeconds(one), 1e-9)
+	batch := make([]Work, 256)
+	for i := range batch {
+		batch[i] = Work{Q: 1, C: 128}
+	}
+	assert.Less(t, sm.GPUSeconds(batch)-without.GPUSeconds(batch), 1e-6)
+}
+
+// Only routed layers pay the fused-MoE latency: DeepSeek-V3 routes on 58 of its 61 layers,
+// as its config's first_k_dense_replace says, and a dense model pays none.
+func TestFusedMoELatencyCountsRoutedLayers(t *testing.T) {
+	for _, tc := range []struct {
+		model  string
+		routed int
+	}{
+		{"deepseek-ai/DeepSeek-V3", 58},
+		{"meta-llama/Llama-4-Maverick-17B-128E-Instruct", 24},
+		{"Qwen/Qwen3-30B-A3B", 48},
+		{"meta-llama/Llama-3.1-8B-Instruct", 0},
+	} {
+		m, err := BuiltinProfiles().Model(tc.model)
+		require.NoError(t, err)
+		assert.Equal(t, tc.routed, m.RoutedLayers(), tc.model)
+	}
 }
 
 // With async scheduling (vLLM's default from 0.14, not with pipeline stages) the scheduler's
@@ -232,4 +303,17 @@ func hopperProfiles(t *testing.T) (h100, h200 GPU) {
 	h200, err = BuiltinProfiles().GPU("H200")
 	require.NoError(t, err)
 	return h100, h200
+}
+
+// A --sim-profiles model whose moe_layers is negative or more than its layers is refused.
+func TestProfilesRefuseImpossibleMoELayers(t *testing.T) {
+	m, err := BuiltinProfiles().Model("deepseek-ai/DeepSeek-V3")
+	require.NoError(t, err)
+	for _, n := range []int{-1, m.NumLayers + 1} {
+		bad := m
+		bad.Name, bad.Aliases, bad.MoELayers = "lab/moe", nil, n
+		assert.ErrorContains(t, (&Profiles{Models: []Model{bad}}).validate(), "moe_layers", "moe_layers %d", n)
+	}
+	m.Name, m.Aliases = "lab/moe", nil
+	assert.NoError(t, (&Profiles{Models: []Model{m}}).validate())
 }
