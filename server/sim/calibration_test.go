@@ -245,6 +245,10 @@ func TestBandwidthEfficiencyFollowsStreamMeasurements(t *testing.T) {
 		{"L40S", 816, 0.9},                    // the L40's memory system
 		{"RTX-A6000", 658 * 768 / 696.0, 0.9}, // the A40's ratio
 		{"H100-PCIe-80GB", 1704, 1},           // Hopper: the copy rate
+		// Copies counting bytes read and written, the median where several are published
+		// (docs/calibration.md#bandwidth-efficiency).
+		{"RTX-4090", 921.4, 0.9}, {"RTX-3090", 834.7, 0.9}, {"RTX-5090", 1573, 0.9},
+		{"A10", 469, 0.9}, {"A10G", 469, 0.9}, {"T4", 239.8, 0.9}, // the A10G: the A10's memory system
 	} {
 		g, err := BuiltinProfiles().GPU(tc.profile)
 		require.NoError(t, err)
