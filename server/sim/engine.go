@@ -392,7 +392,13 @@ func (e *Engine) Step(now time.Time) *StepResult {
 
 	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
 	if !preempted {
-		e.admitWaiting(r, now, e.scheduledAt(now), budget, chunked)
+		chosen := e.scheduledAt(now)
+		if len(e.batch) == 0 {
+			// Nothing ran on: vLLM chose no batch ahead, waited for the last step and then
+			// schedules everything that has arrived.
+			chosen = now
+		}
+		e.admitWaiting(r, now, chosen, budget, chunked)
 	}
 
 	r.KVEvictions = e.residencyEvictions()
@@ -459,11 +465,12 @@ func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, 
 }
 
 // admitWaiting admits waiting requests in FIFO order while the token budget, max_num_seqs and
-// the KV blocks allow, stopping at the first that does not fit or has not arrived by now.
-func (e *Engine) admitWaiting(r *StepResult, now, cutoff time.Time, budget int, chunked bool) {
+// the KV blocks allow, stopping at the first that does not fit or had not reached the scheduler
+// when it chose the batch.
+func (e *Engine) admitWaiting(r *StepResult, now, chosen time.Time, budget int, chunked bool) {
 	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
 		s := e.waiting[0]
-		if s.Times.Queued.After(cutoff) && (s.Times.Queued.After(now) || len(e.batch) > 0) {
+		if s.Times.Queued.After(chosen) {
 			break
 		}
 		if s.computed == 0 {

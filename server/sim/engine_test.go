@@ -435,14 +435,36 @@ func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
 			late := add(t, e, fixedPrompt(100, 1), 2, first.Start.Add(first.Duration/2-hostCost))
 			require.Equal(t, first.Start.Add(first.Duration/2), late.Times.Queued)
 			now := first.End
+			starts := []time.Time{first.Start}
 			for i := 1; i <= 2; i++ {
 				r := e.Step(now)
 				require.False(t, r.Idle)
+				starts = append(starts, r.Start)
 				assert.Equal(t, i >= tc.joinsStep, late.wasRun, "step %d", i)
 				now = r.End
 			}
+			// The simulated queue time runs to the start of the step the request runs in
+			// (docs/calibration.md#async-scheduling).
+			assert.Equal(t, starts[tc.joinsStep], late.Times.FirstScheduled)
 		})
 	}
+
+	// When nothing runs on from the last step, vLLM chose no batch ahead: it waits for that
+	// step and then schedules every request that has arrived, together.
+	t.Run("a burst while the last request finishes", func(t *testing.T) {
+		e := smallEngine(t, Config{AsyncScheduling: On})
+		add(t, e, fixedPrompt(100, 0), 1, t0)
+		first := e.Step(e.Step(t0).NextReady)
+		require.False(t, first.Idle)
+		mid := first.Start.Add(first.Duration / 2)
+		a := add(t, e, fixedPrompt(100, 1), 4, mid.Add(-e.queued))
+		b := add(t, e, fixedPrompt(100, 2), 4, mid.Add(-e.queued-time.Duration(e.perActive)))
+		require.Equal(t, a.Times.Queued, b.Times.Queued)
+		end := first.End // the engine reuses its StepResult
+		r := e.Step(end)
+		require.False(t, r.Idle)
+		assert.True(t, a.wasRun && b.wasRun, "both join the step after the last request's")
+	})
 
 	t.Run("after an idle gap", func(t *testing.T) {
 		e := smallEngine(t, Config{AsyncScheduling: On})

@@ -140,6 +140,19 @@ func TestHFConfigShapes(t *testing.T) {
 	assert.Equal(t, []int{4, 3, 1}, []int{m.NumLayers, m.NumLinearAttentionLayers, m.NumFullAttentionLayers()}, "MLP layers hold no cache")
 	assert.Equal(t, []int{8, 32, 128, 64}, []int{m.LinearNumKeyHeads, m.LinearNumValueHeads, m.LinearKeyHeadDim, m.LinearValueHeadDim})
 
+	// Nemotron-H with experts: the pattern's E layers route, 23 of its 52 (29 mixers and 23 MoE).
+	nemotronMoE := `{"model_type": "nemotron_h", "num_hidden_layers": 52,
+	  "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "hidden_size": 2688,
+	  "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 1856, "vocab_size": 131072,
+	  "max_position_embeddings": 262144, "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8,
+	  "conv_kernel": 4, "torch_dtype": "bfloat16", "n_routed_experts": 128, "num_experts_per_tok": 6,
+	  "moe_intermediate_size": 1856, "moe_shared_expert_intermediate_size": 3712, "n_shared_experts": 1}`
+	m, err = ModelFromHFConfig("t/nhmoe", []byte(nemotronMoE))
+	require.NoError(t, err)
+	assert.Equal(t, []int{29, 23}, []int{m.NumLayers, m.RoutedLayers()})
+	assert.Less(t, m.Params, 35e9, "experts on the 23 E layers only (all 52 would count 68e9)")
+	t.Logf("Nemotron-H MoE shapes: %.3g parameters, %.3g active", m.Params, m.ActiveParams)
+
 	mistral := `{"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
 	  "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768,
 	  "sliding_window": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}, "torch_dtype": "bfloat16"}`

@@ -54,8 +54,11 @@ func (c *hfConfig) hybridPattern(s *hfShape) error {
 		case 'M':
 			s.linear++
 		case '*':
-		case '-', 'E':
+		case '-':
 			s.mlpOnly++
+		case 'E':
+			s.mlpOnly++
+			s.hybridMoE++
 		default:
 			return fmt.Errorf("hybrid_override_pattern has %q, not one of M * - E", r)
 		}
@@ -110,6 +113,9 @@ func (c *hfConfig) moe(s *hfShape) error {
 		if (i+1)%step == 0 && !dense[i] {
 			s.moeLayers++
 		}
+	}
+	if c.HybridPattern != "" {
+		s.moeLayers = s.hybridMoE // Nemotron-H: the E layers of the pattern
 	}
 	s.parallelMLP = c.EnableMoEBlock != nil && *c.EnableMoEBlock
 	if c.InterMLP != nil {

@@ -14,6 +14,7 @@ type hfShape struct {
 	mamba                    bool // the state-space layers are Mamba2, not Gated-DeltaNet
 	experts, topK, moeInter  int
 	moeLayers, denseInter    int
+	hybridMoE                int // Nemotron-H's E layers
 	sharedInter              int // shared experts' total intermediate size per MoE layer
 	nonGated                 bool
 	// parallelMLP: every layer runs its dense MLP beside the experts (Gemma-4's
@@ -75,8 +76,8 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 			}
 		}
 		m.SharedExpertIntermediateSize = s.sharedInter
-		if s.moeLayers < s.layers {
-			m.MoELayers = s.moeLayers
+		if s.moeLayers < m.NumLayers {
+			m.MoELayers = s.moeLayers // else every layer routes, RoutedLayers' default
 		}
 	}
 	m.Params, m.ActiveParams = hfParams(s, m)
