@@ -34,8 +34,9 @@ type Request struct {
 // Times are the timestamps of one request's life, in the engine's time.
 type Times struct {
 	Arrival        time.Time // received by the API server
-	Queued         time.Time // visible to the scheduler (Arrival + host input cost)
-	FirstScheduled time.Time // left the waiting queue for the first time
+	Queued         time.Time // reached the engine (Arrival + host input cost)
+	TakenIn        time.Time // taken into the scheduler's queue, at the first scheduling after Queued
+	FirstScheduled time.Time // chosen by the scheduler for the first time
 	FirstToken     time.Time
 	LastToken      time.Time
 	Finished       time.Time
@@ -391,14 +392,15 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	e.startResidencyStep(now)
 
 	budget, preempted := e.scheduleRunning(r, e.setup.MaxNumBatchedTokens, chunked)
+	chosen := e.scheduledAt(now)
+	if len(e.batch) == 0 {
+		// Nothing ran on: vLLM chose no batch ahead, waited for the last step and then
+		// schedules everything that has arrived.
+		chosen = now
+	}
+	e.takeIn(chosen)
 	if !preempted {
-		chosen := e.scheduledAt(now)
-		if len(e.batch) == 0 {
-			// Nothing ran on: vLLM chose no batch ahead, waited for the last step and then
-			// schedules everything that has arrived.
-			chosen = now
-		}
-		e.admitWaiting(r, now, chosen, budget, chunked)
+		e.admitWaiting(r, chosen, budget, chunked)
 	}
 
 	r.KVEvictions = e.residencyEvictions()
@@ -467,7 +469,7 @@ func (e *Engine) scheduleRunning(r *StepResult, budget int, chunked bool) (int, 
 // admitWaiting admits waiting requests in FIFO order while the token budget, max_num_seqs and
 // the KV blocks allow, stopping at the first that does not fit or had not reached the scheduler
 // when it chose the batch.
-func (e *Engine) admitWaiting(r *StepResult, now, chosen time.Time, budget int, chunked bool) {
+func (e *Engine) admitWaiting(r *StepResult, chosen time.Time, budget int, chunked bool) {
 	for len(e.waiting) > 0 && budget > 0 && len(e.running) < e.setup.MaxNumSeqs {
 		s := e.waiting[0]
 		if s.Times.Queued.After(chosen) {
@@ -492,11 +494,27 @@ func (e *Engine) admitWaiting(r *StepResult, now, chosen time.Time, budget int, 
 		s.state = stateRunning
 		if !s.wasRun {
 			s.wasRun = true
-			s.Times.FirstScheduled = now
+			s.Times.FirstScheduled = chosen
 		}
 		e.running = append(e.running, s)
 		e.schedule(s, n)
 		budget -= n
+	}
+}
+
+// takeIn stamps the waiting requests that had reached the engine by the scheduling at chosen:
+// vLLM's engine loop takes new requests in only between steps, right before it schedules, and
+// its queue time (vllm:request_queue_time_seconds) runs from then. The waiting queue is in
+// arrival order behind the preempted requests at its front, which were taken in before.
+func (e *Engine) takeIn(chosen time.Time) {
+	for _, s := range e.waiting {
+		if !s.Times.TakenIn.IsZero() {
+			continue
+		}
+		if s.Times.Queued.After(chosen) {
+			return
+		}
+		s.Times.TakenIn = chosen
 	}
 }
 

@@ -443,9 +443,15 @@ func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
 				assert.Equal(t, i >= tc.joinsStep, late.wasRun, "step %d", i)
 				now = r.End
 			}
-			// The simulated queue time runs to the start of the step the request runs in
-			// (docs/calibration.md#async-scheduling).
-			assert.Equal(t, starts[tc.joinsStep], late.Times.FirstScheduled)
+			// vLLM takes a request in and chooses it at the same scheduling: the start of the
+			// step it runs in, or under async scheduling of the step before. Its queue time,
+			// from one to the other, is nil; the wait shows in the prefill time.
+			chosen := starts[tc.joinsStep]
+			if tc.async == On {
+				chosen = starts[tc.joinsStep-1]
+			}
+			assert.Equal(t, chosen, late.Times.FirstScheduled)
+			assert.Equal(t, chosen, late.Times.TakenIn)
 		})
 	}
 
@@ -464,6 +470,20 @@ func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
 		r := e.Step(end)
 		require.False(t, r.Idle)
 		assert.True(t, a.wasRun && b.wasRun, "both join the step after the last request's")
+	})
+
+	// A request the token budget holds back is taken in at once and queues until a step has
+	// room: the queue time is the steps it waited.
+	t.Run("held back by the token budget", func(t *testing.T) {
+		e := smallEngine(t, Config{AsyncScheduling: On, MaxNumBatchedTokens: 2048, MaxModelLen: 4096})
+		add(t, e, fixedPrompt(2048, 0), 1, t0)
+		second := add(t, e, fixedPrompt(2048, 1), 1, t0.Add(-time.Duration(e.perActive))) // reaches the engine with the first
+		require.Equal(t, t0.Add(e.queued), second.Times.Queued)
+		steps, _ := stepAll(t, e, t0, 10)
+		require.Len(t, steps, 2, "one prompt a step")
+		assert.Equal(t, steps[0].Start, second.Times.TakenIn)
+		assert.Equal(t, steps[1].Start, second.Times.FirstScheduled, "chosen when the first step ended: nothing ran on")
+		assert.Positive(t, second.Times.FirstScheduled.Sub(second.Times.TakenIn))
 	})
 
 	t.Run("after an idle gap", func(t *testing.T) {

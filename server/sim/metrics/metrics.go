@@ -370,7 +370,7 @@ func (m *Metrics) ObserveEnded(s *sim.Sequence) {
 	t := s.Times
 	decode := seconds(t.FirstToken, t.LastToken)
 	m.e2e.Observe(seconds(t.Arrival, t.Finished))
-	m.queue.Observe(seconds(t.Queued, t.FirstScheduled))
+	m.queue.Observe(seconds(t.TakenIn, t.FirstScheduled))
 	m.prefill.Observe(seconds(t.FirstScheduled, t.FirstToken))
 	m.decode.Observe(decode)
 	m.inference.Observe(seconds(t.FirstScheduled, t.LastToken))

@@ -454,7 +454,7 @@ func checkTotals(t *testing.T, fams map[string]*dto.MetricFamily, tl *tally) {
 		done++
 		tm := s.Times
 		e2e += tm.Finished.Sub(tm.Arrival).Seconds()
-		queue += tm.FirstScheduled.Sub(tm.Queued).Seconds()
+		queue += tm.FirstScheduled.Sub(tm.TakenIn).Seconds()
 		prefill += tm.FirstToken.Sub(tm.FirstScheduled).Seconds()
 		d := tm.LastToken.Sub(tm.FirstToken).Seconds()
 		decode += d
