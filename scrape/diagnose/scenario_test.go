@@ -75,8 +75,8 @@ const llama = "meta-llama/Llama-3.1-8B-Instruct"
 // met: a step budget mistaken for --max-num-seqs, a starved KV cache given contradictory
 // advice, and the prefill demo called DEGRADED.
 var scenarios = []scenario{
-	{name: "batch-token bound: C=22 of 1,280-token prompts on an H100 with --max-num-seqs 1024",
-		args: []string{llama, "--sim-gpu", "H100-SXM-80GB", "--max-num-seqs", "1024"}, load: [3]int{22, 1280, 128},
+	{name: "batch-token bound: C=22 of 4,096-token prompts on an H100 with --max-num-seqs 1024 and an 8,192-token step",
+		args: []string{llama, "--sim-gpu", "H100-SXM-80GB", "--max-num-seqs", "1024", "--max-num-batched-tokens", "8192"}, load: [3]int{22, 4096, 128},
 		facts: diagnose.Facts{MaxNumSeqs: 1024, MaxNumBatchedTokens: 8192},
 		rule:  diagnose.RuleBatchTokenBound, limit: diagnose.LimitBatched, advice: "raise --max-num-batched-tokens (now 8192)", overall: diagnose.Degraded},
 	{name: "KV bound with preemptions: 64 blocks, C=16 of 384-token requests",
