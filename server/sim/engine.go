@@ -166,9 +166,12 @@ type Engine struct {
 	spec    int         // draft tokens per step (0: no speculative decoding)
 	accept  Acceptance  // the simulated verifier
 	waiting []*Sequence // FIFO; preempted requests go back to the front
-	running []*Sequence // in admission order; the newest is last
-	nextSeq uint64
-	rng     uint64
+	// arriving are the requests added but not yet taken into the scheduler's queue
+	// (Times.TakenIn unset): those that reached the engine during the last step or so.
+	arriving []*Sequence
+	running  []*Sequence // in admission order; the newest is last
+	nextSeq  uint64
+	rng      uint64
 
 	// The last step's start and end: under async scheduling the batch that starts when a step
 	// ends was scheduled when that step started.
@@ -287,6 +290,7 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 		s.hashes = hashBlocks(r.Prompt, e.layout.BlockSize)
 	}
 	e.enqueue(s)
+	e.arriving = append(e.arriving, s)
 	return s, nil
 }
 
@@ -502,20 +506,21 @@ func (e *Engine) admitWaiting(r *StepResult, chosen time.Time, budget int, chunk
 	}
 }
 
-// takeIn stamps the waiting requests that had reached the engine by the scheduling at chosen:
-// vLLM's engine loop takes new requests in only between steps, right before it schedules, and
-// its queue time (vllm:request_queue_time_seconds) runs from then. The waiting queue is in
-// arrival order behind the preempted requests at its front, which were taken in before.
+// takeIn stamps the requests that had reached the engine by the scheduling at chosen: vLLM's
+// engine loop takes new requests in only between steps, right before it schedules, and its
+// queue time (vllm:request_queue_time_seconds) runs from then. Only the requests not yet taken
+// in are visited, whatever order the waiting queue keeps.
 func (e *Engine) takeIn(chosen time.Time) {
-	for _, s := range e.waiting {
-		if !s.Times.TakenIn.IsZero() {
-			continue
-		}
+	kept := e.arriving[:0]
+	for _, s := range e.arriving {
 		if s.Times.Queued.After(chosen) {
-			return
+			kept = append(kept, s)
+			continue
 		}
 		s.Times.TakenIn = chosen
 	}
+	clear(e.arriving[len(kept):])
+	e.arriving = kept
 }
 
 // scheduledAt is when the scheduler chose the batch that starts at now. With async scheduling

@@ -496,3 +496,22 @@ func TestAsyncSchedulingAdmitsArrivalsOneStepLater(t *testing.T) {
 		assert.True(t, s.wasRun, "nothing was in flight, so the scheduler took it at once")
 	})
 }
+
+// Under priority scheduling the waiting queue is not in arrival order; every request that has
+// reached the engine is taken in, even behind a higher-priority one that has not.
+func TestTakeInFollowsArrivalNotQueueOrder(t *testing.T) {
+	e := smallEngine(t, Config{SchedulingPolicy: PolicyPriority})
+	early, err := e.Add(Request{Prompt: fixedPrompt(100, 0), MaxTokens: 1, Priority: 10, Arrival: t0})
+	require.NoError(t, err)
+	late, err := e.Add(Request{Prompt: fixedPrompt(100, 1), MaxTokens: 1, Priority: 0, Arrival: t0.Add(time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, []*Sequence{late, early}, e.waiting, "the higher priority first")
+	at := early.Times.Queued
+	e.takeIn(at)
+	assert.Equal(t, at, early.Times.TakenIn)
+	assert.True(t, late.Times.TakenIn.IsZero(), "not at the engine yet")
+	e.takeIn(late.Times.Queued)
+	assert.Equal(t, late.Times.Queued, late.Times.TakenIn)
+	assert.Equal(t, at, early.Times.TakenIn, "stamped once")
+	assert.Empty(t, e.arriving)
+}
