@@ -24,6 +24,9 @@ func defineDashboard(fs *pflag.FlagSet, e *env) runFunc {
 		if err := d.Finish(before, after, e.getenv); err != nil {
 			return err
 		}
+		if err := d.Check(dashboardSim(e)); err != nil {
+			return err
+		}
 		if !isTerminal(os.Stdout) || !isTerminal(os.Stdin) {
 			return usagef("the dashboard needs a terminal; for scripts use 'vllmtop bench' (headless benchmark) or 'vllmtop metrics URL' (one parsed scrape)")
 		}

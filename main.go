@@ -205,7 +205,7 @@ func unknownCommand(root *cobra.Command, args []string) *usageError {
 		root.SuggestionsMinimumDistance = 2
 	}
 	if c, _, err := root.Find(args[:1]); err == nil && c != root {
-		return nil
+		return unknownShell(c, args[1:])
 	}
 	if strings.HasPrefix(args[0], "__") { // cobra's hidden completion commands
 		return nil
@@ -217,6 +217,24 @@ func unknownCommand(root *cobra.Command, args []string) *usageError {
 		msg += " (vllmtop help lists them); a server command goes after --"
 	}
 	return &usageError{Msg: msg}
+}
+
+// unknownShell refuses `vllmtop completion SHELL` for a shell cobra writes no script for: its
+// completion command would print its help and succeed.
+func unknownShell(c *cobra.Command, rest []string) *usageError {
+	if c.Name() != "completion" || len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
+		return nil
+	}
+	var shells []string
+	for _, sc := range c.Commands() {
+		if sc.Name() == rest[0] {
+			return nil
+		}
+		if sc.IsAvailableCommand() {
+			shells = append(shells, sc.Name())
+		}
+	}
+	return &usageError{Msg: fmt.Sprintf("completion: no script for the shell %q; choose one of %s", sanitize.Message(rest[0]), strings.Join(shells, ", "))}
 }
 
 // strictHelp makes `vllmtop help NAME` refuse a name that is no command: cobra's own help

@@ -175,6 +175,11 @@ func TestOneErrorStyle(t *testing.T) {
 		{[]string{"metrics"}, 2, "vllmtop metrics: no URL given"},
 		{[]string{"metrics", "--window", "five", "http://x"}, 2, `vllmtop metrics: invalid value "five" for --window (a duration with its unit: 30s, 5m, 1h30m) (see vllmtop help metrics)`},
 		{[]string{"metrics", "http://127.0.0.1:1"}, 1, "vllmtop metrics: http://127.0.0.1:1/metrics: "},
+		{[]string{"completion", "tcsh"}, 2, `vllmtop: completion: no script for the shell "tcsh"; choose one of bash, fish, powershell, zsh`},
+		// The simulator's flags are checked before the dashboard asks for a terminal.
+		{[]string{"--sim-gpu", "H101"}, 2, `vllmtop: simulator: unknown GPU "H101" (did you mean H100-SXM-80GB?)`},
+		{[]string{"--model", "foo/bar"}, 2, `vllmtop: simulator: unknown model "foo/bar"`},
+		{[]string{"--sim-args", "--sim-gpu H101"}, 2, `vllmtop: --sim-args: unknown GPU "H101"`},
 	} {
 		code, out, errOut := runVllmtop(c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)

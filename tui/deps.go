@@ -97,8 +97,9 @@ type Deps struct {
 	Now             func() time.Time
 	InitialUtil     float64 // the --gpu-memory-utilization the server started with
 	InitialConc     int
-	StartPaused     bool // attach mode: no load until space
-	RestartDisabled bool // attach mode: the dashboard did not start the server
+	InitialRate     float64 // above 0: the load starts in rate mode at this many requests/s (--request-rate)
+	StartPaused     bool    // attach mode: no load until space
+	RestartDisabled bool    // attach mode: the dashboard did not start the server
 
 	// Workload names the load's first (short-prompt) workload, for the Runs view; the long
 	// one is named by Load.UseLongPrompts.

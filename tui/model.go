@@ -61,6 +61,9 @@ func New(d Deps) *Model {
 		paused: d.StartPaused, rate: 1, notes: map[int]*epochNote{}, window: defaultWindow,
 		hist: newHistory(seriesAggregates()), workloads: [2]string{d.Workload, "long prompts"},
 	}
+	if d.InitialRate > 0 {
+		c.s.rateMode, c.s.rate = true, d.InitialRate
+	}
 	if d.Load != nil {
 		c.s.epoch = d.Load.Stats().Epoch
 		c.s.setRuns(d.Load.Epochs())

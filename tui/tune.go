@@ -87,6 +87,8 @@ type tuneState struct {
 	// origConc and origRate are the load before the run, set again when it ends without a knee.
 	origConc int
 	origRate float64
+	// origUtil is the server's utilisation before a sweep, offered again when it ends.
+	origUtil float64
 }
 
 // probeRun is the probe the UI drives: a warm-up epoch, then the measured one.
@@ -297,7 +299,7 @@ func (m *Model) runTune(kind int, slo loadgen.SLO) tea.Cmd {
 	c, s := m.c, &m.c.s
 	t := &s.tune
 	cfg := c.deps.Tune.withDefaults()
-	*t = tuneState{kind: kind, slo: slo, curves: t.curves, variable: loadgen.SLOConcurrency, origConc: s.concurrency, origRate: s.rate}
+	*t = tuneState{kind: kind, slo: slo, curves: t.curves, variable: loadgen.SLOConcurrency, origConc: s.concurrency, origRate: s.rate, origUtil: s.util}
 	start := max(s.concurrency, 1)
 	if s.rateMode {
 		t.variable, start = loadgen.SLORate, max(int(math.Round(s.rate)), 1)
@@ -675,7 +677,27 @@ func (m *Model) tuneDone(err error) {
 	} else {
 		m.setLoadTo(0)
 	}
+	if was == tuneSweep {
+		msg += m.offerUtilBack()
+	}
 	c.setStatus(msg+m.curvesHint(), false)
+}
+
+// offerUtilBack makes the utilisation the server ran at before a sweep the pending one when
+// the sweep left the server at another, so the header shows both and the restart key goes
+// back; it returns what the status line says of it.
+func (m *Model) offerUtilBack() string {
+	s := &m.c.s
+	orig := s.tune.origUtil
+	if orig <= 0 || s.phase != phaseIdle || math.Abs(s.util-orig) < 0.005 {
+		return ""
+	}
+	s.pendingUtil = orig
+	restart := "enter"
+	if h := m.keys.Restart.Help().Key; h != "" {
+		restart = h
+	}
+	return fmt.Sprintf(" · server left at util %.2f: %s restarts it at %.2f", s.util, restart, orig)
 }
 
 // setLoadTo sets the load to v of the run's variable, or back to where it was (v 0).
@@ -855,7 +877,11 @@ func probeDoc(e loadgen.EpochStats, variable string, value int, util float64, la
 
 // curvesHint says which key shows the curve panel.
 func (m *Model) curvesHint() string {
-	if k := m.viewKey(curvesTab); k != "" {
+	measured := false
+	for _, cv := range m.c.s.tune.curves {
+		measured = measured || len(cv.Probes) > 0 || cv.Err != ""
+	}
+	if k := m.viewKey(curvesTab); k != "" && measured {
 		return " · " + k + " shows the curves"
 	}
 	return ""

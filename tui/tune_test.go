@@ -239,6 +239,8 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 	assert.Equal(t, 7, tn.curves[1].Knee)
 	assert.Empty(t, tn.curves[2].Probes, "stopped before the third setting's first probe finished")
 	assert.Contains(t, r.m.c.s.status, "tuning stopped")
+	assert.Contains(t, r.m.c.s.status, "server left at util 0.90: enter restarts it at 0.92", "the sweep does not hide where it left the server")
+	assert.Equal(t, 0.92, r.m.c.s.pendingUtil, "the header shows the way back")
 	found := false
 	for _, e := range r.m.c.s.runs {
 		if strings.HasPrefix(e.Label, "probe ") && strings.HasSuffix(e.Label, " util 0.85") {
@@ -246,6 +248,31 @@ func TestUtilSweepRestartsPerValueAndStops(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the sweep's runs are labelled with util and probe")
+}
+
+func TestUtilSweepStoppedBeforeAProbeDoesNotPointAtCurves(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
+		d.SweepUtils = []float64{0.80, 0.85}
+	})
+	r.keyAt = func(int) {
+		if r.m.c.s.tune.kind != tuneIdle {
+			r.press("W") // during the first setting's first probe
+		}
+	}
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
+		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
+		return nil
+	}
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(60)
+	st := r.m.c.s.status
+	assert.Contains(t, st, "tuning stopped")
+	assert.NotContains(t, st, "shows the curves", "no probe finished: the Curves view has nothing to show")
+	assert.Contains(t, st, "server left at util 0.80: enter restarts it at 0.92")
+	assert.Contains(t, r.view(), "0.80→0.92", "the header shows the pending utilisation")
 }
 
 func TestSLOSearchOverTheRateInRateMode(t *testing.T) {

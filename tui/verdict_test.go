@@ -148,3 +148,13 @@ func TestVerdictLineSaysAFlagThatIsTheLimitOnce(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(line, "--max-num-batched-tokens"), "%q", line)
 	assert.Equal(t, "--max-num-batched-tokens · waiting 5 (≥ 1)", line)
 }
+
+func TestRequestRateFlagStartsInRateMode(t *testing.T) {
+	d := newDriver(t, 160, 40, func(deps *Deps) { deps.InitialRate = 4 })
+	d.second()
+	head := strings.Split(d.view(), "\n")[1]
+	assert.Contains(t, head, "load open rate 4/s", "the header says the mode the load runs in")
+	d.press("+")
+	assert.Equal(t, 5.0, td(d).rate, "+ raises the rate, not a concurrency")
+	assert.Contains(t, d.view(), "rate 5/s")
+}

@@ -156,7 +156,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	var c Config
 	md, err := toml.Decode(string(data), &c)
 	if err != nil {
-		return nil, boundErrors([]error{decodeError(name, err)})
+		return nil, boundErrors([]error{decodeError(name, string(data), err)})
 	}
 	f := &file{name: name, data: string(data)}
 	var errs []error
@@ -200,10 +200,16 @@ func envName(k string) string {
 	return k
 }
 
-func decodeError(name string, err error) error {
+func decodeError(name, data string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		line, col := pe.Position.Line, pe.Position.Col
+		if st := pe.Position.Start; st > 0 && st <= len(data) {
+			// From the byte offset: the parser counts a line's closing newline, often what it
+			// did not expect ("[slo" unclosed), as the next line's.
+			line = strings.Count(data[:st], "\n") + 1
+			col = st - strings.LastIndex(data[:st], "\n")
+		}
 		msg := pe.Message
 		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
 			msg = pe.LastKey + ": " + msg

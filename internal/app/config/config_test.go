@@ -49,6 +49,9 @@ func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"syntax", "theme = \"dark\"\ninterval = 1s\n", "c.toml:2:"},
 		{"bad duration", "interval = \"soon\"\n", `c.toml:1:13: interval: `},
+		{"unclosed table on its own line", "[slo\n\n\nx = 1\n", "c.toml:1:5: expected '.' or ']' to end table name"},
+		{"unclosed table after a key", "theme = \"dark\"\n[slo\n\nx = 1\n", "c.toml:2:5: expected '.' or ']'"},
+		{"value missing at the line's end", "theme = \n", "c.toml:1:9: theme: expected value"},
 		{"bad duration says why", "interval = \"soon\"\n", `"soon" is not a duration`},
 		{"wrong type", "[[endpoint]]\nname = \"a\"\nurl = \"h:1\"\nmax_num_seqs = \"many\"\n", "c.toml:4: endpoint.max_num_seqs: incompatible types"},
 		{"unknown key", "theme = \"dark\"\nintervall = \"1s\"\n", `c.toml:2: unknown key "intervall"`},

@@ -53,14 +53,19 @@ func TestDashboardWordsTheSimulatorsErrors(t *testing.T) {
 		args []string
 		what string
 	}{
-		{[]string{"--sim-gpu", "no-such-gpu"}, "--sim-args"},
+		{[]string{"--sim-gpu", "no-such-gpu"}, "simulator"},
+		{[]string{"--sim-args", "--sim-gpu no-such-gpu"}, "--sim-args"},
 		{[]string{"--", "vllmtop", "sim", "--sim-gpu", "no-such-gpu"}, "the command after --"},
 	} {
 		d, err := parseDashboard(c.args...)
 		require.NoError(t, err)
 		var said string
-		err = d.server(func(err error, what string) error { said = what; return err }, func(string, ...any) {})
+		words := func(err error, what string) error { said = what; return err }
+		err = d.server(words, func(string, ...any) {})
 		assert.ErrorContains(t, err, "no-such-gpu")
+		assert.Equal(t, c.what, said)
+		said = ""
+		assert.ErrorContains(t, d.Check(words), "no-such-gpu", "Check finds it before anything starts")
 		assert.Equal(t, c.what, said)
 	}
 }

@@ -140,7 +140,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return err
 	}
 	o.getenv = getenv
-	o.command, o.deps.InitialConc = after, l.Concurrency
+	o.command, o.deps.InitialConc, o.deps.InitialRate = after, l.Concurrency, l.Rate
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
 	if l.Client.APIKey == "" {
@@ -150,6 +150,35 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return err
 	}
 	return o.finishFleet(before, getenv)
+}
+
+// Check reports what Build would refuse of the built-in simulator's flags, starting nothing,
+// so that a bad flag is named even where the dashboard cannot run.
+func (d *Dashboard) Check(words SimErrors) error {
+	if d.attach != "" || d.fleetMode() {
+		return nil
+	}
+	spec, what := d.simSpec()
+	if d.command != nil {
+		spec, what = launch.Spec{Command: d.command, Getenv: d.getenv}, "the command after --"
+	}
+	err := launch.Check(spec)
+	var bad *launch.ArgsError
+	if errors.As(err, &bad) && words != nil {
+		return words(bad.Err, what)
+	}
+	return err
+}
+
+// simSpec is the built-in simulator's launch and the name its flag errors go by: --sim-args
+// where the user gave it, the simulator otherwise (its flags are the dashboard's own).
+func (d *Dashboard) simSpec() (launch.Spec, string) {
+	c := d.loadCfg.Client
+	spec := launch.Spec{Command: launch.Sim(d.simArgs...), APIKey: c.APIKey, Getenv: d.getenv, Defaults: SimDefaults, Model: c.Model}
+	if d.simArgsFlag != "" {
+		return spec, "--sim-args"
+	}
+	return spec, "simulator"
 }
 
 // Build makes the server's supervisor, the load and the scraper.
@@ -204,7 +233,7 @@ func (d *Dashboard) server(words SimErrors, say Sayer) error {
 		d.deps.Mode = tui.ModeSupervise
 	default:
 		d.deps.Mode = tui.ModeSimulator
-		spec.Command, spec.Defaults, spec.Model, what = launch.Sim(d.simArgs...), SimDefaults, c.Model, "--sim-args"
+		spec, what = d.simSpec()
 	}
 	srv, err := launch.Launch(spec)
 	var bad *launch.ArgsError

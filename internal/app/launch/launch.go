@@ -131,12 +131,37 @@ func Launch(s Spec) (*Server, error) {
 	return srv, nil
 }
 
+// Check reports, as Launch would, a simulator command line that would not run, starting
+// nothing; other commands pass.
+func Check(s Spec) error {
+	if s.Getenv == nil {
+		s.Getenv = func(string) string { return "" }
+	}
+	c := server.Classify(s.Command)
+	if c.Kind != server.KindSim {
+		return nil
+	}
+	if _, _, err := prepare(append([]string(nil), s.Command[c.Args:]...), s); err != nil {
+		return &ArgsError{err}
+	}
+	return nil
+}
+
 // prepare completes the simulator's arguments with the spec's defaults and model and resolves
 // them.
 func prepare(args []string, s Spec) ([]string, *serve.Plan, error) {
 	defaults := append([]string(nil), s.Defaults...)
 	if _, named := server.ArgValue(args, "--served-model-name"); s.Model != "" && !named {
-		defaults = append(defaults, "--model", s.Model) // after the default model: it wins
+		// The client's model takes the default model's place: one --model on the command line.
+		replaced := false
+		for i := 0; i+1 < len(defaults); i += 2 {
+			if defaults[i] == "--model" {
+				defaults[i+1], replaced = s.Model, true
+			}
+		}
+		if !replaced {
+			defaults = append(defaults, "--model", s.Model)
+		}
 	}
 	args, err := serve.WithDefaults(args, defaults...)
 	if err != nil {

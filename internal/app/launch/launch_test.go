@@ -41,7 +41,7 @@ func TestSimulatorChild(t *testing.T) {
 	srv := launch(t, Spec{Command: Sim("--sim-gpu", "L4"), Defaults: []string{"--model", "meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100"}, Model: model})
 	assert.Equal(t, server.KindSim, srv.Kind)
 	args := srv.Sup.Args()
-	assert.Equal(t, []string{"/tmp/build/vllmtop", "sim", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--model", model, "--sim-gpu", "L4"}, args[:8])
+	assert.Equal(t, []string{"/tmp/build/vllmtop", "sim", "--model", model, "--sim-gpu", "L4"}, args[:6], "the client's model in the default's place, once")
 	assert.Equal(t, args, srv.Args)
 	assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, server.BaseURL(args))
 	port, _ := server.ArgValue(args, "--port")
