@@ -204,9 +204,9 @@ func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
 		st.Label.Render(fmt.Sprintf("  %5s %14s %10s   %s", "util", "KV tokens", "max conc", "observed now")))
 	cur := math.Round(d.Util*100) / 100
 	utils := whatIfUtils(cur, d.PendingUtil)
-	// Keep the rows around the current one that fit with the key below them; on a short
-	// terminal the current row alone, before the key.
-	room := max(p.h-screenRows(out)-1, 1)
+	// Keep the rows around the current one that fit with the key below them, and on a short
+	// terminal still the nearest few either side: the view scrolls to them.
+	room := max(p.h-screenRows(out)-1, minWhatIfRows)
 	if len(utils) > room {
 		at := sort.SearchFloat64s(utils, cur)
 		first := min(max(at-room/2, 0), len(utils)-room)
@@ -249,6 +249,10 @@ func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
 }
 
 // whatIfUtils are 0.70 to 0.98 by 0.02, with the current and pending utilisations.
+// minWhatIfRows is how many utilisations the table keeps however short the terminal: the
+// current one and three either side.
+const minWhatIfRows = 7
+
 func whatIfUtils(cur, pending float64) []float64 {
 	var out []float64
 	for u := 0.70; u <= 0.981; u += 0.02 {

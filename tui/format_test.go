@@ -2,6 +2,7 @@ package tui
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -21,5 +22,14 @@ func TestJoinFit(t *testing.T) {
 		{4, ""}, // a part is left out whole, never cut
 	} {
 		assert.Equal(t, tc.want, joinFit(parts, prio, " · ", tc.width), "width %d", tc.width)
+	}
+}
+
+func TestSpansReadAsMinutesAndSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		40 * time.Second: "40s", time.Minute: "1m", 191 * time.Second: "3m11s", 5 * time.Minute: "5m",
+		3599 * time.Second: "59m59s", time.Hour: "1h",
+	} {
+		assert.Equal(t, want, fmtSpan(d), d)
 	}
 }

@@ -568,6 +568,8 @@ func (m *Model) togglePause() {
 		c.pauseChanged(s.paused)
 	}
 	switch {
+	case s.paused && s.autoPause != "":
+		c.setStatus("load paused; "+s.autoPause+", so it could not run anyway", false)
 	case s.paused:
 		c.setStatus("load paused (space resumes)", false)
 	case s.autoPause != "":
@@ -770,6 +772,8 @@ func fmtSpan(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	case d >= time.Minute && d%time.Minute == 0:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d > time.Minute && d < time.Hour && d%time.Second == 0:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60) // 3m11s, not 191s
 	case d%time.Second == 0:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
 	}

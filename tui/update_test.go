@@ -270,6 +270,9 @@ func TestDeadServerPausesTheLoadAndSaysWhy(t *testing.T) {
 	d.send(serverEventsMsg{events: []server.Event{server.StateChanged{State: server.Exited, Exit: server.ExitStatus{Code: 1, Cause: "ValueError: boom"}}}})
 	assert.True(t, d.td.load.isPaused())
 	assert.Contains(t, d.view(), "server exited: exit status 1: ValueError: boom (load paused)")
+	d.press("space")
+	assert.Contains(t, d.m.c.s.status, "load paused; server exited", "pausing a load the dead server holds says so")
+	assert.NotContains(t, d.m.c.s.status, "space resumes", "nothing can resume it while the server is down")
 
 	// A cause longer than the line is cut to the room left, never left out.
 	long := "vllmtop sim: error: cannot listen on 127.0.0.1:8000: listen tcp 127.0.0.1:8000: bind: address already in use"

@@ -301,6 +301,8 @@ func TestCapacityScrolls(t *testing.T) {
 	assert.Regexp(t, `… \d+ lines? above \(↑/k\)`, out)
 	assert.NotContains(t, out, "below (↓/j", "the end is reached")
 	assert.Contains(t, out, "what-if by --gpu-memory-utilization", "the utilisation table is in view")
+	utilRows := regexp.MustCompile(`(?m)^[▶→ ] +0\.\d\d +[\d,]+ `).FindAllString(out, -1)
+	assert.GreaterOrEqual(t, len(utilRows), minWhatIfRows, "a short terminal scrolls to the utilisations around the current one:\n%s", out)
 	assert.LessOrEqual(t, len(strings.Split(out, "\n")), 17)
 	d.press("g")
 	assert.NotContains(t, d.view(), "above (↑/k)")
