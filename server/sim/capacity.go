@@ -179,7 +179,11 @@ func computeCapacity(s *Setup) (Capacity, error) {
 		}
 		return c, nil
 	}
-	if err := v1StartupError(c, l, s.MaxModelLen); err != nil {
+	maxLen := s.MaxModelLen
+	if s.stage != nil && s.stage.unifiedCheck {
+		maxLen = 1 // the length is checked once every stage is planned (unifiedKVError)
+	}
+	if err := v1StartupError(c, l, maxLen); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -361,13 +365,26 @@ func weightBytes(s *Setup) float64 {
 	linear := linearWeightBytes(q, db)
 	if m.IsMoE() {
 		experts := float64(m.NumExperts) * m.ExpertParams()
-		stored := experts * expertBytes(m, q, db)
-		if m.ExpertBytesPerParam > 0 && q == "" {
-			stored = float64(s.TensorParallelSize) * mxfp4ExpertBytesPerRank(m, s.TensorParallelSize)
-		}
-		return (m.LayerParams()-experts)*linear + stored + embed*db + m.EncoderParams*db
+		return (m.LayerParams()-experts)*linear + routedExpertBytes(s) + embed*db + m.EncoderParams*db
 	}
 	return m.LayerParams()*linear + embed*db + m.EncoderParams*db
+}
+
+// routedExpertBytes is what the routed experts of a MoE model take across the
+// tensor-parallel ranks, as weightBytes counts them; 0 for a dense model or where the model's
+// logged weights stand for the whole.
+func routedExpertBytes(s *Setup) float64 {
+	m := s.ModelProfile
+	q := s.weightQuantization()
+	db, _ := dtypeBytes(s.ModelDType)
+	cb, _ := dtypeBytes(m.DType)
+	switch {
+	case !m.IsMoE(), q == "" && m.LoadedWeightsGiB > 0 && db == cb:
+		return 0
+	case m.ExpertBytesPerParam > 0 && q == "":
+		return float64(s.TensorParallelSize) * mxfp4ExpertBytesPerRank(m, s.TensorParallelSize)
+	}
+	return float64(m.NumExperts) * m.ExpertParams() * expertBytes(m, q, db)
 }
 
 // ropeCacheBytes is the rotary embedding's cos/sin tables, which vLLM builds on every rank

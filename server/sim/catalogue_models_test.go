@@ -51,6 +51,17 @@ func gemma4MoE() float64 {
 	return 30*layer + 25*sliding + 5*full + 262144*h
 }
 
+// glm47: GLM-4.5/4.6/4.7, 92 layers: 3 dense (intermediate 12,288) and 89 with 160 experts of
+// 1,536 and one shared; attention of 96 query and 8 KV heads of 128 with biases on Q, K and V;
+// the MTP layer, which vLLM does not load for serving, left out.
+func glm47() float64 {
+	h := 5120.0
+	attn := h*96*128 + 2*h*8*128 + 96*128*h
+	dense := 3 * h * 12288
+	moe := 160*3*h*1536 + 3*h*1536 + h*160
+	return 92*attn + 3*dense + 89*moe + 2*151552*h
+}
+
 // minimaxM2: 62 layers of full attention and 256 experts of 1536.
 func minimaxM2() float64 {
 	h := 3072.0
@@ -128,6 +139,10 @@ func TestNewCatalogueEntriesMatchTheirConfigs(t *testing.T) {
 		"nvidia/Qwen3.6-35B-A3B-NVFP4": nvfp4,
 		"google/gemma-4-26B-A4B": {layers: 30, hidden: 2816, heads: 16, kvHeads: 8, headDim: 256, vocab: 262144, context: 262144,
 			tied: true, sliding: 25, window: 1024, fullHeadDim: 512, fullKVHeads: 2, experts: 128, perToken: 8, textParams: gemma4MoE()},
+		"zai-org/GLM-4.7": {layers: 92, hidden: 5120, heads: 96, kvHeads: 8, headDim: 128, vocab: 151552, context: 202752,
+			experts: 160, perToken: 8, textParams: glm47()},
+		"zai-org/GLM-4.7-FP8": {layers: 92, hidden: 5120, heads: 96, kvHeads: 8, headDim: 128, vocab: 151552, context: 202752,
+			experts: 160, perToken: 8, quantization: "fp8", textParams: glm47()},
 		"MiniMaxAI/MiniMax-M2.7": {layers: 62, hidden: 3072, heads: 48, kvHeads: 8, headDim: 128, vocab: 200064, context: 196608,
 			experts: 256, perToken: 8, quantization: "fp8", textParams: minimaxM2()},
 	}

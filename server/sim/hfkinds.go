@@ -116,6 +116,8 @@ func (c *hfConfig) moe(s *hfShape) error {
 	}
 	if c.HybridPattern != "" {
 		s.moeLayers = s.hybridMoE // Nemotron-H: the E layers of the pattern
+	} else if step == 1 && len(dense) == 0 {
+		s.firstDense = first
 	}
 	s.parallelMLP = c.EnableMoEBlock != nil && *c.EnableMoEBlock
 	if c.InterMLP != nil {

@@ -14,6 +14,7 @@ type hfShape struct {
 	mamba                    bool // the state-space layers are Mamba2, not Gated-DeltaNet
 	experts, topK, moeInter  int
 	moeLayers, denseInter    int
+	firstDense               int // first_k_dense_replace where the routed layers follow it without gaps
 	hybridMoE                int // Nemotron-H's E layers
 	sharedInter              int // shared experts' total intermediate size per MoE layer
 	nonGated                 bool
@@ -78,6 +79,9 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 		m.SharedExpertIntermediateSize = s.sharedInter
 		if s.moeLayers < m.NumLayers {
 			m.MoELayers = s.moeLayers // else every layer routes, RoutedLayers' default
+		}
+		if s.firstDense > 0 && s.firstDense+s.moeLayers == m.NumLayers {
+			m.FirstDenseLayers = s.firstDense
 		}
 	}
 	m.Params, m.ActiveParams = hfParams(s, m)

@@ -34,8 +34,12 @@ func (st Stage) Layers() int { return st.EndLayer - st.FirstLayer }
 // ppStage marks a Setup as one stage's view of the model.
 type ppStage struct {
 	rank, size int
-	layers     int   // the stage's decoder layers
-	full       Model // the whole model, for its weights
+	// unifiedCheck: the release checks one max_model_len request against the whole model's
+	// KV, not the stage's (unifiedPPKVCheck), after every stage is planned.
+	unifiedCheck bool
+	first        int   // the stage's first decoder layer
+	layers       int   // the stage's decoder layers
+	full         Model // the whole model, for its weights
 }
 
 // PPPartition is the number of decoder layers of each of size stages, as vLLM's
@@ -107,8 +111,11 @@ func planCapacity(s *Setup) (Capacity, error) {
 	var failed *StartupError
 	stages := make([]Stage, 0, pp)
 	start := 0
+	unified := unifiedPPKVCheck(s)
 	for rank, n := range parts {
-		c, err := computeCapacity(stageSetup(s, rank, n))
+		st := stageSetup(s, rank, start, n)
+		st.stage.unifiedCheck = unified
+		c, err := computeCapacity(st)
 		stages = append(stages, Stage{Rank: rank, FirstLayer: start, EndLayer: start + n, WeightsBytes: c.WeightsBytes,
 			ActivationBytes: c.ActivationBytes, NonTorchBytes: c.NonTorchBytes, CUDAGraphBytes: c.CUDAGraphBytes,
 			AvailableKVBytes: c.AvailableKVBytes, NumGPUBlocks: c.NumGPUBlocks})
@@ -128,7 +135,47 @@ func planCapacity(s *Setup) (Capacity, error) {
 		return failed.Capacity, failed
 	}
 	best.Stages = stages
+	if unified {
+		if err := unifiedKVError(s, best); err != nil {
+			return err.Capacity, err
+		}
+	}
 	return best, nil
+}
+
+// The V1 engine's check of one max_model_len request under pipeline parallelism. From 0.14
+// (vllm#29431, which merged every worker's KV cache spec into one before the check) until
+// vllm#33698 fixed it, the check asked for the whole model's KV of one request on the worker
+// with the least memory, as if every stage held every layer: GLM-4.7-FP8 at PP 8 was refused
+// for 71.16 GiB against 28.57 (vllm#32105), Qwen3-Coder-30B at PP 2 for 24.0 GiB against 3.18
+// (vllm#34076, 0.15.2rc1). The fix's release is taken as 0.16.0, the first cut after it
+// (docs/vllm-behaviour.md#pipeline-parallel-kv-check).
+const (
+	unifiedPPKVCheckFrom  = "0.14.0"
+	unifiedPPKVCheckUntil = "0.16.0"
+)
+
+// unifiedPPKVCheck reports whether s's release checks the whole model's KV at every stage.
+func unifiedPPKVCheck(s *Setup) bool {
+	return s.PipelineParallelSize > 1 && s.Version.V1Engine() && s.Version.AtLeast(unifiedPPKVCheckFrom) &&
+		!s.Version.AtLeast(unifiedPPKVCheckUntil)
+}
+
+// unifiedKVError is that check on the planned stages: the whole model's layout against the
+// least memory any stage has for its cache. Nil when one request fits.
+func unifiedKVError(s *Setup, best Capacity) *StartupError {
+	if s.KVCacheMemoryBytes > 0 || s.NumGPUBlocksOverride > 0 || s.AutoFitMaxModelLen {
+		return nil // a pinned cache or an auto-fitted length is checked per stage as planned
+	}
+	l, err := kvLayout(s)
+	if err != nil {
+		return nil
+	}
+	least := best
+	for _, st := range best.Stages {
+		least.AvailableKVBytes = min(least.AvailableKVBytes, st.AvailableKVBytes)
+	}
+	return v1StartupError(least, l, s.MaxModelLen)
 }
 
 // stageFailsFirst reports whether stage error e replaces the one already found. Every
@@ -151,12 +198,12 @@ func stageFailsFirst(s *Setup, e, found *StartupError) bool {
 	return !s.Version.V1Engine() && e.Capacity.NumGPUBlocks < found.Capacity.NumGPUBlocks
 }
 
-// stageSetup is s as stage rank of s.PipelineParallelSize sees it: layers decoder layers, the
-// layer kinds in proportion (exact for one kind).
-func stageSetup(s *Setup, rank, layers int) *Setup {
+// stageSetup is s as stage rank of s.PipelineParallelSize sees it: layers decoder layers from
+// first, the layer kinds in proportion (exact for one kind).
+func stageSetup(s *Setup, rank, first, layers int) *Setup {
 	st := *s
 	m := s.ModelProfile
-	st.stage = &ppStage{rank: rank, size: max(1, s.PipelineParallelSize), layers: layers, full: m}
+	st.stage = &ppStage{rank: rank, size: max(1, s.PipelineParallelSize), first: first, layers: layers, full: m}
 	share := func(n int) int { return (n*layers + m.NumLayers/2) / m.NumLayers }
 	sliding, linear := share(m.NumSlidingWindowLayers), share(m.NumLinearAttentionLayers)
 	if sliding+linear >= layers {
@@ -194,7 +241,15 @@ func stageWeightBytes(s *Setup) float64 {
 		tables = 2
 	}
 	encoder := m.EncoderParams * db
-	layers := (total - tables*table - encoder) * float64(s.stage.layers) / float64(m.NumLayers)
+	// The routed experts are in the routed layers: where the dense ones come first
+	// (first_k_dense_replace), the first stage holds fewer experts than its share of layers.
+	routed, routedHere := 0.0, 0
+	if m.FirstDenseLayers > 0 {
+		routed = routedExpertBytes(&whole)
+		routedHere = max(0, s.stage.first+s.stage.layers-max(s.stage.first, m.FirstDenseLayers))
+	}
+	layers := (total-tables*table-encoder-routed)*float64(s.stage.layers)/float64(m.NumLayers) +
+		routed*float64(routedHere)/float64(max(1, m.RoutedLayers()))
 	w := layers + encoder
 	if s.firstStage() {
 		w += table

@@ -161,3 +161,55 @@ func TestPipelineStepTime(t *testing.T) {
 	assert.InDelta(t, 0.5, ratio, 0.1, "compute-bound: each micro-batch is half the batch")
 	assert.Equal(t, 0.0, m2.GPUSeconds(nil))
 }
+
+// TestPipelineStagesHoldTheirOwnExperts: where the dense layers come first
+// (first_k_dense_replace), a stage holds the experts of its routed layers only, so GLM-4.7's
+// first stage (3 dense layers, 8 routed) is lighter than a middle stage of 11 routed ones, and
+// the stages still add up to the whole model.
+func TestPipelineStagesHoldTheirOwnExperts(t *testing.T) {
+	cfg := Config{Model: "zai-org/GLM-4.7-FP8", GPU: "A100-SXM-80GB", PipelineParallelSize: 8, MaxModelLen: 8192, VLLMVersion: "0.19.0"}
+	s, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	st := s.Capacity.Stages
+	require.Len(t, st, 8)
+	assert.Equal(t, []int{11, 11, 11, 12, 12, 12, 12, 11}, []int{st[0].Layers(), st[1].Layers(), st[2].Layers(), st[3].Layers(), st[4].Layers(), st[5].Layers(), st[6].Layers(), st[7].Layers()})
+	m := s.ModelProfile
+	routedLayer := float64(m.NumExperts) * m.ExpertParams() / float64(m.RoutedLayers()) // FP8: a byte each
+	table := m.EmbeddingParams() * 2
+	// Stage 1 (11 routed) against stage 0 (3 dense + 8 routed and the embedding): three layers'
+	// experts apart, less the embedding and the dense MLPs.
+	denseMLP := 3 * float64(m.HiddenSize*m.DenseIntermediateSize)
+	want := 3*routedLayer - table - 3*denseMLP
+	got := float64(st[1].WeightsBytes - st[0].WeightsBytes)
+	assert.InEpsilon(t, want, got, 0.08, "stage 1 carries three more layers' experts")
+	var sum int64
+	for _, x := range st {
+		sum += x.WeightsBytes - int64(ropeCacheBytes(s))
+	}
+	whole := weightBytes(s)
+	assert.InEpsilon(t, whole, float64(sum), 1e-6, "the stages add up to the model")
+}
+
+// TestPipelineKVCheckOfTheWholeModel: from 0.14 until the fix of vllm#33698 the check of one
+// max_model_len request asked every stage for the whole model's KV (vllm#32105: GLM-4.7-FP8 at
+// PP 8 on A100s, 71.16 GiB needed against 28.57); before and after, each stage's own.
+func TestPipelineKVCheckOfTheWholeModel(t *testing.T) {
+	cfg := Config{Model: "zai-org/GLM-4.7-FP8", GPU: "A100-SXM-80GB", PipelineParallelSize: 8, MaxModelLen: 202752,
+		GPUMemoryUtilization: 0.925, MaxNumSeqs: 128}
+	for _, c := range []struct {
+		version string
+		refused bool
+	}{{"0.13.0", false}, {"0.14.0", true}, {"0.15.1", true}, {"0.16.0", false}, {"0.33.0", false}} {
+		cfg.VLLMVersion = c.version
+		_, err := Resolve(cfg, nil)
+		if !c.refused {
+			assert.NoError(t, err, c.version)
+			continue
+		}
+		var se *StartupError
+		require.ErrorAs(t, err, &se, c.version)
+		assert.Equal(t, MaxModelLenTooLarge, se.Kind, c.version)
+		assert.Contains(t, se.Message, "(71.16 GiB KV cache is needed", c.version)
+		require.Len(t, se.Capacity.Stages, 8, "the refusal keeps every stage's plan")
+	}
+}

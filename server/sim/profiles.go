@@ -147,6 +147,10 @@ type Model struct {
 	// MoELayers is the number of layers that route to experts when not all of them do
 	// (DeepSeek-V3's 58 of 61); 0 means every layer (RoutedLayers).
 	MoELayers int `json:"moe_layers,omitempty"`
+	// FirstDenseLayers is how many layers at the start keep a dense MLP before the routed
+	// ones (first_k_dense_replace: DeepSeek-V3's 3, GLM-4.5's 3); 0 where the dense layers,
+	// if any, are interleaved. Pipeline stages hold their experts by it.
+	FirstDenseLayers int `json:"first_dense_layers,omitempty"`
 
 	Source string `json:"source,omitempty"`
 }
@@ -240,6 +244,8 @@ func (m Model) validateLayers() error {
 		return fmt.Errorf("rope_tables need positions from 1 to 2^28 and rotary_dim from 1 to 2^14")
 	case m.MoELayers < 0 || m.MoELayers > m.NumLayers:
 		return fmt.Errorf("moe_layers must be between 0 and num_layers")
+	case m.FirstDenseLayers < 0 || m.FirstDenseLayers+m.RoutedLayers() > m.NumLayers:
+		return fmt.Errorf("first_dense_layers must be between 0 and num_layers less the routed layers")
 	case m.KVLoraRank < 0 || (m.KVLoraRank > 0 && (m.QKRopeHeadDim <= 0 || m.QKNopeHeadDim <= 0 || m.VHeadDim <= 0)):
 		return fmt.Errorf("multi-head latent attention needs kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim (all positive)")
 	}
