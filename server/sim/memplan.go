@@ -167,7 +167,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 	if !s.Version.AtLeast("0.6.4") {
 		peak = peak*v0ReservedFactor + heldAllReduceBytes(s)
 	}
-	return int64(peak), int64(math.Round(v0NonTorchGiB * gib))
+	return int64(peak), int64(math.Round((v0NonTorchGiB + tensorParallelNonTorchGiB(s)) * gib))
 }
 
 // coldCompileRows is the cold compile's transient peak at a 2,048-token budget in rows of

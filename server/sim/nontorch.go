@@ -27,18 +27,32 @@ var nvlinkHopperClass = map[string]bool{
 	"B200":          true,
 }
 
-// tensorParallelNonTorchGiB is what one rank of a V1 engine at s's tensor-parallel size holds
-// outside torch besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at
-// 0.10.1.1) before lazyNCCLRelease and on other GPUs, the NVLink Hopper figure from it on.
+// tensorParallelNonTorchGiB is what one rank at s's tensor-parallel size holds outside torch
+// besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at 0.10.1.1) where the
+// profile does not see NCCL's buffers or the GPU was not measured, the NVLink Hopper figure
+// where it does.
 func tensorParallelNonTorchGiB(s *Setup) float64 {
 	tp := s.TensorParallelSize
 	if tp <= 1 {
 		return 0
 	}
-	if !s.Version.AtLeast(lazyNCCLRelease) || !nvlinkHopperClass[s.GPUProfile.Name] {
+	if !profileCountsNCCL(s.Version) || !nvlinkHopperClass[s.GPUProfile.Name] {
 		return s.HostProfile.NonTorchTPGiB
 	}
 	return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
+}
+
+// profileCountsNCCL reports whether release v's memory profile counts what NCCL allocates on
+// the device. V0 did from 0.2.5, where vllm#2031 read the device's free memory (sampled before
+// the communicators were set up) and, from 0.6.4, every byte outside torch: the fit-split
+// logs of vllm#10511 (0.6.5, Llama-3-8B on H100s) put 1.79 GiB more on a TP 2 rank than on
+// one GPU, the size of the V1 figure. V1 did not from 0.8 to 0.10 (NCCL set up before the
+// snapshot, cuMem off) and does again from lazyNCCLRelease.
+func profileCountsNCCL(v Version) bool {
+	if !v.V1Engine() {
+		return v.AtLeast("0.2.5")
+	}
+	return v.AtLeast(lazyNCCLRelease)
 }
 
 // Single-GPU non-torch memory grew over V1's releases; what each fit log shows over the host

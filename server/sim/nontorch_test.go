@@ -27,6 +27,9 @@ func TestTensorParallelNonTorchByReleaseAndGPU(t *testing.T) {
 		{"nor is a PCIe Hopper", "H100-PCIe-80GB", "0.19.0", 2, hostTP},
 		{"nor a consumer card", "RTX-4090", "0.19.0", 2, hostTP},
 		{"nor a profile the catalogue does not name", "my-gpu", "0.19.0", 2, hostTP},
+		{"V0's non-torch reading saw NCCL on H100", "H100-SXM-80GB", "0.6.5", 2, 1.83},
+		{"and its free-memory reading before", "H100-SXM-80GB", "0.4.3", 4, 1.884},
+		{"V0 on a PCIe card keeps the host figure", "T4", "0.4.3", 2, hostTP},
 	}
 	for _, c := range cases {
 		s := &Setup{Config: Config{TensorParallelSize: c.tp}, GPUProfile: GPU{Name: c.gpu},
@@ -36,7 +39,8 @@ func TestTensorParallelNonTorchByReleaseAndGPU(t *testing.T) {
 }
 
 // The fit-split H100 logs of vLLM 0.19 (llm-d-planner sweep) log 2.06 and 2.13 GiB of
-// non-torch memory at TP 2 and TP 4; the V0 engine keeps its single figure.
+// non-torch memory at TP 2 and TP 4. Those of vllm#10511 (0.6.5, Llama-3-8B) log 1.79 GiB at
+// TP 1 and 3.58 at TP 2: V0 takes 0.35 for one GPU (vllm#10517), and what TP 2 adds is checked.
 func TestNonTorchMemoryOfTensorParallelRanks(t *testing.T) {
 	cases := []struct {
 		version string
@@ -46,7 +50,6 @@ func TestNonTorchMemoryOfTensorParallelRanks(t *testing.T) {
 		{"0.19.0", 1, 0.24},
 		{"0.19.0", 2, 2.06},
 		{"0.19.0", 4, 2.13},
-		{"0.6.5", 2, v0NonTorchGiB},
 	}
 	for _, c := range cases {
 		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "H100", TensorParallelSize: c.tp,
@@ -55,6 +58,15 @@ func TestNonTorchMemoryOfTensorParallelRanks(t *testing.T) {
 		got := float64(s.Capacity.NonTorchBytes) / gib
 		assert.InEpsilon(t, c.logged, got, 0.05, "%s TP %d: %.3f GiB", c.version, c.tp, got)
 	}
+	v0 := func(version string, tp int) float64 {
+		s, err := Resolve(Config{Model: "meta-llama/Meta-Llama-3-8B", GPU: "H100", TensorParallelSize: tp, VLLMVersion: version}, nil)
+		require.NoError(t, err, "%s TP %d", version, tp)
+		return float64(s.Capacity.NonTorchBytes) / gib
+	}
+	assert.InDelta(t, v0NonTorchGiB, v0("0.6.5", 1), 0.001)
+	assert.InEpsilon(t, 3.58-1.79, v0("0.6.5", 2)-v0("0.6.5", 1), 0.05, "what a TP 2 rank adds at 0.6.5")
+	assert.Zero(t, v0("0.2.4", 2), "before vllm#2031 the profile counted only torch's allocations")
+
 	a100, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A100-SXM-80GB", TensorParallelSize: 2, VLLMVersion: "0.19.0"}, nil)
 	require.NoError(t, err)
 	h := a100.HostProfile
