@@ -111,7 +111,8 @@ func planCapacity(s *Setup) (Capacity, error) {
 	var failed *StartupError
 	stages := make([]Stage, 0, pp)
 	start := 0
-	unified := unifiedPPKVCheck(s)
+	// A pinned cache or an auto-fitted length keeps each stage's own check.
+	unified := unifiedPPKVCheck(s) && s.KVCacheMemoryBytes == 0 && s.NumGPUBlocksOverride == 0 && !s.AutoFitMaxModelLen
 	for rank, n := range parts {
 		st := stageSetup(s, rank, start, n)
 		st.stage.unifiedCheck = unified
@@ -164,9 +165,6 @@ func unifiedPPKVCheck(s *Setup) bool {
 // unifiedKVError is that check on the planned stages: the whole model's layout against the
 // least memory any stage has for its cache. Nil when one request fits.
 func unifiedKVError(s *Setup, best Capacity) *StartupError {
-	if s.KVCacheMemoryBytes > 0 || s.NumGPUBlocksOverride > 0 || s.AutoFitMaxModelLen {
-		return nil // a pinned cache or an auto-fitted length is checked per stage as planned
-	}
 	l, err := kvLayout(s)
 	if err != nil {
 		return nil

@@ -212,4 +212,21 @@ func TestPipelineKVCheckOfTheWholeModel(t *testing.T) {
 		assert.Contains(t, se.Message, "(71.16 GiB KV cache is needed", c.version)
 		require.Len(t, se.Capacity.Stages, 8, "the refusal keeps every stage's plan")
 	}
+
+	// A pinned cache too small for one request is refused by each stage's own check, in the
+	// releases with the whole-model check as in the others.
+	for _, version := range []string{"0.13.0", "0.15.1", "0.16.0"} {
+		for name, pin := range map[string]func(*Config){
+			"--kv-cache-memory-bytes 2G":     func(c *Config) { c.KVCacheMemoryBytes = 2 << 30 },
+			"--num-gpu-blocks-override 1000": func(c *Config) { c.NumGPUBlocksOverride = 1000 },
+		} {
+			pinned := cfg
+			pinned.VLLMVersion = version
+			pin(&pinned)
+			_, err := Resolve(pinned, nil)
+			var se *StartupError
+			require.ErrorAs(t, err, &se, "%s %s", version, name)
+			assert.Equal(t, MaxModelLenTooLarge, se.Kind, "%s %s", version, name)
+		}
+	}
 }
