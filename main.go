@@ -282,7 +282,7 @@ func help(c *cobra.Command, entry command) string {
 		for _, cmd := range commands[1:] {
 			b.WriteString(fit(fmt.Sprintf("  vllmtop %-9s %s", cmd.name, cmd.summary), 20) + "\n")
 		}
-		b.WriteString(fit("  vllmtop help CMD  a command's flags; vllmtop completion bash|zsh|fish: shell completions", 20) + "\n")
+		b.WriteString(fit("  vllmtop help CMD  a command's flags; vllmtop completion SHELL: bash, zsh, fish or powershell", 20) + "\n")
 	}
 	if len(entry.subs) > 0 {
 		b.WriteString("\nSubcommands:\n")

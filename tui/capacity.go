@@ -242,10 +242,7 @@ func (p *capacityPanel) renderWhatIf(out []string, d capacityView) []string {
 	if !d.CanRestart {
 		hint = "▶ current (" + d.NoRestart + ")"
 	}
-	if screenRows(out) >= p.h && p.h > 0 {
-		return out // no room for the key: the rows first
-	}
-	return append(out, st.Muted.Render(hint))
+	return append(out, st.Muted.Render(hint)) // below the rows; a short terminal scrolls to it
 }
 
 // whatIfUtils are 0.70 to 0.98 by 0.02, with the current and pending utilisations.

@@ -162,7 +162,12 @@ func siNumber(v float64) string {
 }
 
 // trimFloat prints f with the fewest digits that say it exactly ("0.5", "2").
-func trimFloat(f float64) string { return textfmt.Fixed(f, -1) }
+func trimFloat(f float64) string {
+	if math.IsInf(f, 1) {
+		return "inf" // --request-rate inf, as vllm bench serve spells it
+	}
+	return textfmt.Fixed(f, -1)
+}
 
 func commas(n int) string { return textfmt.Thousands(int64(n)) }
 

@@ -765,17 +765,24 @@ func (m *Model) tabLine() string {
 	return truncate(line, m.width)
 }
 
-// fmtSpan is a round span: "10s", "1m", "5m", "1h".
+// fmtSpan is a span in whole seconds, its zero parts left out: "10s", "1m", "3m11s", "1h",
+// "1h30m", "2h0m05s".
 func fmtSpan(d time.Duration) string {
-	switch {
-	case d >= time.Hour && d%time.Hour == 0:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	case d >= time.Minute && d%time.Minute == 0:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d > time.Minute && d < time.Hour && d%time.Second == 0:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60) // 3m11s, not 191s
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+	if d%time.Second != 0 || d < time.Second {
+		return fmtDur(d)
 	}
-	return fmtDur(d)
+	h, m, sec := int(d/time.Hour), int(d%time.Hour/time.Minute), int(d%time.Minute/time.Second)
+	switch {
+	case h > 0 && sec > 0:
+		return fmt.Sprintf("%dh%dm%02ds", h, m, sec)
+	case h > 0 && m > 0:
+		return fmt.Sprintf("%dh%02dm", h, m)
+	case h > 0:
+		return fmt.Sprintf("%dh", h)
+	case m > 0 && sec > 0:
+		return fmt.Sprintf("%dm%02ds", m, sec) // 3m11s, not 191s
+	case m > 0:
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%ds", sec)
 }

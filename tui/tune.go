@@ -89,6 +89,8 @@ type tuneState struct {
 	origRate float64
 	// origUtil is the server's utilisation before a sweep, offered again when it ends.
 	origUtil float64
+	// downAfterRestart: the run's last restart failed, so the server is down.
+	downAfterRestart bool
 }
 
 // probeRun is the probe the UI drives: a warm-up epoch, then the measured one.
@@ -464,6 +466,7 @@ func (m *Model) tuneRestarted(err error) {
 	if t.restart != nil {
 		t.restart <- tuneReply{err: err}
 		t.restart = nil
+		t.downAfterRestart = err != nil
 	}
 }
 
@@ -660,13 +663,20 @@ func (m *Model) tuneDone(err error) {
 		msg = "tuning stopped"
 	case err != nil:
 		m.setLoadTo(0)
-		c.setStatus("tuning stopped: "+clean(err.Error()), true)
+		msg = "tuning stopped: " + clean(err.Error())
+		if was == tuneSweep {
+			msg += m.offerUtilBack()
+		}
+		c.setStatus(msg, true)
 		return
 	}
 	if len(knees) > 0 {
 		msg += ": knee " + strings.Join(knees, ", ")
 	} else if t.slo != nil {
 		msg += ": no probe met " + t.slo.Text(", ")
+	}
+	if was == tuneSweep {
+		msg += m.offerUtilBack() // before the note: the status line may cut what follows
 	}
 	if note := sweepNotTheLimit(t); was == tuneSweep && note != "" {
 		msg += " · " + note
@@ -676,9 +686,6 @@ func (m *Model) tuneDone(err error) {
 		m.setLoadTo(knee)
 	} else {
 		m.setLoadTo(0)
-	}
-	if was == tuneSweep {
-		msg += m.offerUtilBack()
 	}
 	c.setStatus(msg+m.curvesHint(), false)
 }
@@ -696,6 +703,9 @@ func (m *Model) offerUtilBack() string {
 	restart := "enter"
 	if h := m.keys.Restart.Help().Key; h != "" {
 		restart = h
+	}
+	if s.tune.downAfterRestart || s.server.State == server.Exited && m.c.deps.Mode != ModeAttach {
+		return fmt.Sprintf(" · server down: %s restarts it at %.2f", restart, orig)
 	}
 	return fmt.Sprintf(" · server left at util %.2f: %s restarts it at %.2f", s.util, restart, orig)
 }

@@ -541,3 +541,31 @@ func TestUtilSweepMarksASettingThatCouldNotBeMeasured(t *testing.T) {
 	r.m.show(curvesTab)
 	assert.Contains(t, r.view(), "util 0.85  not measured: max_concurrency=4 could not be measured")
 }
+
+// A sweep whose restart leaves the server down says so, and offers the way back.
+func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
+		d.SweepUtils = []float64{0.80, 0.99}
+	})
+	r.keyAt = func(int) {
+		u := r.td.sup.Status().GPUMemoryUtilization
+		r.perC = time.Duration((1.0 - u) * 100 * float64(time.Millisecond))
+	}
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
+		if u > 0.95 {
+			r.td.sup.setStatus(func(s *server.Status) { s.State = server.Exited })
+			return errors.New("exit status 1")
+		}
+		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
+		return nil
+	}
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(600)
+	st := r.m.c.s.status
+	assert.Contains(t, st, "server down: enter restarts it at 0.92")
+	assert.NotContains(t, st, "server left at util")
+	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)
+}

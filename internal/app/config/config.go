@@ -203,6 +203,7 @@ func envName(k string) string {
 func decodeError(name, data string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
+		data = strings.TrimPrefix(data, "\uFEFF") // the parser's offsets leave a byte-order mark out
 		line, col := pe.Position.Line, pe.Position.Col
 		if st := pe.Position.Start; st > 0 && st <= len(data) {
 			// From the byte offset: the parser counts a line's closing newline, often what it
@@ -210,7 +211,7 @@ func decodeError(name, data string, err error) error {
 			line = strings.Count(data[:st], "\n") + 1
 			col = st - strings.LastIndex(data[:st], "\n")
 		}
-		msg := pe.Message
+		msg := strings.ReplaceAll(pe.Message, `'\x00'`, "the end of the file") // how the lexer words EOF
 		if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
 			msg = pe.LastKey + ": " + msg
 		}

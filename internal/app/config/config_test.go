@@ -51,6 +51,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad duration", "interval = \"soon\"\n", `c.toml:1:13: interval: `},
 		{"unclosed table on its own line", "[slo\n\n\nx = 1\n", "c.toml:1:5: expected '.' or ']' to end table name"},
 		{"unclosed table after a key", "theme = \"dark\"\n[slo\n\nx = 1\n", "c.toml:2:5: expected '.' or ']'"},
+		{"a byte-order mark is not a column", "\xEF\xBB\xBFtheme = \"dark\"\n= 3\n", "c.toml:2:1:"},
+		{"a table left open at the end", "theme = \"dark\"\n[slo", "got the end of the file"},
 		{"value missing at the line's end", "theme = \n", "c.toml:1:9: theme: expected value"},
 		{"bad duration says why", "interval = \"soon\"\n", `"soon" is not a duration`},
 		{"wrong type", "[[endpoint]]\nname = \"a\"\nurl = \"h:1\"\nmax_num_seqs = \"many\"\n", "c.toml:4: endpoint.max_num_seqs: incompatible types"},

@@ -56,6 +56,7 @@ func TestDashboardWordsTheSimulatorsErrors(t *testing.T) {
 		{[]string{"--sim-gpu", "no-such-gpu"}, "simulator"},
 		{[]string{"--sim-args", "--sim-gpu no-such-gpu"}, "--sim-args"},
 		{[]string{"--", "vllmtop", "sim", "--sim-gpu", "no-such-gpu"}, "the command after --"},
+		{[]string{"--sim-args", "--sim-gpu L4", "--sim-gpu", "no-such-gpu"}, "simulator (its flags and --sim-args)"},
 	} {
 		d, err := parseDashboard(c.args...)
 		require.NoError(t, err)
@@ -68,4 +69,12 @@ func TestDashboardWordsTheSimulatorsErrors(t *testing.T) {
 		assert.ErrorContains(t, d.Check(words), "no-such-gpu", "Check finds it before anything starts")
 		assert.Equal(t, c.what, said)
 	}
+
+	// A release the simulator plans but does not serve is refused before the terminal too.
+	d, err := parseDashboard("--sim-vllm-version", "0.7.3")
+	require.NoError(t, err)
+	var said string
+	err = d.Check(func(err error, what string) error { said = what; return err })
+	assert.ErrorContains(t, err, "V0 engine")
+	assert.Equal(t, "simulator", said)
 }

@@ -68,6 +68,7 @@ type Dashboard struct {
 	sla         string
 	getenv      func(string) string
 	fl          fleetOptions // the fleet's sources, the config file, canary and recorder
+	flags       *pflag.FlagSet
 }
 
 // SimErrors words an error of the simulator's command line (a *launch.ArgsError) for the user,
@@ -80,10 +81,10 @@ type Sayer func(format string, a ...any)
 // Flags defines the dashboard's flags: the load's (named as vllm bench serve names
 // them), the view's, and the simulator's.
 func Flags(fs *pflag.FlagSet) *Dashboard {
-	o := &Dashboard{}
+	o := &Dashboard{flags: fs}
 	l, c := &o.loadCfg, &o.loadCfg.Client
 	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load); several URLs: a fleet")
-	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop)")
+	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop); with --request-rate, the open loop's cap, as in vllm bench serve")
 	fs.Float64Var(&l.Rate, "request-rate", 0, "start in rate mode at this many requests/s")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
 	fs.StringVar(&c.Endpoint, "endpoint", loadgen.EndpointCompletions, "API path: /v1/completions or /v1/chat/completions")
@@ -141,6 +142,9 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	}
 	o.getenv = getenv
 	o.command, o.deps.InitialConc, o.deps.InitialRate = after, l.Concurrency, l.Rate
+	if l.Rate > 0 && o.flags != nil && o.flags.Changed("max-concurrency") {
+		l.MaxInFlight = max(1, l.Concurrency) // vllm bench serve caps a rate so
+	}
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
 	if l.Client.APIKey == "" {
@@ -175,7 +179,10 @@ func (d *Dashboard) Check(words SimErrors) error {
 func (d *Dashboard) simSpec() (launch.Spec, string) {
 	c := d.loadCfg.Client
 	spec := launch.Spec{Command: launch.Sim(d.simArgs...), APIKey: c.APIKey, Getenv: d.getenv, Defaults: SimDefaults, Model: c.Model}
-	if d.simArgsFlag != "" {
+	switch {
+	case d.simArgsFlag != "" && len(d.simFlags) > 0:
+		return spec, "simulator (its flags and --sim-args)"
+	case d.simArgsFlag != "":
 		return spec, "--sim-args"
 	}
 	return spec, "simulator"

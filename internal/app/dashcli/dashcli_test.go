@@ -132,3 +132,20 @@ func TestDashboardReplayFlags(t *testing.T) {
 		assert.ErrorContains(t, err, c.want, c.args)
 	}
 }
+
+// As in vllm bench serve, --max-concurrency caps a --request-rate load; alone, it is the
+// closed loop's, and a rate without it keeps the open loop's default cap.
+func TestMaxConcurrencyCapsTheRate(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		cap  int
+	}{
+		{[]string{"--request-rate", "inf", "--max-concurrency", "2"}, 2},
+		{[]string{"--request-rate", "5"}, 0},
+		{[]string{"--max-concurrency", "2"}, 0},
+	} {
+		d, err := parseDashboard(c.args...)
+		require.NoError(t, err, c.args)
+		assert.Equal(t, c.cap, d.loadCfg.MaxInFlight, c.args)
+	}
+}

@@ -141,7 +141,11 @@ func Check(s Spec) error {
 	if c.Kind != server.KindSim {
 		return nil
 	}
-	if _, _, err := prepare(append([]string(nil), s.Command[c.Args:]...), s); err != nil {
+	_, plan, err := prepare(append([]string(nil), s.Command[c.Args:]...), s)
+	if err == nil {
+		err = plan.Served() // a release it plans but does not serve (V0) is refused at start
+	}
+	if err != nil {
 		return &ArgsError{err}
 	}
 	return nil
