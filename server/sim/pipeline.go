@@ -241,13 +241,21 @@ func stageWeightBytes(s *Setup) float64 {
 	encoder := m.EncoderParams * db
 	// The routed experts are in the routed layers: where the dense ones come first
 	// (first_k_dense_replace), the first stage holds fewer experts than its share of layers.
-	routed, routedHere := 0.0, 0
+	// So are the dense layers' MLPs, often far wider than an expert, in the first stages.
+	routed, routedHere, dense, denseHere := 0.0, 0, 0.0, 0
 	if m.FirstDenseLayers > 0 {
 		routed = routedExpertBytes(&whole)
-		routedHere = max(0, s.stage.first+s.stage.layers-max(s.stage.first, m.FirstDenseLayers))
+		end := s.stage.first + s.stage.layers
+		routedHere = max(0, end-max(s.stage.first, m.FirstDenseLayers))
+		if routed > 0 {
+			dense = float64(m.FirstDenseLayers) * 3 * float64(m.HiddenSize) * float64(m.DenseIntermediateSize) *
+				linearWeightBytes(whole.weightQuantization(), db)
+			denseHere = max(0, min(end, m.FirstDenseLayers)-s.stage.first)
+		}
 	}
-	layers := (total-tables*table-encoder-routed)*float64(s.stage.layers)/float64(m.NumLayers) +
-		routed*float64(routedHere)/float64(max(1, m.RoutedLayers()))
+	layers := (total-tables*table-encoder-routed-dense)*float64(s.stage.layers)/float64(m.NumLayers) +
+		routed*float64(routedHere)/float64(max(1, m.RoutedLayers())) +
+		dense*float64(denseHere)/float64(max(1, m.FirstDenseLayers))
 	w := layers + encoder
 	if s.firstStage() {
 		w += table

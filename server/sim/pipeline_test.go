@@ -181,7 +181,7 @@ func TestPipelineStagesHoldTheirOwnExperts(t *testing.T) {
 	denseMLP := 3 * float64(m.HiddenSize*m.DenseIntermediateSize)
 	want := 3*routedLayer - table - 3*denseMLP
 	got := float64(st[1].WeightsBytes - st[0].WeightsBytes)
-	assert.InEpsilon(t, want, got, 0.08, "stage 1 carries three more layers' experts")
+	assert.InEpsilon(t, want, got, 0.02, "stage 1 carries three more layers' experts, stage 0 the dense MLPs")
 	var sum int64
 	for _, x := range st {
 		sum += x.WeightsBytes - int64(ropeCacheBytes(s))
