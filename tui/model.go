@@ -646,17 +646,30 @@ func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 		return stopCmd(c.deps.Supervisor)
 	}
 	s.phase = phaseIdle
+	// A sweep stopped while this restart ran offers the way back now.
+	offer := s.tune.offerAfterRestart && s.tune.kind == tuneIdle
+	s.tune.offerAfterRestart = false
 	if msg.err != nil {
 		// The server is down: load would only count refused connections.
 		s.paused = true
 		c.pauseChanged(true)
-		c.setStatus("restart failed: "+clean(msg.err.Error())+" (load paused)", true)
+		status := "restart failed: " + clean(msg.err.Error()) + " (load paused)"
+		if offer {
+			s.tune.downAfterRestart = true
+			status += m.offerUtilBack()
+		}
+		c.setStatus(status, true)
 		return nil
 	}
 	s.util = msg.util
 	s.autoPause = ""
 	s.ownRestart = true
-	c.setStatus(fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util), false)
+	status := fmt.Sprintf("restarted with --gpu-memory-utilization %.2f", msg.util)
+	if offer {
+		s.tune.downAfterRestart = false
+		status += m.offerUtilBack()
+	}
+	c.setStatus(status, false)
 	if c.deps.Load != nil && !s.paused {
 		c.deps.Load.Resume()
 	}

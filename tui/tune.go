@@ -91,6 +91,8 @@ type tuneState struct {
 	origUtil float64
 	// downAfterRestart: the run's last restart failed, so the server is down.
 	downAfterRestart bool
+	// offerAfterRestart: a sweep ended during a restart; the way back is offered when it ends.
+	offerAfterRestart bool
 }
 
 // probeRun is the probe the UI drives: a warm-up epoch, then the measured one.
@@ -696,6 +698,10 @@ func (m *Model) tuneDone(err error) {
 func (m *Model) offerUtilBack() string {
 	s := &m.c.s
 	orig := s.tune.origUtil
+	if s.phase == phaseRestarting {
+		s.tune.offerAfterRestart = orig > 0
+		return ""
+	}
 	if orig <= 0 || s.phase != phaseIdle || math.Abs(s.util-orig) < 0.005 {
 		return ""
 	}

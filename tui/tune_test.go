@@ -569,3 +569,41 @@ func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
 	assert.NotContains(t, st, "server left at util")
 	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)
 }
+
+// A sweep stopped while one of its restarts runs offers the way back once that restart ends.
+func TestUtilSweepStoppedDuringARestart(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
+		d.SweepUtils = []float64{0.80, 0.85}
+	})
+	r.keyAt = func(int) {
+		u := r.td.sup.Status().GPUMemoryUtilization
+		r.perC = time.Duration((1.0 - u) * 100 * float64(time.Millisecond))
+	}
+	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
+		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
+		if u == 0.85 {
+			r.press("W") // the restart is under way
+		}
+		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
+		return nil
+	}
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(600)
+	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind)
+	assert.Contains(t, r.m.c.s.status, "server left at util 0.85: enter restarts it at 0.92")
+	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)
+
+	// Where the sweep's end is handled before the restart's, the restart's end offers it.
+	s := &r.m.c.s
+	s.phase, s.util, s.pendingUtil = phaseRestarting, 0.85, 0
+	assert.Empty(t, r.m.offerUtilBack(), "nothing to offer while the restart runs")
+	r.m.restartDone(restartDoneMsg{util: 0.90})
+	assert.Equal(t, "restarted with --gpu-memory-utilization 0.90 · server left at util 0.90: enter restarts it at 0.92", s.status)
+	assert.Equal(t, 0.92, s.pendingUtil)
+	s.phase, s.pendingUtil = phaseRestarting, 0
+	r.m.offerUtilBack()
+	r.m.restartDone(restartDoneMsg{util: 0.95, err: errors.New("exit status 1")})
+	assert.Contains(t, s.status, "restart failed: exit status 1 (load paused) · server down: enter restarts it at 0.92")
+}
