@@ -98,6 +98,7 @@ type Deps struct {
 	InitialUtil     float64 // the --gpu-memory-utilization the server started with
 	InitialConc     int
 	InitialRate     float64 // above 0: the load starts in rate mode at this many requests/s (--request-rate)
+	RateCap         int     // above 0: the open loop's cap on requests in flight (--max-concurrency with a rate)
 	StartPaused     bool    // attach mode: no load until space
 	RestartDisabled bool    // attach mode: the dashboard did not start the server
 

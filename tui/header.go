@@ -246,6 +246,9 @@ func (h *header) loadSetting() []item {
 	settings := fmt.Sprintf("C=%d", s.concurrency)
 	if s.rateMode {
 		mode, settings = "open", fmt.Sprintf("rate %s/s", trimFloat(s.rate))
+		if n := h.c.deps.RateCap; n > 0 {
+			settings += fmt.Sprintf(" ≤%d in flight", n)
+		}
 	}
 	switch ls.Replay {
 	case loadgen.ReplayTrace:

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +158,11 @@ func TestRequestRateFlagStartsInRateMode(t *testing.T) {
 	d.press("+")
 	assert.Equal(t, 5.0, td(d).rate, "+ raises the rate, not a concurrency")
 	assert.Contains(t, d.view(), "rate 5/s")
+}
+
+func TestRateCapIsInTheHeader(t *testing.T) {
+	d := newDriver(t, 160, 40, func(deps *Deps) { deps.InitialRate, deps.RateCap = math.Inf(1), 2 })
+	d.second()
+	head := strings.Split(d.view(), "\n")[1]
+	assert.Contains(t, head, "load open rate inf/s ≤2 in flight", "as vllm bench serve, a rate with --max-concurrency is capped")
 }

@@ -144,6 +144,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	o.command, o.deps.InitialConc, o.deps.InitialRate = after, l.Concurrency, l.Rate
 	if l.Rate > 0 && o.flags != nil && o.flags.Changed("max-concurrency") {
 		l.MaxInFlight = max(1, l.Concurrency) // vllm bench serve caps a rate so
+		o.deps.RateCap = l.MaxInFlight
 	}
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio

@@ -147,5 +147,6 @@ func TestMaxConcurrencyCapsTheRate(t *testing.T) {
 		d, err := parseDashboard(c.args...)
 		require.NoError(t, err, c.args)
 		assert.Equal(t, c.cap, d.loadCfg.MaxInFlight, c.args)
+		assert.Equal(t, c.cap, d.deps.RateCap, "the header says the cap: %v", c.args)
 	}
 }
