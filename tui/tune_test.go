@@ -542,11 +542,13 @@ func TestUtilSweepMarksASettingThatCouldNotBeMeasured(t *testing.T) {
 	assert.Contains(t, r.view(), "util 0.85  not measured: max_concurrency=4 could not be measured")
 }
 
-// A sweep whose restart leaves the server down says so, and offers the way back.
-func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
+// sweepRig is a utilisation sweep over utils against an SLO of 110 ms, whose fake server gets
+// faster as the utilisation grows; restart sees each restart's utilisation first, and its error
+// fails the restart, which otherwise sets the server's utilisation.
+func sweepRig(t *testing.T, utils []float64, restart func(r *tuneRig, u float64) error) *tuneRig {
 	r := newTuneRig(t, func(d *Deps) {
 		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
-		d.SweepUtils = []float64{0.80, 0.99}
+		d.SweepUtils = utils
 	})
 	r.keyAt = func(int) {
 		u := r.td.sup.Status().GPUMemoryUtilization
@@ -554,13 +556,24 @@ func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
 	}
 	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
 		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
-		if u > 0.95 {
-			r.td.sup.setStatus(func(s *server.Status) { s.State = server.Exited })
-			return errors.New("exit status 1")
+		if err := restart(r, u); err != nil {
+			return err
 		}
 		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
 		return nil
 	}
+	return r
+}
+
+// A sweep whose restart leaves the server down says so, and offers the way back.
+func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
+	r := sweepRig(t, []float64{0.80, 0.99}, func(r *tuneRig, u float64) error {
+		if u > 0.95 {
+			r.td.sup.setStatus(func(s *server.Status) { s.State = server.Exited })
+			return errors.New("exit status 1")
+		}
+		return nil
+	})
 	r.press("W")
 	r.press("enter")
 	r.runUntilIdle(600)
@@ -572,22 +585,12 @@ func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
 
 // A sweep stopped while one of its restarts runs offers the way back once that restart ends.
 func TestUtilSweepStoppedDuringARestart(t *testing.T) {
-	r := newTuneRig(t, func(d *Deps) {
-		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 110}}
-		d.SweepUtils = []float64{0.80, 0.85}
-	})
-	r.keyAt = func(int) {
-		u := r.td.sup.Status().GPUMemoryUtilization
-		r.perC = time.Duration((1.0 - u) * 100 * float64(time.Millisecond))
-	}
-	r.td.sup.restartHook = func(edits []server.ArgEdit) error {
-		u := server.GPUMemoryUtilization(server.EditArgs([]string{"vllm", "serve", "m"}, edits...))
+	r := sweepRig(t, []float64{0.80, 0.85}, func(r *tuneRig, u float64) error {
 		if u == 0.85 {
 			r.press("W") // the restart is under way
 		}
-		r.td.sup.setStatus(func(s *server.Status) { s.GPUMemoryUtilization = u })
 		return nil
-	}
+	})
 	r.press("W")
 	r.press("enter")
 	r.runUntilIdle(600)
