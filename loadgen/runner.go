@@ -276,6 +276,9 @@ func (s LoaderStats) Settings() string {
 	case ReplayConversations:
 		return "C=" + strconv.Itoa(s.Concurrency) + " conv"
 	}
+	if math.IsInf(s.Rate, 1) {
+		return "rate inf/s" // as --request-rate spells it
+	}
 	if s.Rate > 0 {
 		return "rate " + strconv.FormatFloat(s.Rate, 'f', -1, 64) + "/s"
 	}

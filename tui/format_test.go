@@ -28,8 +28,8 @@ func TestJoinFit(t *testing.T) {
 func TestSpansReadAsMinutesAndSeconds(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		40 * time.Second: "40s", time.Minute: "1m", 191 * time.Second: "3m11s", 5 * time.Minute: "5m",
-		3599 * time.Second: "59m59s", time.Hour: "1h", 3601 * time.Second: "1h0m01s", 90 * time.Minute: "1h30m",
-		2*time.Hour + 5*time.Second: "2h0m05s", 1500 * time.Millisecond: fmtDur(1500 * time.Millisecond),
+		3599 * time.Second: "59m59s", time.Hour: "1h", 3601 * time.Second: "1h00m01s", 90 * time.Minute: "1h30m",
+		2*time.Hour + 5*time.Second: "2h00m05s", 1500 * time.Millisecond: fmtDur(1500 * time.Millisecond),
 	} {
 		assert.Equal(t, want, fmtSpan(d), d)
 	}

@@ -502,8 +502,19 @@ func (m *Model) loadSettings() string {
 func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
 	c, s := m.c, &m.c.s
 	n := 0
-	if s.rateMode {
+	if s.rateMode && math.IsInf(s.rate, 1) {
+		if !(rate(2) < 2) {
+			c.setStatus("load: rate inf/s already sends every request at once", false)
+			return
+		}
+		// Down from inf: to the rate the server is answering now, then on by the key.
+		if s.rate = startRate(s, c.now()); math.IsInf(s.rate, 1) {
+			s.rate = 1
+		}
+	} else if s.rateMode {
 		s.rate = rate(s.rate)
+	}
+	if s.rateMode {
 		if c.deps.Load != nil {
 			n = c.deps.Load.SetRate(s.rate)
 		}
@@ -779,7 +790,7 @@ func (m *Model) tabLine() string {
 }
 
 // fmtSpan is a span in whole seconds, its zero parts left out: "10s", "1m", "3m11s", "1h",
-// "1h30m", "2h0m05s".
+// "1h30m", "2h00m05s".
 func fmtSpan(d time.Duration) string {
 	if d%time.Second != 0 || d < time.Second {
 		return fmtDur(d)
@@ -787,7 +798,7 @@ func fmtSpan(d time.Duration) string {
 	h, m, sec := int(d/time.Hour), int(d%time.Hour/time.Minute), int(d%time.Minute/time.Second)
 	switch {
 	case h > 0 && sec > 0:
-		return fmt.Sprintf("%dh%dm%02ds", h, m, sec)
+		return fmt.Sprintf("%dh%02dm%02ds", h, m, sec)
 	case h > 0 && m > 0:
 		return fmt.Sprintf("%dh%02dm", h, m)
 	case h > 0:

@@ -702,7 +702,8 @@ func (m *Model) offerUtilBack() string {
 		s.tune.offerAfterRestart = orig > 0
 		return ""
 	}
-	if orig <= 0 || s.phase != phaseIdle || math.Abs(s.util-orig) < 0.005 {
+	down := s.tune.downAfterRestart || s.server.State == server.Exited && m.c.deps.Mode != ModeAttach
+	if orig <= 0 || s.phase != phaseIdle || !down && math.Abs(s.util-orig) < 0.005 {
 		return ""
 	}
 	s.pendingUtil = orig
@@ -710,7 +711,7 @@ func (m *Model) offerUtilBack() string {
 	if h := m.keys.Restart.Help().Key; h != "" {
 		restart = h
 	}
-	if s.tune.downAfterRestart || s.server.State == server.Exited && m.c.deps.Mode != ModeAttach {
+	if down {
 		return fmt.Sprintf(" · server down: %s restarts it at %.2f", restart, orig)
 	}
 	return fmt.Sprintf(" · server left at util %.2f: %s restarts it at %.2f", s.util, restart, orig)

@@ -581,19 +581,41 @@ func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
 	assert.Contains(t, st, "server down: enter restarts it at 0.92")
 	assert.NotContains(t, st, "server left at util")
 	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)
+
+	// The default sweep tries the current value before the one above it: when that fails, the
+	// server was last up at the original value, and is down all the same.
+	r = sweepRig(t, nil, func(r *tuneRig, u float64) error {
+		if u > 0.95 {
+			return errors.New("exit status 1")
+		}
+		return nil
+	})
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(900)
+	assert.Contains(t, r.m.c.s.status, "server down: enter restarts it at 0.92")
+	assert.Equal(t, 0.92, r.m.c.s.pendingUtil, "enter goes back, not to the value that failed")
 }
 
 // A sweep stopped while one of its restarts runs offers the way back once that restart ends.
 func TestUtilSweepStoppedDuringARestart(t *testing.T) {
 	r := sweepRig(t, []float64{0.80, 0.85}, func(r *tuneRig, u float64) error {
 		if u == 0.85 {
-			r.press("W") // the restart is under way
+			r.pending <- keyMsg("W") // while the restart is under way
 		}
 		return nil
 	})
 	r.press("W")
 	r.press("enter")
 	r.runUntilIdle(600)
+	for r.m.c.s.phase != phaseIdle { // the restart's end may come after the sweep's
+		select {
+		case msg := <-r.pending:
+			r.exec(r.send(msg))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the restart does not end (status %q)", r.m.c.s.status)
+		}
+	}
 	assert.Equal(t, tuneIdle, r.m.c.s.tune.kind)
 	assert.Contains(t, r.m.c.s.status, "server left at util 0.85: enter restarts it at 0.92")
 	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)

@@ -165,4 +165,9 @@ func TestRateCapIsInTheHeader(t *testing.T) {
 	d.second()
 	head := strings.Split(d.view(), "\n")[1]
 	assert.Contains(t, head, "load open rate inf/s ≤2 in flight", "as vllm bench serve, a rate with --max-concurrency is capped")
+	d.press("+")
+	assert.Contains(t, d.view(), "rate inf/s already sends every request at once")
+	d.press("-")
+	assert.False(t, math.IsInf(td(d).rate, 1), "- leaves inf for the rate the server answers")
+	assert.Greater(t, td(d).rate, 0.0)
 }

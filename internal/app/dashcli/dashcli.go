@@ -84,7 +84,7 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	o := &Dashboard{flags: fs}
 	l, c := &o.loadCfg, &o.loadCfg.Client
 	fs.StringVar(&o.attach, "attach", "", "monitor a running server at this URL (read-only until space starts load); several URLs: a fleet")
-	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop); with --request-rate, the open loop's cap, as in vllm bench serve")
+	fs.IntVar(&l.Concurrency, "max-concurrency", 4, "requests in flight (closed loop); with --request-rate, also the open loop's cap for the session, as in vllm bench serve")
 	fs.Float64Var(&l.Rate, "request-rate", 0, "start in rate mode at this many requests/s")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1, "gamma shape of inter-arrival times in rate mode (1 = Poisson)")
 	fs.StringVar(&c.Endpoint, "endpoint", loadgen.EndpointCompletions, "API path: /v1/completions or /v1/chat/completions")
@@ -142,8 +142,8 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	}
 	o.getenv = getenv
 	o.command, o.deps.InitialConc, o.deps.InitialRate = after, l.Concurrency, l.Rate
-	if l.Rate > 0 && o.flags != nil && o.flags.Changed("max-concurrency") {
-		l.MaxInFlight = max(1, l.Concurrency) // vllm bench serve caps a rate so
+	if l.Rate > 0 && l.Concurrency > 0 && o.flags != nil && o.flags.Changed("max-concurrency") {
+		l.MaxInFlight = l.Concurrency // vllm bench serve caps a rate so; 0 is no cap there too
 		o.deps.RateCap = l.MaxInFlight
 	}
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""

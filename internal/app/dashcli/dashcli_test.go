@@ -143,6 +143,7 @@ func TestMaxConcurrencyCapsTheRate(t *testing.T) {
 		{[]string{"--request-rate", "inf", "--max-concurrency", "2"}, 2},
 		{[]string{"--request-rate", "5"}, 0},
 		{[]string{"--max-concurrency", "2"}, 0},
+		{[]string{"--request-rate", "5", "--max-concurrency", "0"}, 0}, // no cap, as in bench
 	} {
 		d, err := parseDashboard(c.args...)
 		require.NoError(t, err, c.args)
