@@ -24,9 +24,15 @@ const (
 	// counted before 0.6.4, when it read the peak from torch.cuda.mem_get_info.
 	v0ReservedFactor = 1.2
 	// fusedMoEChunk is VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py) from 0.6.0; it was
-	// 65,536 from the chunking's start in 0.5.1 (vllm#6029) until vllm#7995 halved it.
-	fusedMoEChunk    = 32768
-	fusedMoEChunkV05 = 65536
+	// 65,536 from the chunking's start in 0.5.1 (vllm#6029) until vllm#7995 halved it; before
+	// 0.5.1 the kernel took the whole batch.
+	fusedMoEChunk        = 32768
+	fusedMoEChunkV05     = 65536
+	fusedMoEChunkRelease = "0.5.1"
+	// fusedMoESharedRelease is the first release whose fused_experts lays the down projection's
+	// output over the gate/up output's buffer (vllm#13625, merged February 2025, after 0.7.3);
+	// before, the two had buffers of their own.
+	fusedMoESharedRelease = "0.8.0"
 	// moeWorkspaceRelease is the first release whose fused-MoE kernels take their buffers from
 	// vLLM's workspace manager (vllm#27532, November 2025), which keeps them for the next layer
 	// and so past the forward.
@@ -44,6 +50,9 @@ func (s *Setup) activationBytes() float64 {
 // fusedMoEChunkTokens is how many of the batched tokens the fused-MoE kernel works on at once.
 func fusedMoEChunkTokens(s *Setup) float64 {
 	tokens := float64(s.MaxNumBatchedTokens)
+	if !s.Version.AtLeast(fusedMoEChunkRelease) {
+		return tokens
+	}
 	if !s.Version.AtLeast("0.6.0") {
 		return min(tokens, fusedMoEChunkV05)
 	}
@@ -54,8 +63,9 @@ func fusedMoEChunkTokens(s *Setup) float64 {
 // in the model's dtype, with I the experts' intermediate size a rank holds (tensor parallelism
 // splits it, not the hidden size h). Before 0.12, fused_experts in
 // vllm/model_executor/layers/fused_moe/fused_moe.py allocates one buffer of tokens x top-k x
-// max(2I, h), shared by the gate/up output and the down projection's, and one of tokens x top-k
-// x I for the activation, and frees them with the call. From 0.12 the modular kernel takes
+// max(2I, h), shared by the gate/up output and the down projection's (from 0.8; before, tokens x
+// top-k x 2I and tokens x top-k x h of their own), and one of tokens x top-k x I for the
+// activation, and frees them with the call. From 0.12 the modular kernel takes
 // TritonExperts' workspaces from the workspace manager: tokens x top-k x max(I, h), shared with
 // the output, and tokens x top-k x max(2I, h); the manager keeps them, so they are still
 // allocated when the profile run's dummy sampler runs.
@@ -64,6 +74,9 @@ func fusedMoEBufferBytes(s *Setup) float64 {
 	n := float64(m.IntermediateSize) / float64(s.TensorParallelSize)
 	h := float64(m.HiddenSize)
 	per := max(2*n, h) + n
+	if !s.Version.AtLeast(fusedMoESharedRelease) {
+		per = 2*n + n + h
+	}
 	if s.Version.AtLeast(moeWorkspaceRelease) {
 		per = max(n, h) + max(2*n, h)
 	}

@@ -232,16 +232,27 @@ func TestMoEWorkspaceHeldThroughTheSampler(t *testing.T) {
 	buffers := float64(8192 * 8 * (2048 + 768) * 2)
 	assert.InDelta(t, buffers, fusedMoEBufferBytes(old), 1)
 
-	// V0 worked through 65,536 tokens at a time before 0.6.0, and 32,768 from it.
-	long := Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", MaxModelLen: 163840, MaxNumBatchedTokens: 163840, VLLMVersion: "0.5.1"}
-	v05, err := Resolve(long, nil)
-	require.NoError(t, err)
-	require.Equal(t, 163840, v05.MaxNumBatchedTokens)
-	assert.Equal(t, 65536.0, fusedMoEChunkTokens(v05))
-	long.VLLMVersion = "0.6.0"
-	v06, err := Resolve(long, nil)
-	require.NoError(t, err)
-	assert.Equal(t, 32768.0, fusedMoEChunkTokens(v06))
+	// V0 took the whole batch before 0.5.1, 65,536 tokens at a time until 0.6.0 and 32,768
+	// from it; until 0.8 the gate/up output (2 x 1,408 a token and expert) and the down
+	// projection's (2,048) had buffers of their own, beside the activation's 1,408 / 2.
+	long := Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", MaxModelLen: 163840, MaxNumBatchedTokens: 163840}
+	for _, c := range []struct {
+		version       string
+		chunk, values float64
+	}{
+		{"0.5.0", 163840, 2816 + 1408 + 2048},
+		{"0.5.1", 65536, 2816 + 1408 + 2048},
+		{"0.6.0", 32768, 2816 + 1408 + 2048},
+		{"0.7.3", 32768, 2816 + 1408 + 2048},
+		{"0.8.0", 32768, 2816 + 1408},
+	} {
+		long.VLLMVersion = c.version
+		s, err := Resolve(long, nil)
+		require.NoError(t, err, c.version)
+		require.Equal(t, 163840, s.MaxNumBatchedTokens, c.version)
+		assert.Equal(t, c.chunk, fusedMoEChunkTokens(s), c.version)
+		assert.InDelta(t, c.chunk*6*c.values*2, fusedMoEBufferBytes(s), 1, c.version)
+	}
 }
 
 // TestMoEDenseLayersAndSharedExperts: a MoE model's forward peak is its widest layer's. With
