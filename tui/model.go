@@ -507,7 +507,7 @@ func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
 			c.setStatus("load: rate inf/s already sends every request at once", false)
 			return
 		}
-		// Down from inf: to the rate the server is answering now, then on by the key.
+		// Down from inf: to the rate the server is answering now.
 		if s.rate = startRate(s, c.now()); math.IsInf(s.rate, 1) {
 			s.rate = 1
 		}
@@ -789,8 +789,8 @@ func (m *Model) tabLine() string {
 	return truncate(line, m.width)
 }
 
-// fmtSpan is a span in whole seconds, its zero parts left out: "10s", "1m", "3m11s", "1h",
-// "1h30m", "2h00m05s".
+// fmtSpan is a span of whole seconds, without the trailing zero parts: "10s", "1m", "3m11s",
+// "1h", "1h30m", "2h00m05s".
 func fmtSpan(d time.Duration) string {
 	if d%time.Second != 0 || d < time.Second {
 		return fmtDur(d)
