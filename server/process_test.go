@@ -442,6 +442,11 @@ func TestSimRestartWithAnotherUtilisation(t *testing.T) {
 	assert.NotEqual(t, firstPID, st.PID)
 	requireGone(t, firstPID)
 
+	// The status is folded before the event reaches the recorder: wait for the event itself.
+	rec.waitFor(t, "the restarted engine's KV cache event", 5*time.Second, func(ev Event) bool {
+		kv, ok := ev.(KVCacheSize)
+		return ok && kv.Tokens == high.KVCacheTokens
+	})
 	var tokens []int
 	rec.mu.Lock()
 	for _, ev := range rec.events {
