@@ -24,7 +24,8 @@ func defineDashboard(fs *pflag.FlagSet, e *env) runFunc {
 		if err := d.Finish(before, after, e.getenv); err != nil {
 			return err
 		}
-		if err := d.Check(dashboardSim(e)); err != nil {
+		checked := func(err error, what string) error { return simErrorAs(err, what, "would not start", e) }
+		if err := d.Check(checked); err != nil {
 			return err
 		}
 		if !isTerminal(os.Stdout) || !isTerminal(os.Stdin) {

@@ -180,6 +180,8 @@ func TestOneErrorStyle(t *testing.T) {
 		{[]string{"--sim-gpu", "H101"}, 2, `vllmtop: simulator: unknown GPU "H101" (did you mean H100-SXM-80GB?)`},
 		{[]string{"--model", "foo/bar"}, 2, `vllmtop: simulator: unknown model "foo/bar"`},
 		{[]string{"--sim-args", "--sim-gpu H101"}, 2, `vllmtop: --sim-args: unknown GPU "H101"`},
+		{[]string{"--sim-vllm-version", "0.7.3"}, 2, `vllmtop: simulator: argument --sim-vllm-version: 0.7.3 ran the V0 engine`},
+		{[]string{"--gpu-memory-utilization", "1.5"}, 1, `vllmtop: the simulated server would not start: gpu_memory_utilization must be less than or equal to 1`},
 	} {
 		code, out, errOut := runVllmtop(c.args...)
 		assert.Equal(t, c.code, code, "%v", c.args)

@@ -36,6 +36,12 @@ func launchError(err error, what string, e *env) error {
 // help (printed; exit 0), a bad flag or setting (exit 2), or the start-up failure vLLM would
 // report (exit 1).
 func simError(err error, what string, e *env) error {
+	return simErrorAs(err, what, "failed to start", e)
+}
+
+// simErrorAs is simError with the verb of a start-up failure: "would not start" where the
+// settings were only checked.
+func simErrorAs(err error, what, failed string, e *env) error {
 	switch serve.ExitCode(err) {
 	case 0:
 		fmt.Fprint(e.stdout, serve.Help())
@@ -57,5 +63,5 @@ func simError(err error, what string, e *env) error {
 			what = fmt.Sprintf("the simulated server (%s on %s)", invalid.Model, invalid.GPU)
 		}
 	}
-	return fmt.Errorf("%s failed to start: %s", what, textfmt.OneLine(msg, 0))
+	return fmt.Errorf("%s %s: %s", what, failed, textfmt.OneLine(msg, 0))
 }
