@@ -503,7 +503,7 @@ func (m *Model) changeLoad(conc func(int) int, rate func(float64) float64) {
 	c, s := m.c, &m.c.s
 	n := 0
 	if s.rateMode && math.IsInf(s.rate, 1) {
-		if !(rate(2) < 2) {
+		if !(rate(2) < 2) { // the key raises the rate: nothing is above inf
 			c.setStatus("load: rate inf/s already sends every request at once", false)
 			return
 		}
