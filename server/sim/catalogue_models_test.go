@@ -116,6 +116,8 @@ func TestLoggedCatalogueEntriesMatchTheirConfigs(t *testing.T) {
 		"RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic":    fp8,
 		"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic": {layers: 80, hidden: 8192, heads: 64, kvHeads: 8, headDim: 128, vocab: 128256, context: 131072,
 			quantization: "fp8", textParams: denseShapes(80, 8192, 64, 8, 128, 28672, 128256, false, false)},
+		"neuralmagic/Llama-3.2-3B-Instruct-FP8": {layers: 28, hidden: 3072, heads: 24, kvHeads: 8, headDim: 128, vocab: 128256, context: 131072,
+			tied: true, quantization: "fp8", textParams: denseShapes(28, 3072, 24, 8, 128, 8192, 128256, true, false)},
 	}
 	checkConfigFigures(t, cases)
 	moe, err := BuiltinProfiles().Model("Qwen/Qwen1.5-MoE-A2.7B")
