@@ -99,3 +99,15 @@ func TestBackendEmbeddingsEndpoint(t *testing.T) {
 	assert.Contains(t, err.Error(), "must end with 'embeddings'")
 	assert.True(t, PoolingBackend(BackendEmbeddings))
 }
+
+func TestBackendChatEndpoint(t *testing.T) {
+	b, e, err := Backend(BackendChat, EndpointCompletions, false)
+	require.NoError(t, err, "an endpoint left out follows the chat backend")
+	assert.Equal(t, BackendChat, b)
+	assert.Equal(t, EndpointChat, e)
+	_, _, err = Backend(BackendChat, EndpointCompletions, true)
+	require.Error(t, err, "completions requests would run labelled chat")
+	assert.Contains(t, err.Error(), "must end with 'chat/completions'")
+	_, _, err = Backend("openai-chat-completions", "/v1/chat/completions", true)
+	require.NoError(t, err)
+}

@@ -42,6 +42,11 @@ func Backend(backend, endpoint string, endpointGiven bool) (string, string, erro
 		if !endpointGiven {
 			endpoint = EndpointChat
 		}
+		// vLLM's check of the URL its chat request function posts to; without it the run
+		// would send completions requests and label them chat.
+		if !strings.HasSuffix(endpoint, "chat/completions") {
+			return "", "", fmt.Errorf("--backend %s: OpenAI Chat Completions API URL must end with 'chat/completions' (use --endpoint %s)", backend, EndpointChat)
+		}
 	case BackendCompletions, BackendVLLM:
 	case BackendEmbeddings:
 		// vLLM's check of the URL its embeddings request function posts to.
