@@ -35,7 +35,7 @@ func TestPrometheusFleetThroughTheDashboard(t *testing.T) {
 	promURL, _ := simtest.Prometheus(t, scrapeEvery, a.Addr, b.Addr, c.Addr)
 	// Sixteen clients on a's two slots keep its queue long even when a slow host (-race)
 	// spaces the clients' requests out.
-	simtest.Load(t, a.URL, 16, 64, 32)
+	simtest.Load(t, a.URL, 16, 64, 256)
 	for _, s := range []*simtest.Instance{b, c} {
 		simtest.Load(t, s.URL, 8, 64, 32)
 	}

@@ -39,7 +39,7 @@ func TestPrometheusFleet(t *testing.T) {
 	promURL, stopProm := simtest.Prometheus(t, scrapeEvery, a.Addr, b.Addr, c.Addr, addr(dp), addr(sgl), addr(tgi), addr(v0))
 	// Sixteen clients on a's two slots keep its queue long even when a slow host (-race)
 	// spaces the clients' requests out.
-	simtest.Load(t, a.URL, 16, 64, 32)
+	simtest.Load(t, a.URL, 16, 64, 256)
 	for _, s := range []*simtest.Instance{b, c} {
 		simtest.Load(t, s.URL, 8, 64, 32)
 	}

@@ -27,6 +27,10 @@ type Extras struct {
 	Buckets map[string][]float64
 	// ShowHiddenFor is --show-hidden-metrics-for-version.
 	ShowHiddenFor string
+	// Speed is --sim-speed, simulated seconds per wall-clock second (0: 1). Durations are
+	// reported in wall-clock seconds, the clock the clients and a scraper's rates run on, so
+	// a sped-up server reads as a faster one rather than as two clocks.
+	Speed float64
 }
 
 // bucketFamilies are the keys --custom-histogram-buckets takes (vLLM's Production Metrics page).
@@ -154,10 +158,10 @@ func (m *Metrics) observeResidency(evs []sim.KVEviction) {
 		return
 	}
 	for _, ev := range evs {
-		m.kvLifetime.Observe(ev.Lifetime.Seconds())
-		m.kvIdle.Observe(ev.Idle.Seconds())
+		m.kvLifetime.Observe(m.wall(ev.Lifetime))
+		m.kvIdle.Observe(m.wall(ev.Idle))
 		for _, g := range ev.ReuseGaps {
-			m.kvReuseGap.Observe(g.Seconds())
+			m.kvReuseGap.Observe(m.wall(g))
 		}
 	}
 }

@@ -331,8 +331,8 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 		generated += max(1, len(o.Tokens))
 		if o.Index > 0 {
 			// One observation per decode iteration, however many tokens it produced.
-			observe(m.itl, o.Gap.Seconds())
-			observe(m.legacyTPOT, o.Gap.Seconds())
+			observe(m.itl, m.wall(o.Gap))
+			observe(m.legacyTPOT, m.wall(o.Gap))
 			continue
 		}
 		// A first token means the request's prefill finished in this step: split its prompt
@@ -346,7 +346,7 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 		if m.cachedBySource != nil {
 			m.cachedBySource["device"].Add(float64(o.Seq.CachedTokens))
 		}
-		m.ttft.Observe(seconds(o.Seq.Times.Arrival, r.End))
+		m.ttft.Observe(m.seconds(o.Seq.Times.Arrival, r.End))
 	}
 	m.generationTokens.Add(float64(generated))
 }
@@ -368,12 +368,12 @@ func (m *Metrics) ObserveEnded(s *sim.Sequence) {
 	}
 
 	t := s.Times
-	decode := seconds(t.FirstToken, t.LastToken)
-	m.e2e.Observe(seconds(t.Arrival, t.Finished))
-	m.queue.Observe(seconds(t.TakenIn, t.FirstScheduled))
-	m.prefill.Observe(seconds(t.FirstScheduled, t.FirstToken))
+	decode := m.seconds(t.FirstToken, t.LastToken)
+	m.e2e.Observe(m.seconds(t.Arrival, t.Finished))
+	m.queue.Observe(m.seconds(t.TakenIn, t.FirstScheduled))
+	m.prefill.Observe(m.seconds(t.FirstScheduled, t.FirstToken))
 	m.decode.Observe(decode)
-	m.inference.Observe(seconds(t.FirstScheduled, t.LastToken))
+	m.inference.Observe(m.seconds(t.FirstScheduled, t.LastToken))
 	// The first token comes from the prefill, so it does not count as a decoded token.
 	perToken := 0.0
 	if s.Outputs > 1 {
@@ -393,7 +393,16 @@ func (m *Metrics) ObserveEnded(s *sim.Sequence) {
 	observe(m.prefillKV, float64(len(s.Prompt)-s.CachedTokens))
 }
 
-func seconds(from, to time.Time) float64 { return to.Sub(from).Seconds() }
+// seconds is the span from..to of the simulated clock, in the wall-clock seconds it took.
+func (m *Metrics) seconds(from, to time.Time) float64 { return m.wall(to.Sub(from)) }
+
+// wall converts a simulated duration to wall-clock seconds (Extras.Speed).
+func (m *Metrics) wall(d time.Duration) float64 {
+	if m.extra.Speed > 0 {
+		return d.Seconds() / m.extra.Speed
+	}
+	return d.Seconds()
+}
 
 // Nil-safe updates of the families a release may lack.
 func observe(h prometheus.Histogram, v float64) {

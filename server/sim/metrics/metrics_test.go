@@ -610,3 +610,28 @@ func TestConcurrentScrape(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 7.0, counter(t, scrape(t, m), "vllm:request_success_total", "finished_reason", "length"))
 }
+
+// A sped-up server (--sim-speed) reports its durations in wall-clock seconds, the clock its
+// clients and a scraper's rates run on; token counts do not change.
+func TestSpeedReportsWallClockDurations(t *testing.T) {
+	reqs := []sim.Request{
+		{Prompt: prompt(300, 1), MaxTokens: 40, IgnoreEOS: true, Arrival: t0},
+		{Prompt: prompt(120, 2), MaxTokens: 60, IgnoreEOS: true, Arrival: t0.Add(50 * time.Millisecond)},
+	}
+	setup := resolve(t, sim.Config{})
+	plain := New(setup, modelName, true)
+	drive(t, plain, setup, reqs, 1, 1_000_000)
+	fast := NewWithExtras(setup, modelName, true, Extras{Speed: 4})
+	drive(t, fast, setup, reqs, 1, 1_000_000)
+	p, f := scrape(t, plain), scrape(t, fast)
+	for _, name := range []string{"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+		"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds",
+		"vllm:request_decode_time_seconds", "vllm:request_time_per_output_token_seconds"} {
+		hp, hf := histogram(t, p, name), histogram(t, f, name)
+		require.Positive(t, hp.GetSampleCount(), name)
+		assert.Equal(t, hp.GetSampleCount(), hf.GetSampleCount(), name)
+		assert.InDelta(t, hp.GetSampleSum()/4, hf.GetSampleSum(), 1e-9, name)
+	}
+	assert.Equal(t, histogram(t, p, "vllm:request_prompt_tokens").GetSampleSum(), histogram(t, f, "vllm:request_prompt_tokens").GetSampleSum())
+	assert.Equal(t, counter(t, p, "vllm:generation_tokens_total"), counter(t, f, "vllm:generation_tokens_total"))
+}

@@ -19,7 +19,13 @@ import (
 func (s *Server) startEngines(clock sim.Clock) {
 	n := max(1, s.opts.DataParallelSize)
 	logStats := !s.opts.DisableLogStats
-	s.metrics = metrics.NewEnginesWithExtras(s.setup, s.modelName, logStats, n, s.opts.Metrics)
+	x := s.opts.Metrics
+	speed := 1.0
+	if sc, ok := clock.(*scaledClock); ok {
+		speed = sc.speed // durations and rates in wall-clock time, as clients see them
+	}
+	x.Speed = speed
+	s.metrics = metrics.NewEnginesWithExtras(s.setup, s.modelName, logStats, n, x)
 	if s.opts.EnableLoRA {
 		s.metrics.ObserveLoRA(nil, nil)
 	}
@@ -33,6 +39,7 @@ func (s *Server) startEngines(clock sim.Clock) {
 		}
 		if s.logs != nil && logStats {
 			st := vlog.NewEngineStats(s.logs, statsInterval, i)
+			st.SetSpeed(speed)
 			d.observers = append(d.observers, statsObserver{st})
 			d.tick = st.Tick
 		}

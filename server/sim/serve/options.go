@@ -235,7 +235,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	fs.StringVar(&o.Engine.Host, "sim-host-profile", sim.DefaultHost, "Simulated host profile: v1 (a GPU server), v1-4vcpu (a 4-vCPU host, whose scheduler cannot overlap the GPU) or legacy (vLLM up to 0.5)")
 	fs.Int64Var(&o.Engine.Seed, "sim-seed", 0, "Seed for output lengths, text and step jitter")
 	fs.Float64Var(&o.Engine.Jitter, "sim-jitter", 0, "Relative standard deviation of step times (0 = deterministic)")
-	fs.Float64Var(&o.Speed, "sim-speed", 1, "Simulated seconds per wall-clock second (2 runs twice as fast)")
+	fs.Float64Var(&o.Speed, "sim-speed", 1, "Simulated seconds per wall-clock second (2 runs twice as fast; /metrics and the stats lines then report wall-clock times and rates, as of a faster GPU)")
 	fs.Float64Var(&o.Engine.GPUUsedGiB, "sim-gpu-used-gib", 0, "GPU memory already held by other processes, in GiB")
 	fs.Float64Var(&o.StartupSeconds, "sim-startup-seconds", 1, "Imitated start-up time (model load, profiling) before /health turns 200")
 	fs.StringVar(&o.ProfilesPath, "sim-profiles", "", "JSON file of extra GPU, model and host profiles")

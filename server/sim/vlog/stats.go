@@ -41,6 +41,7 @@ type Stats struct {
 	engine   int // the data-parallel engine index of the "Engine 000:" prefix
 	interval time.Duration
 	last     time.Time
+	speed    float64 // simulated seconds per wall-clock second (SetSpeed); 0 is 1
 
 	promptTokens, genTokens, preemptions int
 	lastPrompt, lastGen                  float64
@@ -68,6 +69,15 @@ func NewStats(l *Logger, interval time.Duration) *Stats {
 		interval = DefaultStatsInterval
 	}
 	return &Stats{l: l, interval: interval, last: l.now()}
+}
+
+// SetSpeed makes the times passed to Tick simulated ones running speed times faster than the
+// wall clock (--sim-speed): the interval and the throughputs are then counted in wall-clock
+// time, the time the clients and a scraper's rates run on.
+func (s *Stats) SetSpeed(speed float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speed = speed
 }
 
 // Observe records one engine step.
@@ -144,6 +154,9 @@ func (s *Stats) Tick(now time.Time) {
 		return
 	}
 	d := now.Sub(s.last)
+	if s.speed > 0 {
+		d = time.Duration(float64(d) / s.speed)
+	}
 	if d < s.interval {
 		s.mu.Unlock()
 		return

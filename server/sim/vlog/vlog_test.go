@@ -384,6 +384,28 @@ func TestStatsLine(t *testing.T) {
 	}
 }
 
+// A sped-up simulator (--sim-speed 4) passes Tick its simulated time: the interval is ten
+// wall-clock seconds, 40 simulated, and the throughputs are per wall-clock second, the rate a
+// scraper of its counters sees.
+func TestStatsLineAtSpeed(t *testing.T) {
+	clk := newClock()
+	t0 := time.Date(2026, 7, 24, 10, 15, 53, 0, time.UTC)
+	clk.set(t0)
+	var stdout bytes.Buffer
+	st := NewStats(New(&stdout, nil, clk.now, apiPID, enginePID), 0)
+	st.SetSpeed(4)
+	st.Observe(step(612, 12034, 0, 16, 2, 5, 1000))
+	st.Tick(t0.Add(20 * time.Second)) // five wall-clock seconds
+	if got := stdout.String(); got != "" {
+		t.Fatalf("logged before ten wall-clock seconds: %q", got)
+	}
+	clk.set(t0.Add(10 * time.Second))
+	st.Tick(t0.Add(40 * time.Second))
+	if want := "Avg prompt throughput: 61.2 tokens/s, Avg generation throughput: 1203.4 tokens/s"; !strings.Contains(stdout.String(), want) {
+		t.Fatalf("got %q, want it to contain %q", stdout.String(), want)
+	}
+}
+
 func TestStatsPrefixWindow(t *testing.T) {
 	clk := newClock()
 	var stdout bytes.Buffer
