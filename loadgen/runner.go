@@ -80,6 +80,10 @@ type Runner struct {
 	hold        string // PauseFor's reason; "" when not held
 	holdGen     int    // counts PauseFor calls, so a stale ResumeAfter lifts nothing
 	replay      string // LoaderStats.Replay
+	// cut ends with CancelInFlight, which then makes a new one: every request started before
+	// ends canceled.
+	cut     context.Context
+	cutStop context.CancelFunc
 
 	inFlight atomic.Int64
 	open     atomic.Int64 // requests started whose done has not returned yet
@@ -101,6 +105,7 @@ func NewRunner(c *Client, cfg RunnerConfig) *Runner {
 	if r.transport == nil {
 		r.transport = c
 	}
+	r.cut, r.cutStop = context.WithCancel(context.Background())
 	if r.clock == nil {
 		r.clock = newWallClock()
 	}
@@ -159,6 +164,17 @@ func (r *Runner) Pause() {
 	r.paused = true
 	r.mu.Unlock()
 	r.poke()
+}
+
+// CancelInFlight ends the requests in flight now, as cancelled (ErrCanceled: neither a
+// failure nor a result), and leaves the load as it is: a restart the user asked for cuts
+// them, and they say nothing of the server.
+func (r *Runner) CancelInFlight() {
+	r.mu.Lock()
+	stop := r.cutStop
+	r.cut, r.cutStop = context.WithCancel(context.Background())
+	r.mu.Unlock()
+	stop()
 }
 
 // Resume starts requests again: it ends a pause of any kind (Pause, PauseFor, the back-off's)
@@ -552,7 +568,14 @@ func (r *Runner) launch(ctx context.Context, p Prompt, s settings, sink TokenSin
 	r.inFlight.Add(1)
 	r.started.Add(1)
 	r.open.Add(1)
+	r.mu.Lock()
+	cut := r.cut
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	uncut := context.AfterFunc(cut, cancel)
 	r.transport.Start(ctx, p, watch, itl, func(res Result) {
+		uncut()
+		cancel()
 		res.Epoch = s.epoch
 		fill(&res)
 		if s.watch != nil {

@@ -140,6 +140,42 @@ func TestPauseAndResume(t *testing.T) {
 	assert.EqualValues(t, 6, r.Stats().Finished)
 }
 
+// CancelInFlight ends the requests in flight as cancelled, neither failures nor results, and
+// the load goes on: the requests started after it are not cut.
+func TestCancelInFlightCutsOnlyTheRequestsInFlight(t *testing.T) {
+	g := newGateServer(t)
+	c := newTestClient(t, g.URL, EndpointCompletions)
+	var rec Recorder
+	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, NumRequests: 4, Sinks: []func(Result){rec.Add}})
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { done <- r.Run(ctx) }()
+	g.waitArrivals(t, 2)
+	r.CancelInFlight()
+	g.waitArrivals(t, 2) // the two slots start again at once
+	for i := 0; i < 10; i++ {
+		g.release <- struct{}{}
+	}
+	require.NoError(t, <-done)
+	var canceled, ok int
+	for _, x := range rec.Results() {
+		switch {
+		case x.Error == ErrCanceled:
+			canceled++
+		case x.OK():
+			ok++
+		}
+	}
+	assert.Equal(t, 2, canceled, "the two in flight")
+	assert.Equal(t, 2, ok, "the two after")
+	tally := NewTally(Goodput{})
+	for _, x := range rec.Results() {
+		tally.Add(x)
+	}
+	assert.Zero(t, tally.Summary(time.Second, nil).Failed, "a cut request is no failure")
+}
+
 func TestOpenLoopRateAndCap(t *testing.T) {
 	// A constant 200 req/s for 40 requests with a cap of 4 in flight against a server that
 	// answers at once: the loader keeps the schedule and reports the wait when the cap binds.

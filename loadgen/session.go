@@ -234,6 +234,9 @@ func (s *Session) SharedPrefix(on bool) (string, int) {
 // Pause stops starting requests; those in flight finish.
 func (s *Session) Pause() { s.runner.Pause() }
 
+// CancelInFlight ends the requests in flight as cancelled, not failed (see Runner).
+func (s *Session) CancelInFlight() { s.runner.CancelInFlight() }
+
 // Resume starts requests again, whatever paused them (Pause, PauseFor, the back-off), and
 // forgets the failures the back-off counted.
 func (s *Session) Resume() { s.runner.Resume() }

@@ -68,6 +68,8 @@ type Load interface {
 	SharedPrefix(on bool) (workload string, epoch int)
 	Pause()
 	Resume()
+	// CancelInFlight ends the requests in flight as cancelled: neither failures nor results.
+	CancelInFlight()
 	Watch() *loadgen.Watched
 	Stats() loadgen.LoaderStats
 	// Tick closes a second of the live window; Window is the window's percentiles.

@@ -96,6 +96,7 @@ type fakeLoad struct {
 	rate        float64
 	paused      bool
 	pauses      int
+	cancels     int // CancelInFlight's calls
 	epoch       int
 	watches     []*loadgen.Watched
 	workload    loadgen.Workload
@@ -174,6 +175,8 @@ func (f *fakeLoad) Pause() {
 	f.mu.Unlock()
 }
 func (f *fakeLoad) Resume() { f.mu.Lock(); f.paused = false; f.mu.Unlock() }
+
+func (f *fakeLoad) CancelInFlight() { f.mu.Lock(); f.cancels++; f.mu.Unlock() }
 func (f *fakeLoad) isPaused() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -643,8 +643,13 @@ func (m *Model) startRestart() tea.Cmd {
 	s.phase = phaseRestarting
 	if c.deps.Load != nil {
 		c.deps.Load.Pause()
-		// The new run's row starts now, so the capacity it reports lands in it.
+		// The restart cuts the requests in flight: cancelled here first, they are not counted
+		// as the old run's failures, which they say nothing about.
+		c.deps.Load.CancelInFlight()
+		// The new run's row starts now, so the capacity it reports lands in it; its span
+		// starts when the load resumes on the new server, not with the server's downtime.
 		c.beginEpoch(c.deps.Load.Mark("restart"), s.pendingUtil)
+		c.pauseChanged(true)
 	}
 	c.setStatus(fmt.Sprintf("restarting with --gpu-memory-utilization %.2f ...", s.pendingUtil), false)
 	return restartCmd(c.deps.Supervisor, s.pendingUtil)
@@ -683,6 +688,7 @@ func (m *Model) restartDone(msg restartDoneMsg) tea.Cmd {
 	c.setStatus(status, false)
 	if c.deps.Load != nil && !s.paused {
 		c.deps.Load.Resume()
+		c.pauseChanged(false)
 	}
 	return nil
 }

@@ -160,6 +160,7 @@ func TestRestartNeedsConfirmation(t *testing.T) {
 	require.NotNil(t, cmd)
 	assert.Equal(t, phaseRestarting, s.phase)
 	assert.True(t, d.td.load.isPaused(), "the load pauses during a restart")
+	assert.Equal(t, 1, d.td.load.cancels, "the requests in flight are cut as cancelled, not counted as failures")
 	assert.Equal(t, epochs+1, len(s.runs), "a restart is an epoch")
 	// The server goes down and up; the header says "restarting", never a failure.
 	d.td.sup.setStatus(func(st *server.Status) { st.State = server.Exited })
@@ -180,6 +181,12 @@ func TestRestartNeedsConfirmation(t *testing.T) {
 	assert.Equal(t, phaseIdle, s.phase)
 	assert.InDelta(t, 0.91, s.util, 1e-9)
 	assert.False(t, d.td.load.isPaused(), "the load resumes")
+	// The restarted run's span starts when the load resumed: the server's downtime (a second
+	// here) is not in its rates.
+	d.second()
+	d.second()
+	i := s.runIndex(s.epoch)
+	assert.Equal(t, 2*time.Second, s.active(i, d.m.c.now()))
 }
 
 func TestAttachModeCannotRestart(t *testing.T) {
