@@ -44,8 +44,9 @@ func (m *Model) export() tea.Cmd {
 		d.dir = "."
 	}
 	now := c.now()
-	for i, e := range s.runs {
-		d.runs = append(d.runs, runDoc(e, s.notes[e.Epoch], s.active(i, now)))
+	for i := range s.runs {
+		e, active := s.shownRun(i, now)
+		d.runs = append(d.runs, runDoc(e, s.notes[e.Epoch], active))
 	}
 	t := &s.tune
 	for _, cv := range t.curves {

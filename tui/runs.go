@@ -80,8 +80,9 @@ type row struct {
 func (p *runsPanel) rows() (rows []row, folded int) {
 	s, now := &p.c.s, p.c.now()
 	p.warmups = 0
-	for i, e := range s.runs {
-		r := row{e: e, active: s.active(i, now), live: e.Epoch == s.epoch}
+	for i := range s.runs {
+		e, active := s.shownRun(i, now)
+		r := row{e: e, active: active, live: e.Epoch == s.epoch}
 		if n, ok := s.notes[e.Epoch]; ok {
 			r.n = *n
 		}
@@ -409,7 +410,8 @@ func (p *runsPanel) comparison() []string {
 		if i < 0 {
 			return row{}, false
 		}
-		r := row{e: s.runs[i], active: s.active(i, now)}
+		e, active := s.shownRun(i, now)
+		r := row{e: e, active: active}
 		if note, ok := s.notes[n]; ok {
 			r.n = *note
 		}

@@ -85,6 +85,9 @@ type epochNote struct {
 	pausedAt time.Time // when a pause still under way began; zero otherwise
 	tokens0  int64     // output tokens the client had received when it began
 	warmup   bool      // a tuning probe's warm-up, folded away in Runs
+	// scored is what a tuning probe measured, taken when it reached its count: the epoch runs
+	// on until the next one begins, and the requests that end meanwhile are not the probe's.
+	scored *loadgen.EpochStats
 }
 
 const maxMarks = 200
@@ -152,6 +155,17 @@ func (s *state) active(i int, now time.Time) time.Duration {
 		}
 	}
 	return max(d, 0)
+}
+
+// shownRun is run i as Runs, its comparison and the export show it, with its span: a tuning
+// probe's figures are those it was scored on, over their own span, so that Runs and Curves
+// agree on every probe.
+func (s *state) shownRun(i int, now time.Time) (loadgen.EpochStats, time.Duration) {
+	e := s.runs[i]
+	if n, ok := s.notes[e.Epoch]; ok && n.scored != nil {
+		return *n.scored, n.scored.Duration()
+	}
+	return e, s.active(i, now)
 }
 
 // runIndex is the index in s.runs of epoch n, or -1.

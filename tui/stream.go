@@ -137,6 +137,7 @@ func (p *stream) serverTimes(sl *watchSlot) {
 type request struct {
 	ttft, decode time.Duration
 	gaps         []time.Duration
+	waiting      bool // no first token yet: ttft is the wait so far
 }
 
 func measure(v loadgen.WatchedView) request {
@@ -182,6 +183,12 @@ func (p *stream) draw() {
 	}
 	st := &p.c.styles
 	reqs := [2]request{measure(p.slots[0].v), measure(p.slots[1].v)}
+	for i, sl := range p.slots {
+		if v := sl.v; len(v.Tokens) == 0 && v.Result == nil && !v.Started.IsZero() {
+			// Still before its first token: the bar is its wait so far, and grows.
+			reqs[i].ttft, reqs[i].waiting = max(p.c.now().Sub(v.Started), 0), true
+		}
+	}
 	paneW := (p.w - 1) / 2
 	var longest time.Duration // TTFT and decode bars share one time scale across the panes
 	for _, r := range reqs {
@@ -284,8 +291,12 @@ func (p *stream) ttftBar(sl watchSlot, r request, scale barScale, w int) (string
 	label := st.Label.Render("TTFT   ") + st.Value.Render(padRight(fmtDur(r.ttft), barLabelW-8)) + " "
 	cells := scale.cells(r.ttft)
 	queue := time.Duration(0)
-	detail := "no queue/prefill split: the server does not report its queueing"
-	if sl.known {
+	detail := "no queue/prefill split: the server's queueing was not known at its first token"
+	switch {
+	case r.waiting:
+		label = st.Label.Render("TTFT   ") + st.Value.Render(padRight("≥"+fmtDur(r.ttft), barLabelW-8)) + " "
+		detail = "queued or in prefill so far; the split follows its first token"
+	case sl.known:
 		times := "queue " + fmtDur(sl.queue)
 		if sl.prefill > 0 {
 			times += ", prefill " + fmtDur(sl.prefill)

@@ -152,6 +152,10 @@ func TestStreamSaysARequestWithoutTokensIsWaiting(t *testing.T) {
 	assert.Contains(t, out, "long prompt 4096 tok in · waiting for the first token")
 	assert.NotContains(t, out, "4096→0", "a request in prefill has not produced nothing")
 	assert.Contains(t, out, "short prompt 256→60 tok")
+	// Its TTFT bar is its wait so far (a second of the fake clock), not 0.
+	assert.Contains(t, out, "TTFT   ≥1.0s   ▓")
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "queued or in prefill so far")
+	assert.NotContains(t, out, "does not report its queueing")
 }
 
 // The watch key's note lasts until the request it watches begins, not for good.

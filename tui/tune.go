@@ -312,8 +312,6 @@ func (m *Model) runTune(kind int, slo loadgen.SLO) tea.Cmd {
 	if kind == tuneSweep {
 		plan.utils, plan.restart = m.sweepUtils(), true
 		t.settings = len(plan.utils)
-		// A new sweep is a new set of curves.
-		t.curves = nil
 	} else {
 		plan.utils = []float64{s.util}
 	}
@@ -518,6 +516,10 @@ func (m *Model) tuneSecond(now time.Time) {
 		case st.Requests == 0:
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
 		}
+		if err == nil {
+			scored := st
+			s.note(p.epoch).scored = &scored
+		}
 		p.reply <- tuneReply{stats: st, err: err}
 		s.tune.noteSeen(p)
 		s.tune.cur = nil
@@ -672,13 +674,18 @@ func (m *Model) tuneDone(err error) {
 		c.setStatus(msg, true)
 		return
 	}
-	if len(knees) > 0 {
-		msg += ": knee " + strings.Join(knees, ", ")
-	} else if t.slo != nil {
-		msg += ": no probe met " + t.slo.Text(", ")
-	}
+	// A sweep's offer of the way back comes first: the status line cuts what follows it, and
+	// three knees fill 120 columns.
+	sep := ": "
 	if was == tuneSweep {
-		msg += m.offerUtilBack() // before the note: the status line may cut what follows
+		if offer := m.offerUtilBack(); offer != "" {
+			msg, sep = msg+offer, " · "
+		}
+	}
+	if len(knees) > 0 {
+		msg += sep + "knee " + strings.Join(knees, ", ")
+	} else if t.slo != nil {
+		msg += sep + "no probe met " + t.slo.Text(", ")
 	}
 	if note := sweepNotTheLimit(t); was == tuneSweep && note != "" {
 		msg += " · " + note

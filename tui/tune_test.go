@@ -471,6 +471,26 @@ func TestSearchingASettingAgainKeepsItsCurve(t *testing.T) {
 	assert.Len(t, tn.curves[1].Probes, 1)
 }
 
+// A sweep after a search adds its curves beside the search's: nothing measured is dropped
+// from Curves or the export.
+func TestUtilSweepKeepsTheCurvesOfAnEarlierSearch(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.SweepUtils = []float64{0.90}
+	})
+	r.press("S")
+	r.runUntilIdle(200)
+	r.press("W")
+	r.press("enter")
+	r.runUntilIdle(400)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Equal(t, "util 0.92", tn.curves[0].Name, "the search's curve")
+	assert.Equal(t, 6, tn.curves[0].Knee)
+	assert.Equal(t, "util 0.90", tn.curves[1].Name, "the sweep's")
+	assert.NotEmpty(t, tn.curves[1].Probes)
+}
+
 // BenchmarkCurvesView is the cost of drawing the Curves panel at 200x60 with two curves:
 // it is drawn once a second while it is the active view.
 func BenchmarkCurvesView(b *testing.B) {
@@ -580,6 +600,8 @@ func TestUtilSweepEndingWithTheServerDown(t *testing.T) {
 	st := r.m.c.s.status
 	assert.Contains(t, st, "server down: enter restarts it at 0.92")
 	assert.NotContains(t, st, "server left at util")
+	// The offer comes before the knees, which at three settings fill 120 columns.
+	assert.True(t, strings.HasPrefix(st, "tuning done · server down: enter restarts it at 0.92 · knee "), st)
 	assert.Equal(t, 0.92, r.m.c.s.pendingUtil)
 
 	// The default sweep tries the current value before the one above it: when that fails, the
@@ -631,4 +653,41 @@ func TestUtilSweepStoppedDuringARestart(t *testing.T) {
 	r.m.offerUtilBack()
 	r.m.restartDone(restartDoneMsg{util: 0.95, err: errors.New("exit status 1")})
 	assert.Contains(t, s.status, "restart failed: exit status 1 (load paused) · server down: enter restarts it at 0.92")
+}
+
+// A probe's epoch runs on until the next one begins, and the requests that end meanwhile were
+// not measured: Runs shows what the probe was scored on, so that it agrees with Curves and the
+// export on every probe, pass or fail.
+func TestRunsShowWhatAProbeWasScoredOn(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 505}} })
+	r.press("S")
+	r.runUntilIdle(400)
+	s := &r.m.c.s
+	p := s.tune.curves[0].Probes[0]
+	n, ok := docNumber(p.Docs, "epoch")
+	require.True(t, ok)
+	completed, _ := docNumber(p.Docs, "completed")
+	for i := 0; i < 7; i++ {
+		r.td.load.epochs.Add(loadgen.Result{Epoch: int(n), Start: r.td.clock.Add(-time.Second), TTFT: 2 * time.Second,
+			E2EL: 3 * time.Second, OutputTokens: 100, PromptTokens: 200})
+	}
+	r.second()
+	i := s.runIndex(int(n))
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, int(completed)+7, s.runs[i].Requests, "the epoch took the late requests")
+	e, span := s.shownRun(i, *r.td.clock)
+	assert.Equal(t, int(completed), e.Requests)
+	assert.Equal(t, e.Duration(), span, "rates over the probe's own span, as its document's")
+	r.m.show("Runs")
+	var line string
+	for _, l := range strings.Split(r.view(), "\n") {
+		if strings.Contains(l, "(probe 1)") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, "Runs lists probe 1")
+	ttft, _ := docNumber(p.Docs, "p99_ttft_ms")
+	assert.Contains(t, line, fmt.Sprintf(" %d ", int(completed)), "the probe's count")
+	assert.Contains(t, line, fmt.Sprintf("%.0fms", ttft), "the probe's p99")
+	assert.NotContains(t, line, "2.00s", "not the late requests' TTFT")
 }
