@@ -159,13 +159,17 @@ func (g *curveGrid) mark(ax curveAxes, s curve.Series, i int) {
 }
 
 // label writes each probe's load beside its mark, right of it or else left, where it covers
-// no probe and no other label.
+// no probe and no other label and touches none but its own mark: run together with another
+// ("31K28+31K") the numbers cannot be told apart, and the list under the plot has them all.
 func (g *curveGrid) label(ax curveAxes, s curve.Series) {
 	for _, p := range s.Points {
 		r, c := ax.row(p.Y), ax.col(p.X)
 		text := []rune(p.Label)
 		for _, start := range []int{c + 1, c - len(text)} {
 			if start < 0 || start+len(text) > ax.cols || !g.free(r, start, len(text)) {
+				continue
+			}
+			if l, rt := start-1, start+len(text); l >= 0 && l != c && g.points[[2]int{r, l}] || rt < ax.cols && rt != c && g.points[[2]int{r, rt}] {
 				continue
 			}
 			for k, ch := range text {

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vllmtop/vllmtop/loadgen/curve"
 )
 
 // curvesScreen is the Curves view of the demo tuning at w x h, without styles.
@@ -84,4 +85,24 @@ func TestIdenticalCurvesStayDistinguishable(t *testing.T) {
 	assert.Contains(t, out, "curves overlap")
 	sep := curvesScreen(t, 120, 40, func(tn *tuneState) { tn.curves = tn.curves[:1] })
 	assert.NotContains(t, sep, "curves overlap", "one curve overlaps nothing")
+}
+
+// A probe's number goes where it touches no other mark or number, however close the curves:
+// "31K28+31" cannot be read. Here the right of the probe at column 10 ends against another
+// curve's mark at 13, so its number goes to its left.
+func TestCurveLabelsNeverRunTogether(t *testing.T) {
+	ax := curveAxes{x: yScale{Top: 100}, y: yScale{Top: 100}, rows: 5, cols: 40}
+	g := &curveGrid{points: map[[2]int]bool{}}
+	g.cells = make([][]cell, ax.rows)
+	for r := range g.cells {
+		g.cells[r] = make([]cell, ax.cols)
+	}
+	row, col := ax.row(50), ax.col(10*100/39.0)
+	require.Equal(t, 10, col)
+	g.points[[2]int{row, col}] = true     // the probe's own mark
+	g.points[[2]int{row, col + 3}] = true // another curve's, two cells right
+	g.label(ax, curve.Series{Points: []curve.Point{{X: 10 * 100 / 39.0, Y: 50, Label: "28"}}})
+	assert.Equal(t, '2', g.cells[row][col-2].r, "the number goes left")
+	assert.Equal(t, '8', g.cells[row][col-1].r)
+	assert.Zero(t, g.cells[row][col+1].r, "not into the gap before the other mark")
 }
