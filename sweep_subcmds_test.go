@@ -197,6 +197,15 @@ func TestSweepPlotAndPareto(t *testing.T) {
 	code, _, errOut = runVllmtop("sweep", "plot", exp, "--var-y", "no_such_key")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `cannot find "no_such_key" in parameter sweep results`)
+	// A log axis over values that are all 0 (no run failed) has nothing to draw: one line,
+	// no panic; a concurrency sweep's request_rate is inf in every run.
+	code, _, errOut = runVllmtop("sweep", "plot", exp, "--var-y", "failed", "--scale-y", "log")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "nothing to plot in {}: no run has request_throughput and failed as finite numbers (above 0 on a log axis)")
+	assert.NotContains(t, errOut, "goroutine")
+	code, _, errOut = runVllmtop("sweep", "plot", exp, "--var-x", "request_rate")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no run has request_rate and p99_e2el_ms as finite numbers")
 	code, _, errOut = runVllmtop("sweep", "plot_pareto", filepath.Join(out, "none"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "no parameter sweep results under")

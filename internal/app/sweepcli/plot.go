@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,15 +73,19 @@ func (a PlotArgs) figure(figDir string, name []string, recs []Record, stdout io.
 	}
 	recs = filterAndBin(recs, a.Filters, a.Bins)
 	plots := make([][]*plot.Plot, len(rowNames))
+	drawn := 0
 	for i, rn := range rowNames {
 		plots[i] = make([]*plot.Plot, len(colNames))
 		for j, cn := range colNames {
-			p, err := a.panel(recs, rn, cn)
+			p, n, err := a.panel(recs, rn, cn)
 			if err != nil {
 				return err
 			}
-			plots[i][j] = p
+			plots[i][j], drawn = p, drawn+n
 		}
+	}
+	if drawn == 0 {
+		return fmt.Errorf("nothing to plot in %s: no run has %s and %s as finite numbers%s", pyGroup(name), a.VarX, a.VarY, a.logNote())
 	}
 	if err := saveGrid(path, plots, a.Format, [2]vg.Length{4, 3.5}); err != nil {
 		return err
@@ -89,8 +94,17 @@ func (a PlotArgs) figure(figDir string, name []string, recs []Record, stdout io.
 	return nil
 }
 
-// panel is one cell of the grid: the records of row rn and column cn, a curve per group.
-func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, error) {
+// logNote is what the error of an empty figure adds about log axes.
+func (a PlotArgs) logNote() string {
+	if a.ScaleX == "log" || a.ScaleY == "log" {
+		return " (above 0 on a log axis)"
+	}
+	return ""
+}
+
+// panel is one cell of the grid: the records of row rn and column cn, a curve per group, and
+// how many points it drew.
+func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, int, error) {
 	p := plot.New()
 	p.Title.Text = strings.Join(append(append([]string(nil), rn...), cn...), "\n")
 	p.X.Label.Text, p.Y.Label.Text = a.VarX, a.VarY
@@ -104,14 +118,20 @@ func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, error) {
 		}
 	}
 	names, curves := groupBy(cell, a.CurveBy)
+	drawn := 0
 	for i, c := range curves {
-		xys := meanByX(c, a.VarX, a.VarY)
+		// A log axis leaves out the values it cannot place (0 and below), as matplotlib's
+		// masks them.
+		xys := slices.DeleteFunc(meanByX(c, a.VarX, a.VarY), func(p plotter.XY) bool {
+			return a.ScaleX == "log" && p.X <= 0 || a.ScaleY == "log" && p.Y <= 0
+		})
 		if len(xys) == 0 {
 			continue
 		}
+		drawn += len(xys)
 		line, pts, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		line.Color, pts.Color, pts.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
 		p.Add(line, pts)
@@ -119,9 +139,11 @@ func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, error) {
 			p.Legend.Add(strings.Join(names[i], ", "), line, pts)
 		}
 	}
-	setScale(&p.X, a.ScaleX)
-	setScale(&p.Y, a.ScaleY)
-	return p, nil
+	if drawn > 0 { // an empty panel keeps linear axes: a log one has no range to draw
+		setScale(&p.X, a.ScaleX)
+		setScale(&p.Y, a.ScaleY)
+	}
+	return p, drawn, nil
 }
 
 // meanByX is the curve's points in order of x, the mean y where several runs share an x
@@ -164,8 +186,15 @@ func (sqrtScale) Normalize(lo, hi, x float64) float64 {
 	return (math.Sqrt(math.Max(x, 0)) - lo) / (hi - lo)
 }
 
-// saveGrid draws the panels as tiles, each tile (width and height) inches, into path.
-func saveGrid(path string, plots [][]*plot.Plot, format string, tile [2]vg.Length) error {
+// saveGrid draws the panels as tiles, each tile (width and height) inches, into path. The
+// plotting library panics on what it cannot draw (a log axis without a positive value); that
+// becomes the error, with nothing written.
+func saveGrid(path string, plots [][]*plot.Plot, format string, tile [2]vg.Length) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot draw %s: %v", filepath.Base(path), r)
+		}
+	}()
 	rows, cols := len(plots), len(plots[0])
 	w, h := vg.Length(cols)*tile[0]*vg.Inch, vg.Length(rows)*tile[1]*vg.Inch
 	var c vg.CanvasWriterTo
