@@ -100,6 +100,16 @@ func TestSweepStartsASimulatorPerSetting(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(again, "Found existing results"))
 	assert.NotContains(t, again, "Server capacity:")
 	assert.Len(t, readCSV(t, filepath.Join(out, "wall", "summary.csv")), 4, "the summary is rebuilt from the saved runs")
+	assert.Contains(t, again, "Resuming the experiment in "+filepath.Join(out, "wall"), "said before anything runs")
+
+	// Another sweep's --resume does not finish this one: it would rewrite its summary.csv.
+	other := filepath.Join(t.TempDir(), "serve.json")
+	require.NoError(t, os.WriteFile(other, []byte(`[{"max_num_seqs": 4}]`), 0o644))
+	code, _, errOut = runVllmtop("sweep", "--serve-cmd", "vllmtop sim Qwen/Qwen2.5-0.5B-Instruct --sim-gpu L4",
+		"--serve-params", other, "--bench-params", benchParams, "-o", out, "--resume")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "holds another sweep's results")
+	assert.Len(t, readCSV(t, filepath.Join(out, "wall", "summary.csv")), 4, "untouched")
 
 	// A new run must not overwrite it.
 	code, _, errOut = runVllmtop("sweep", "--serve-cmd", "vllmtop sim", "-o", out, "-e", "wall")

@@ -80,6 +80,12 @@ func Run(ctx context.Context, cfg Config, env benchcli.Env) error {
 	if err != nil {
 		return cliflag.Usagef("%v", err)
 	}
+	if cfg.Resume {
+		if err := cfg.sameSweep(dir); err != nil {
+			return cliflag.Usagef("%v", err)
+		}
+		fmt.Fprintf(env.Stdout, "Resuming the experiment in %s\n", dir)
+	}
 	if cfg.Search.On() {
 		for _, bc := range cfg.BenchParams {
 			if bc.Has(cfg.Search.Variable) {
@@ -148,6 +154,29 @@ func (cfg *Config) experimentDir() (string, error) {
 		return "", fmt.Errorf("%s exists: give another --experiment-name, or --resume to finish it", dir)
 	}
 	return dir, nil
+}
+
+// sameSweep refuses to resume into dir the results of another sweep: every combination
+// directory there must be one this command makes, or finishing it would mix two sweeps and
+// rewrite the other's summary.csv with this one's rows.
+func (cfg *Config) sameSweep(dir string) error {
+	ours := map[string]bool{}
+	for _, sc := range cfg.ServeParams {
+		for _, bc := range cfg.BenchParams {
+			ours[filepath.Base(cfg.combDir(dir, sc, bc))] = true
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--resume: %v", err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() && (strings.HasPrefix(n, "SERVE-") || strings.HasPrefix(n, "BENCH-")) && !ours[n] {
+			return fmt.Errorf("--resume: %s holds another sweep's results (%s is not one of this command's settings): name the experiment to finish with -e, or start a new one", dir, n)
+		}
+	}
+	return nil
 }
 
 // newestDir is the most recently changed directory in dir.
