@@ -19,7 +19,11 @@ func assemble(source string, now time.Time, rows []Row, facts diagnose.Facts, th
 	for i := range f.Rows {
 		r := &f.Rows[i]
 		r.Subject = r.Name
-		r.Verdicts = diagnose.Evaluate(&r.Signals, facts, th)
+		rf := facts
+		if r.MaxNumSeqs > 0 { // the endpoint's own, from the fleet's config
+			rf.MaxNumSeqs = r.MaxNumSeqs
+		}
+		r.Verdicts = diagnose.Evaluate(&r.Signals, rf, th)
 		endpoints[r.Key.Endpoint] = true
 		if r.State == StateUp || r.State == StateRestarted {
 			up[r.Key.Endpoint] = true

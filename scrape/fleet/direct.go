@@ -26,6 +26,9 @@ type Endpoint struct {
 	// Interval and Timeout override the source's for this endpoint.
 	Interval time.Duration
 	Timeout  time.Duration
+	// MaxNumSeqs is the server's --max-num-seqs (0: not known), which /metrics does not say:
+	// its rows' verdicts tell a server at its sequence cap from one that admits slowly.
+	MaxNumSeqs int
 }
 
 // Defaults of a Direct source (docs/monitoring.md#freshness-and-restarts).

@@ -316,6 +316,27 @@ func TestDirectImbalanceAcrossReplicas(t *testing.T) {
 	assert.Len(t, fleet.Filter(f.Rows, "example-model"), 3)
 }
 
+// An endpoint's configured --max-num-seqs (the fleet config's max_num_seqs) turns "raise it
+// if it is N" into the verdict it supports: at the cap, seq-bound; that endpoint's alone.
+func TestDirectEndpointMaxNumSeqs(t *testing.T) {
+	base := capture(t, "vllm-0.24-single-engine-rust-vllmtop.prom")
+	capped := exposition.Set(base, "vllm:num_requests_running", 16, model024)
+	capped = exposition.Set(capped, "vllm:kv_cache_usage_perc", 0.2, model024)
+	capped = exposition.Set(capped, "vllm:num_requests_waiting", 18, model024)
+	a, b := serve(t, capped), serve(t, capped)
+	d := newDirect(t, newClock(), fleet.Endpoint{Name: "a", URL: a.URL, MaxNumSeqs: 16}, fleet.Endpoint{Name: "b", URL: b.URL})
+	d.Refresh(context.Background())
+	f := d.Fleet(diagnose.Facts{})
+	ra, rb := rowNamed(t, f, "a"), rowNamed(t, f, "b")
+	top, ok := ra.Top()
+	require.True(t, ok)
+	assert.Equal(t, diagnose.RuleSeqBound, top.Rule)
+	assert.Contains(t, top.Text, "running 16 = --max-num-seqs 16")
+	top, ok = rb.Top()
+	require.True(t, ok)
+	assert.Equal(t, diagnose.RuleAdmissionBound, top.Rule, "b's cap is not known")
+}
+
 func TestDirectTapAndRun(t *testing.T) {
 	base := capture(t, "vllm-0.24-single-engine-rust-vllmtop.prom")
 	s := serve(t, base)

@@ -57,6 +57,8 @@ type Row struct {
 	NotExported []Field `json:"not_exported,omitempty"`
 	// Verdicts are this row's, worst first, imbalance across its group included.
 	Verdicts []diagnose.Verdict `json:"verdicts,omitempty"`
+	// MaxNumSeqs is the endpoint's configured --max-num-seqs (0: not known).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
 }
 
 // Top is the row's worst verdict.

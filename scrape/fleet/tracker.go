@@ -137,6 +137,7 @@ func (t *tracker) rows(now time.Time, staleAfter, hold time.Duration) []Row {
 	out := make([]Row, len(t.computed))
 	for i, r := range t.computed {
 		r.State, r.StateDetail, r.Age, r.Frozen, r.LastError, r.LastGood = state, detail, age, frozen, errText, t.lastGood
+		r.MaxNumSeqs = t.ep.MaxNumSeqs
 		out[i] = r
 	}
 	return out

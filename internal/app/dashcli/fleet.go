@@ -213,7 +213,8 @@ func fromConfig(ep config.Endpoint, getenv func(string) string) (fleet.Endpoint,
 	if err != nil {
 		return fleet.Endpoint{}, fmt.Errorf("endpoint %q: %w", ep.Name, err)
 	}
-	return fleet.Endpoint{Name: ep.Name, URL: ep.URL, APIKey: key, Interval: ep.Interval.Duration, Timeout: ep.Timeout.Duration}, nil
+	return fleet.Endpoint{Name: ep.Name, URL: ep.URL, APIKey: key, Interval: ep.Interval.Duration, Timeout: ep.Timeout.Duration,
+		MaxNumSeqs: ep.MaxNumSeqs}, nil
 }
 
 // readAttachFile reads one URL a line; blank lines and # comments are skipped. A bad line
