@@ -459,8 +459,12 @@ func (p *fleetPanel) draw() {
 	for i := p.offset; i < len(rows) && i < p.offset+page; i++ {
 		lines = append(lines, p.rowLine(&rows[i], cols, vw, i == cur))
 	}
-	if len(rows) == 0 {
+	switch {
+	case len(rows) > 0:
+	case p.filter.Value() != "":
 		lines = append(lines, st.Muted.Render("no row matches the filter (esc clears it)"))
+	default:
+		lines = append(lines, st.Muted.Render("no server to show yet"))
 	}
 	for len(lines) < page+2 {
 		lines = append(lines, "")

@@ -194,6 +194,12 @@ func TestFleetSortFilterAndScroll(t *testing.T) {
 		assert.Contains(t, r.Name, "gpu-1")
 	}
 	assert.Len(t, p.shown, 10, "gpu-10 to gpu-19")
+	d.press("/")
+	for _, r := range "nothing-like-it" {
+		d.press(string(r))
+	}
+	d.press("enter")
+	assert.Contains(t, d.view(), "no row matches the filter (esc clears it)")
 	d.press("esc")
 	assert.Len(t, p.shown, 40, "esc clears the filter")
 	d.press("G")
@@ -273,4 +279,13 @@ func TestFleetTableShowsUtilAndNamesItsWindow(t *testing.T) {
 	assert.Contains(t, hdr, "util")
 	assert.Contains(t, hdr, "TTFT99 1m", "the p99 column says the window it covers")
 	assert.Contains(t, sick, " 0.50 ", "the replica started with half the memory shows it")
+}
+
+// A fleet with no row yet (a selector that names nothing, a Prometheus that never answered)
+// says so, not that a filter no one set matches nothing.
+func TestFleetWithoutRowsBlamesNoFilter(t *testing.T) {
+	d, _ := fleetDriver(t, 120, 40, 0)
+	out := d.view()
+	assert.Contains(t, out, "no server to show yet")
+	assert.NotContains(t, out, "no row matches the filter")
 }

@@ -355,9 +355,25 @@ func (p *Prometheus) Refresh(ctx context.Context) error {
 	return err
 }
 
+// selectorError is a failure of the selector, not of Prometheus, which answered: the selector
+// matches no target, or Prometheus found it bad PromQL.
+type selectorError struct{ msg string }
+
+func (e *selectorError) Error() string { return e.msg }
+
 // failed keeps err as the source's error, worded for the status line, and returns it.
 func (p *Prometheus) failed(err error) error {
-	err = fmt.Errorf("prometheus %s: %s", p.url, oneLineError(err))
+	var apiErr *promv1.Error
+	sel := untrusted.Text(p.cfg.Selector)
+	switch {
+	case errors.Is(err, errNoTargets):
+		err = &selectorError{fmt.Sprintf("prometheus %s answers, but no target's up series matches the selector %s", p.url, sel)}
+	case errors.As(err, &apiErr) && apiErr.Type == promv1.ErrBadData:
+		err = &selectorError{fmt.Sprintf("prometheus %s refused the query of the selector %s: %s", p.url, sel,
+			textfmt.OneLine(sanitize.Message(apiErr.Msg), maxErrorText))}
+	default:
+		err = fmt.Errorf("prometheus %s: %s", p.url, oneLineError(err))
+	}
 	p.mu.Lock()
 	p.lastErr = err
 	p.mu.Unlock()
@@ -605,8 +621,13 @@ func (p *Prometheus) Fleet(facts diagnose.Facts) Fleet {
 }
 
 // sourceVerdict says that Prometheus itself fails: DOWN (critical) when it has not answered
-// for StaleAfter intervals or never has, else a warning that the last read failed.
+// for StaleAfter intervals or never has, else a warning that the last read failed. A selector
+// that names no fleet is critical too, in its own words: Prometheus is up.
 func sourceVerdict(url string, down bool, err error) diagnose.Verdict {
+	if se, ok := err.(*selectorError); ok {
+		return diagnose.Verdict{Rule: diagnose.RuleDown, Severity: diagnose.Critical, Subject: "Prometheus " + url,
+			Text: "P" + strings.TrimPrefix(se.msg, "p")}
+	}
 	cause := strings.TrimPrefix(err.Error(), "prometheus "+url+": ")
 	v := diagnose.Verdict{Rule: diagnose.RuleDown, Severity: diagnose.Critical, Subject: "Prometheus " + url,
 		Text: "Prometheus " + url + " is DOWN: " + cause}

@@ -96,7 +96,7 @@ func TestPrometheusHostileAnswers(t *testing.T) {
 		{"scalar.json", 200, "answer of type scalar, want a vector", "answer of type scalar, want a matrix"},
 		{"string.json", 200, `unexpected value type "string"`, `unexpected value type "string"`},
 		{"vector-null-samples.json", 200, "", "answer of type vector, want a matrix"},
-		{"vector-result-null.json", 200, errNoTargets.Error(), "want a matrix"},
+		{"vector-result-null.json", 200, "answers, but no target's up series matches the selector {job=\"vllm\"}", "want a matrix"},
 		{"vector-result-object.json", 200, " query: ", "history"},
 		{"matrix-null-series.json", 200, "want a vector", ""},
 		{"not-json.txt", 200, " query: ", "history"},
@@ -125,6 +125,10 @@ func TestPrometheusHostileAnswers(t *testing.T) {
 			fl := p.Fleet(diagnose.Facts{})
 			o, sum := fl.Summary()
 			assert.Equal(t, diagnose.Failing, o, "a Prometheus that never answered is not HEALTHY")
+			if strings.Contains(tc.refreshErr, "selector") {
+				assert.Contains(t, sum, "Prometheus "+f.URL+" answers, but", "Prometheus is up: the selector names no fleet")
+				return
+			}
 			assert.Contains(t, sum, "Prometheus "+f.URL+" is DOWN: ")
 		})
 	}
@@ -332,4 +336,20 @@ func TestPrometheusHangCostsOneTimeout(t *testing.T) {
 	fl := p.Fleet(diagnose.Facts{})
 	_, sum := fl.Summary()
 	assert.Contains(t, sum, "is DOWN: ")
+}
+
+// A selector Prometheus finds bad PromQL is the selector's fault, said so, not Prometheus DOWN.
+func TestPrometheusRefusedSelector(t *testing.T) {
+	f := newFakeProm(t, 400, func(w io.Writer, _ *http.Request) {
+		_, _ = io.WriteString(w, `{"status":"error","errorType":"bad_data","error":"1:9: parse error: unexpected identifier \"nope\" in label matching"}`)
+	})
+	p, err := NewPrometheus(PrometheusConfig{URL: f.URL, Selector: `{job=nope}`, Timeout: 5 * time.Second, Interval: time.Second})
+	require.NoError(t, err)
+	err = p.Refresh(context.Background())
+	assert.ErrorContains(t, err, "refused the query of the selector {job=nope}: 1:9: parse error")
+	requireOneSafeLine(t, err)
+	fl := p.Fleet(diagnose.Facts{})
+	_, sum := fl.Summary()
+	assert.Contains(t, sum, "Prometheus "+f.URL+" refused the query")
+	assert.NotContains(t, sum, "is DOWN")
 }
