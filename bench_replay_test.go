@@ -113,9 +113,11 @@ func TestBenchTraceErrors(t *testing.T) {
 		b.WriteString(`{"timestamp": ` + strconv.Itoa(i) + `, "input_length": 10, "output_length": 2}` + "\n")
 	}
 	require.NoError(t, os.WriteFile(big, []byte(b.String()), 0o600))
-	code, _, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--dataset-name", "mooncake", "--dataset-path", big, "--trace-speedup", "-1")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "--trace-speedup")
+	for _, v := range []string{"-1", "0"} { // 0 given is a mistake, not the default's 1x
+		code, _, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--dataset-name", "mooncake", "--dataset-path", big, "--trace-speedup", v)
+		assert.Equal(t, 2, code, v)
+		assert.Contains(t, errOut, "--trace-speedup must be a number from 0.001", v)
+	}
 	code, _, errOut = benchRun(t, "--sim", "--sim-clock", "virtual", "--think-time", "1s")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--think-time goes with --multi-turn")

@@ -28,6 +28,12 @@ type selector struct{ inner string }
 // parseSelector accepts "{...}" (or empty, meaning every target). The matchers are checked
 // by Prometheus itself on the first query; here only the shape is, so a mistake is reported
 // before any query with the selector named.
+// CheckSelector says whether s is a selector a Prometheus source takes ("" is the default).
+func CheckSelector(s string) error {
+	_, err := parseSelector(s)
+	return err
+}
+
 func parseSelector(s string) (selector, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {

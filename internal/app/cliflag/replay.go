@@ -63,5 +63,10 @@ func FinishReplay(fs *pflag.FlagSet, d loadgen.DatasetConfig) error {
 	if d.MultiTurn.On && IsTrace(d.Name) {
 		return Usagef("--multi-turn plays sharegpt or synthetic (random) conversations; a trace's sessions replay without it")
 	}
+	// The replay reads a speed-up of 0 as its default of 1: given on the command line, 0 is
+	// a mistake, not a request for real time.
+	if s := d.Trace.Speedup; fs.Changed("trace-speedup") && !(s > 0) {
+		return Usagef("--trace-speedup must be a number from 0.001 to 1e+06, got %g", s)
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,6 +188,22 @@ func (o *Dashboard) checkSources() error {
 	}
 	if f.canary > 0 && o.attach == "" {
 		return cliflag.Usagef("--canary is for attach mode (--attach URL)")
+	}
+	// A URL or selector that can never work is a bad command line, said before the dashboard
+	// takes the terminal.
+	urls := []string{o.attach}
+	for _, ep := range f.endpoints {
+		urls = append(urls, ep.URL)
+	}
+	for _, u := range urls {
+		if p, err := url.Parse(strings.TrimRight(u, "/")); u != "" && (err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "") {
+			return cliflag.Usagef("--attach %q: want an http(s)://host:port URL", sanitize.URL(u))
+		}
+	}
+	if f.promURL != "" {
+		if err := fleet.CheckSelector(f.selector); err != nil {
+			return cliflag.Usagef("--selector: %s", oneLine(err))
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package dashcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vllmtop/vllmtop/internal/app/cliflag"
 	"github.com/vllmtop/vllmtop/internal/app/recorder"
 	"github.com/vllmtop/vllmtop/loadgen"
 )
@@ -51,6 +53,16 @@ func TestFleetSources(t *testing.T) {
 	assert.Error(t, err, "one source")
 	_, err = parseWithEnv(noConfig, "--canary", "5s")
 	assert.ErrorContains(t, err, "attach mode")
+
+	// A URL or selector that can never work is a usage error (exit 2), before the terminal.
+	for _, args := range [][]string{{"--attach", "ftp://x"}, {"--attach", "http://a:8000", "gopher://b"}} {
+		_, err = parseWithEnv(noConfig, args...)
+		assert.ErrorContains(t, err, "want an http(s)://host:port URL", "%v", args)
+		assert.True(t, errors.As(err, new(*cliflag.UsageError)), "%v", args)
+	}
+	_, err = parseWithEnv(noConfig, "--prometheus", "http://prom:9090", "--selector", "garbage{")
+	assert.ErrorContains(t, err, "--selector: ")
+	assert.True(t, errors.As(err, new(*cliflag.UsageError)))
 }
 
 func TestConfigFile(t *testing.T) {
