@@ -238,6 +238,8 @@ func TestFleetDrillDownAndBack(t *testing.T) {
 	d.second()
 	d.second()
 	assert.NotNil(t, d.m.c.s.snap, "the drill-down scrapes the endpoint")
+	d.showView("Log")
+	assert.Contains(t, d.view(), "attached to http://gpu-02:8000/metrics: the server's log is not available", "the endpoint's, not the fleet's source")
 	d.press("esc")
 	assert.Nil(t, d.m.c.s.fleet.drill)
 	assert.Equal(t, fleetTab.name, d.activeView(), "esc comes back to the fleet")

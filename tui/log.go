@@ -254,7 +254,14 @@ func (p *logPanel) scroll(d int) {
 func (p *logPanel) draw() {
 	c, st := p.c, &p.c.styles
 	if c.deps.Mode == ModeAttach {
-		p.cache = fit(st.Muted.Render("attached to "+clean(c.deps.Target)+": the server's log is not available here (vllmtop did not start it)"), p.w, p.h)
+		target := c.deps.Target
+		if d := c.s.fleet.drill; d != nil { // a fleet's row: its endpoint, not the fleet's source
+			target = d.URL
+			if target == "" {
+				target = d.Name
+			}
+		}
+		p.cache = fit(st.Muted.Render("attached to "+clean(target)+": the server's log is not available here (vllmtop did not start it)"), p.w, p.h)
 		return
 	}
 	p.cache = fit(p.infoLine()+"\n"+strings.Join(p.body(), "\n"), p.w, p.h)
