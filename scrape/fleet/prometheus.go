@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -268,17 +269,20 @@ type answers struct {
 	instance map[string]*[]*model.Sample
 	resets   [][]*model.Sample
 	targets  map[string]promv1.ActiveTarget
+	// cacheConfig is vllm:cache_config_info's series: a row's utilisation is a label.
+	cacheConfig []*model.Sample
 }
 
 func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 	a := &answers{rows: make([][]*model.Sample, len(p.rq)), resets: make([][]*model.Sample, len(p.iq.counterResets)), instance: map[string]*[]*model.Sample{}}
-	var up, last, scrapes, start, changes []*model.Sample
+	var up, last, scrapes, start, changes, cacheCfg []*model.Sample
 	type job struct {
 		name, q string
 		dst     *[]*model.Sample
 	}
 	jobs := []job{{"up", p.iq.up, &up}, {"last scrape", p.iq.lastScrape, &last}, {"scrapes", p.iq.scrapes, &scrapes},
-		{"process start", p.iq.processStart, &start}, {"process restarts", p.iq.processChanges, &changes}}
+		{"process start", p.iq.processStart, &start}, {"process restarts", p.iq.processChanges, &changes},
+		{"cache config", p.iq.cacheConfig, &cacheCfg}}
 	for i, q := range p.iq.counterResets {
 		jobs = append(jobs, job{"counter resets", q, &a.resets[i]})
 	}
@@ -318,6 +322,7 @@ func (p *Prometheus) ask(ctx context.Context, at time.Time) (*answers, error) {
 		return nil, err
 	}
 	a.instance["up"], a.instance["last"], a.instance["scrapes"], a.instance["start"], a.instance["changes"] = &up, &last, &scrapes, &start, &changes
+	a.cacheConfig = cacheCfg
 	a.targets = map[string]promv1.ActiveTarget{}
 	if targetsErr == nil { // the targets page adds the last error; without it rows still stand
 		for i, t := range targets.Active {
@@ -537,8 +542,21 @@ func (p *Prometheus) build(now time.Time, a *answers) ([]Row, error) {
 	}
 	var rows []Row
 	seen := map[string]bool{}
+	utils := map[[2]string]float64{} // by instance and engine
+	for _, s := range a.cacheConfig {
+		if u, err := strconv.ParseFloat(label(s, "gpu_memory_utilization"), 64); err == nil && u > 0 && u <= 1 {
+			e := label(s, "engine")
+			if e == "" {
+				e = "0"
+			}
+			utils[[2]string{label(s, model.InstanceLabel), e}] = u
+		}
+	}
 	for k, r := range byKey {
 		r.Engines = engines[[2]string{k.Endpoint, k.Model}]
+		if u, ok := utils[[2]string{k.Endpoint, k.Engine}]; ok {
+			r.Util = scrape.Some(u)
+		}
 		r.Name = rowName(k.Endpoint, k.Engine, r.Engines)
 		r.NotExported = NotExported(r.Backend)
 		rows = append(rows, *r)

@@ -90,6 +90,7 @@ func TestPrometheusFleet(t *testing.T) {
 	assert.True(t, ra.QueueMean.OK && ra.PrefillMean.OK && ra.TTFTMean.OK)
 	assert.Equal(t, "~2s est", ra.EstimateLabel())
 	assert.True(t, ra.ProcessStart.OK && ra.ProcessStart.V > 1e9, "process_start_time_seconds")
+	assert.Equal(t, scrape.Some(0.92), ra.Util, "cache_config_info's gpu_memory_utilization, as a direct scrape reads it")
 
 	// The captures: one row per engine, each backend's own metrics, the old V0 name.
 	e1 := byName(addr(dp) + " e1")

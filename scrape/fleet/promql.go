@@ -175,6 +175,9 @@ func rowQueries(sel selector, window time.Duration) []rowQuery {
 // instanceQueries are per target: up, when it was last scraped, how often, restarts.
 type instanceQueries struct {
 	up, lastScrape, scrapes, processStart, processChanges string
+	// cacheConfig is vLLM's cache_config_info, whose gpu_memory_utilization label is a
+	// row's configured utilisation.
+	cacheConfig string
 	// counterResets are added up per instance: one query each, since the same labels under
 	// two names cannot share a vector.
 	counterResets []string
@@ -191,6 +194,7 @@ func newInstanceQueries(sel selector, window, hold time.Duration) instanceQuerie
 		scrapes:        fmt.Sprintf("count_over_time(%s[%s])", sel.of("up"), promDuration(window)),
 		processStart:   "max by (instance) (" + sel.of("process_start_time_seconds") + ")",
 		processChanges: fmt.Sprintf("max by (instance) (changes(%s[%s]))", sel.of("process_start_time_seconds"), h),
+		cacheConfig:    sel.of("vllm:cache_config_info"),
 		counterResets: []string{resets("vllm:prompt_tokens_total"), resets("vllm:request_success_total"),
 			resets("sglang:prompt_tokens_total"), resets("tgi_request_success")},
 	}
