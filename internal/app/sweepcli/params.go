@@ -91,7 +91,7 @@ func parseParams(data []byte) ([]Combo, error) {
 		seen[c.Name] = true
 	}
 	if len(combos) == 0 {
-		return nil, errors.New("no combination: an empty list runs nothing")
+		return nil, errors.New("no combination: an empty list or object runs nothing (a list of one {} runs the command as it is)")
 	}
 	return combos, nil
 }

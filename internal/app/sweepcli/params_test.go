@@ -123,3 +123,15 @@ func TestReadParamsNamedKeepsKeyOrder(t *testing.T) {
 		named[0].ApplyTo([]string{"vllm", "serve", "m"}))
 	assert.Equal(t, "a", named[0].Label())
 }
+
+// An empty list or object runs nothing and says how to run the command unchanged.
+func TestEmptyParamsSayWhatRunsTheCommandAsItIs(t *testing.T) {
+	for _, in := range []string{`[]`, `{}`} {
+		_, err := parseParams([]byte(in))
+		assert.ErrorContains(t, err, "a list of one {} runs the command as it is", in)
+	}
+	cs, err := parseParams([]byte(`[{}]`))
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	assert.Empty(t, cs[0].Params)
+}

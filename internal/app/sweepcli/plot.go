@@ -142,8 +142,28 @@ func (a PlotArgs) panel(recs []Record, rn, cn []string) (*plot.Plot, int, error)
 	if drawn > 0 { // an empty panel keeps linear axes: a log one has no range to draw
 		setScale(&p.X, a.ScaleX)
 		setScale(&p.Y, a.ScaleY)
+		pad(&p.X, a.ScaleX)
+		pad(&p.Y, a.ScaleY)
 	}
 	return p, drawn, nil
+}
+
+// pad widens an axis by 5% of its span at each end, as matplotlib's margins do, so that the
+// points at the ends are drawn whole inside the frame (on a log axis, 5% of its decades).
+func pad(ax *plot.Axis, scale string) {
+	lo, hi := ax.Min, ax.Max
+	switch {
+	case math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi):
+	case scale == "log" && lo > 0 && hi > 0:
+		f := math.Pow(hi/lo, 0.05)
+		if hi == lo {
+			f = 1.1
+		}
+		ax.Min, ax.Max = lo/f, hi*f
+	case hi > lo:
+		m := (hi - lo) * 0.05
+		ax.Min, ax.Max = lo-m, hi+m
+	}
 }
 
 // meanByX is the curve's points in order of x, the mean y where several runs share an x
