@@ -567,8 +567,24 @@ func (p *Prometheus) build(now time.Time, a *answers) ([]Row, error) {
 			rows = append(rows, Row{Key: Key{Endpoint: inst}, Name: inst})
 		}
 	}
+	// When a target was last good is known only from the refreshes that saw it up: up and
+	// its timestamp say when Prometheus last tried it, not when it last succeeded.
+	p.mu.Lock()
+	good := map[string]time.Time{} // by endpoint: a DOWN target's model rows are gone
+	for _, r := range p.rows {
+		if r.LastGood.After(good[r.Key.Endpoint]) {
+			good[r.Key.Endpoint] = r.LastGood
+		}
+	}
+	p.mu.Unlock()
 	for i := range rows {
 		p.judgeState(now, &rows[i], insts[rows[i].Key.Endpoint])
+		if rows[i].State == StateDown {
+			rows[i].LastGood, rows[i].Age = good[rows[i].Key.Endpoint], 0
+			if g := rows[i].LastGood; !g.IsZero() {
+				rows[i].Age = max(0, now.Sub(g))
+			}
+		}
 	}
 	return rows, nil
 }

@@ -141,6 +141,10 @@ func TestPrometheusFleet(t *testing.T) {
 	}
 
 	// b is killed, c restarted.
+	require.NoError(t, p.Refresh(ctx))
+	f = p.Fleet(diagnose.Facts{})
+	require.Equal(t, fleet.StateUp, byName(b.Addr).State)
+	lastUp := byName(b.Addr).LastGood
 	b.Stop()
 	c.Restart(t)
 	require.Eventually(t, func() bool {
@@ -148,10 +152,15 @@ func TestPrometheusFleet(t *testing.T) {
 			return false
 		}
 		f = p.Fleet(diagnose.Facts{})
+		if r := byName(b.Addr); r.State == fleet.StateUp {
+			lastUp = r.LastGood // Prometheus has not tried it since it stopped
+		}
 		return byName(b.Addr).State == fleet.StateDown && byName(c.Addr).State == fleet.StateRestarted
 	}, 30*time.Second, 100*time.Millisecond, "b DOWN and c RESTARTED: %v", f.Rows)
 	rb := byName(b.Addr)
 	assert.NotEmpty(t, rb.StateDetail)
+	// Its last good read is the last refresh that saw it up, not Prometheus's last try.
+	assert.Equal(t, lastUp, rb.LastGood)
 	vb, _ := rb.Top()
 	assert.Equal(t, diagnose.RuleDown, vb.Rule)
 	rc := byName(c.Addr)
