@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,20 +48,5 @@ func TestRandomChatPromptsCarryTheTemplateOnTop(t *testing.T) {
 		p := w.Prompt(3)
 		assert.Equal(t, 4+tc.words, len(strings.Fields(p.Text)), "chat %v: prefix and input words", tc.chat)
 		assert.Equal(t, 4+tc.counts, p.InputTokens, "chat %v: what the server counts", tc.chat)
-		assert.Equal(t, 4+tc.words, p.ClientTokens, "chat %v: vLLM's prompt_len, without BOS or template", tc.chat)
 	}
-}
-
-// vllm bench serve's total input tokens sum its dataset's prompt_len, not the server's usage:
-// a report counts the client's length where the prompt carries one.
-func TestReportsSumTheClientsPromptLength(t *testing.T) {
-	tally := NewTally(Goodput{})
-	served := Result{PromptTokens: 129, ClientPromptTokens: 99, OutputTokens: 8, E2EL: 1e6, TTFT: 1e5}
-	unsized := Result{PromptTokens: 57, OutputTokens: 8, E2EL: 1e6, TTFT: 1e5}
-	assert.Equal(t, 99, served.InputLen())
-	assert.Equal(t, 57, unsized.InputLen(), "a dataset without its own count keeps the server's")
-	tally.Add(served)
-	tally.Add(unsized)
-	assert.Equal(t, 99+57, tally.Summary(time.Second, nil).TotalInputTokens)
-	assert.True(t, strings.HasPrefix(detailRow(&served).String(), "[99,8,"), "the detailed input_lens too")
 }

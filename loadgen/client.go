@@ -150,13 +150,8 @@ func (c *Client) Config() ClientConfig { return c.cfg }
 
 // Prompt is one request's input and its output length.
 type Prompt struct {
-	Text        string
-	InputTokens int // expected prompt tokens (the server's usage replaces it)
-	// ClientTokens is the prompt's length as vllm bench serve counts it (its dataset's
-	// prompt_len, which its total input tokens sum): for the datasets built to a token count
-	// (random, random-mm, prefix_repetition) the count asked for, without the BOS and chat
-	// template the server adds. 0: the server's count stands.
-	ClientTokens int
+	Text         string
+	InputTokens  int // expected prompt tokens (the server's usage replaces it)
 	OutputTokens int // max_tokens
 	IgnoreEOS    bool
 	// Messages, when set, are the chat form of the prompt (a conversation's history and its
@@ -221,10 +216,7 @@ type Result struct {
 	E2EL         time.Duration   `json:"e2el_ns"`
 	ITLs         []time.Duration `json:"itl_ns,omitempty"`
 	PromptTokens int             `json:"prompt_tokens"`
-	// ClientPromptTokens is the prompt's Prompt.ClientTokens (0: none); InputLen says which
-	// count a report sums.
-	ClientPromptTokens int `json:"client_prompt_tokens,omitempty"`
-	OutputTokens       int `json:"output_tokens"`
+	OutputTokens int             `json:"output_tokens"`
 	// OutputFromUsage is false when the server sent no usage and the tokens were counted as
 	// content chunks.
 	OutputFromUsage bool       `json:"output_from_usage"`
@@ -237,15 +229,6 @@ type Result struct {
 
 // OK reports whether the request succeeded.
 func (r *Result) OK() bool { return r.Error == ErrNone }
-
-// InputLen is the request's prompt length as vllm bench serve reports it: the dataset's count
-// where the prompt was built to one, else the server's.
-func (r *Result) InputLen() int {
-	if r.ClientPromptTokens > 0 {
-		return r.ClientPromptTokens
-	}
-	return r.PromptTokens
-}
 
 // TPOT is (E2EL - TTFT) / (output tokens - 1), as vLLM's benchmark defines it; false for
 // requests with fewer than two output tokens.
@@ -356,7 +339,7 @@ func (c *Client) DoITL(ctx context.Context, p Prompt, watch TokenSink, itl func(
 	if c.cfg.Pooling {
 		return c.doEmbeddings(ctx, p)
 	}
-	res := Result{PromptTokens: p.InputTokens, ClientPromptTokens: p.ClientTokens}
+	res := Result{PromptTokens: p.InputTokens}
 	timer := NewRequestTimer(&res, p.OutputTokens, itl)
 	body, err := c.body(p)
 	if err != nil {

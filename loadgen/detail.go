@@ -150,7 +150,7 @@ func detailRow(r *Result) *bytes.Buffer {
 	if r.OK() {
 		out, ttft = r.OutputTokens, r.TTFT.Seconds()
 	}
-	fmt.Fprintf(&b, "[%d,%d,%s,[", r.InputLen(), out, pyRepr(ttft))
+	fmt.Fprintf(&b, "[%d,%d,%s,[", r.PromptTokens, out, pyRepr(ttft))
 	if r.OK() {
 		for i, d := range r.ITLs {
 			if i > 0 {

@@ -91,6 +91,5 @@ func (p *prefixRepetition) Prompt(i int) Prompt {
 		text += " "
 	}
 	text += suffix
-	return Prompt{Text: text, InputTokens: p.cfg.PrefixLen + p.cfg.SuffixLen + p.vocab.Overhead, ClientTokens: p.cfg.PrefixLen + p.cfg.SuffixLen,
-		OutputTokens: p.cfg.OutputLen, IgnoreEOS: p.ignoreEOS}
+	return Prompt{Text: text, InputTokens: p.cfg.PrefixLen + p.cfg.SuffixLen + p.vocab.Overhead, OutputTokens: p.cfg.OutputLen, IgnoreEOS: p.ignoreEOS}
 }

@@ -420,3 +420,20 @@ func TestITLsStreamToTheObserverNotTheResult(t *testing.T) {
 	res := c.Do(context.Background(), fixedWorkload().Prompt(0), nil)
 	assert.Len(t, res.ITLs, 3, "Do keeps them in the result")
 }
+
+// The total input tokens are current vLLM's: each request's dataset length, replaced by the
+// server's usage.prompt_tokens when its usage chunk carries one (a chat template counts).
+func TestInputTokensAreTheServersUsage(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":99,\"total_tokens\":100,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(hs.Close)
+	c := newTestClient(t, hs.URL, EndpointCompletions)
+	tally := NewTally(Goodput{})
+	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 1, NumRequests: 3, Sinks: []func(Result){tally.Add}})
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, 3*99, tally.Summary(time.Second, nil).TotalInputTokens, "not 3 x the dataset's 3")
+}

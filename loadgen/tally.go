@@ -67,7 +67,7 @@ func (c *resultCounts) add(r *Result) bool {
 		return false
 	}
 	c.completed++
-	c.inTokens += r.InputLen()
+	c.inTokens += r.PromptTokens
 	c.outTokens += r.OutputTokens
 	return true
 }

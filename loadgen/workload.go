@@ -264,8 +264,7 @@ func (r *Random) Prompt(i int) Prompt {
 		}
 		b.WriteString(r.vocab.Words[rng.IntN(len(r.vocab.Words))])
 	}
-	return Prompt{Text: b.String(), InputTokens: len(r.prefix) + words + r.vocab.Overhead, ClientTokens: len(r.prefix) + words,
-		OutputTokens: out, IgnoreEOS: r.cfg.IgnoreEOS}
+	return Prompt{Text: b.String(), InputTokens: len(r.prefix) + words + r.vocab.Overhead, OutputTokens: out, IgnoreEOS: r.cfg.IgnoreEOS}
 }
 
 // outputRatio is the output length's range ratio.

@@ -162,7 +162,7 @@ func (t *Target) TokensReceived() int64 { return t.tokens.Load() }
 // clock's timers. A prompt the engine refuses fails as the server's HTTP 400 would.
 func (t *Target) Start(ctx context.Context, p loadgen.Prompt, sink loadgen.TokenSink, itl func(time.Duration), done func(loadgen.Result)) {
 	now := t.clock.Now()
-	req := &request{ctx: ctx, done: done, sink: sink, res: loadgen.Result{Start: now, ClientPromptTokens: p.ClientTokens}}
+	req := &request{ctx: ctx, done: done, sink: sink, res: loadgen.Result{Start: now}}
 	req.timer = loadgen.NewRequestTimer(&req.res, p.OutputTokens, itl)
 	if t.keepText || sink != nil {
 		req.text = &strings.Builder{}
