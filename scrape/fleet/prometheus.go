@@ -567,16 +567,7 @@ func (p *Prometheus) build(now time.Time, a *answers) ([]Row, error) {
 			rows = append(rows, Row{Key: Key{Endpoint: inst}, Name: inst})
 		}
 	}
-	// When a target was last good is known only from the refreshes that saw it up: up and
-	// its timestamp say when Prometheus last tried it, not when it last succeeded.
-	p.mu.Lock()
-	good := map[string]time.Time{} // by endpoint: a DOWN target's model rows are gone
-	for _, r := range p.rows {
-		if r.LastGood.After(good[r.Key.Endpoint]) {
-			good[r.Key.Endpoint] = r.LastGood
-		}
-	}
-	p.mu.Unlock()
+	good := p.lastGood()
 	for i := range rows {
 		p.judgeState(now, &rows[i], insts[rows[i].Key.Endpoint])
 		if rows[i].State == StateDown {
@@ -587,6 +578,21 @@ func (p *Prometheus) build(now time.Time, a *answers) ([]Row, error) {
 		}
 	}
 	return rows, nil
+}
+
+// lastGood is when the previous refreshes last saw each endpoint up. It is known only from
+// them: up and its timestamp say when Prometheus last tried a target, not when it last
+// succeeded. By endpoint, since a DOWN target's model rows are gone.
+func (p *Prometheus) lastGood() map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	good := map[string]time.Time{}
+	for _, r := range p.rows {
+		if r.LastGood.After(good[r.Key.Endpoint]) {
+			good[r.Key.Endpoint] = r.LastGood
+		}
+	}
+	return good
 }
 
 // judgeState sets a row's state from its target: up=0 is DOWN, a last scrape older than
