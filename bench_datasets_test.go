@@ -36,6 +36,14 @@ func TestBenchVLLMDatasets(t *testing.T) {
 			"--sonnet-input-len", "120", "--sonnet-prefix-len", "50", "--sonnet-output-len", "7"}, "4", "", "28"},
 		{"prefix_repetition", []string{"--dataset-name", "prefix_repetition", "--num-prompts", "6", "--prefix-repetition-num-prefixes", "2",
 			"--prefix-repetition-prefix-len", "32", "--prefix-repetition-suffix-len", "16", "--prefix-repetition-output-len", "5"}, "6", "288", "30"},
+		// --output-len sets every dataset's output length, as vllm bench serve maps it.
+		{"--output-len reaches prefix_repetition", []string{"--dataset-name", "prefix_repetition", "--num-prompts", "6",
+			"--prefix-repetition-num-prefixes", "2", "--prefix-repetition-prefix-len", "32", "--prefix-repetition-suffix-len", "16",
+			"--output-len", "3"}, "6", "288", "18"},
+		{"--output-len reaches custom", []string{"--dataset-name", "custom", "--dataset-path", testdataPath("vllm-custom-prompts.jsonl"),
+			"--no-oversample", "--output-len", "2"}, "3", "", "6"},
+		{"--output-len reaches spec_bench", []string{"--dataset-name", "spec_bench", "--dataset-path", testdataPath("vllm-spec-bench-questions.jsonl"),
+			"--num-prompts", "4", "--output-len", "5"}, "4", "", "20"},
 		{"random-mm", append(chat, "--dataset-name", "random-mm", "--num-prompts", "3", "--random-input-len", "40", "--random-output-len", "4",
 			// Images go to a model with a vision tower (a text-only one answers 400, as vLLM's
 			// does); the simulator does not count their tokens in the prompt, so those are not checked.

@@ -55,7 +55,7 @@ type Options struct {
 	simFlags             []string
 	simArgsFlag          string
 	host                 string
-	port, outLen         int
+	port, inLen, outLen  int
 	backend              string
 	slaInline, slaParams string
 	simless              bool // defined without the simulator's flags
@@ -108,8 +108,8 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.IntVar(&d.Random.OutputLen, "random-output-len", 128, "Output tokens of the random dataset (and of a fixed prompt)")
 	fs.Var(&rangeRatio{&d.Random}, "random-range-ratio", `Lengths drawn uniformly from [L(1-r), L(1+r)], 0 <= r < 1; '{"input": 0.3, "output": 0.5}' sets each (default 0)`)
 	fs.IntVar(&d.Random.PrefixLen, "random-prefix-len", 0, "Tokens of a random prefix shared by every prompt")
-	fs.IntVar(&d.Random.InputLen, "input-len", 1024, "The same as --random-input-len")
-	fs.IntVar(&o.outLen, "output-len", 0, "Sets --random-output-len and --sharegpt-output-len")
+	fs.IntVar(&o.inLen, "input-len", 0, "Sets --random-input-len and --sonnet-input-len")
+	fs.IntVar(&o.outLen, "output-len", 0, "Sets the output length of every dataset that has one (random, sonnet, sharegpt, custom, hf, spec_bench, prefix_repetition)")
 	fs.IntVar(&d.ShareGPTOutputLen, "sharegpt-output-len", 0, "Output tokens of each ShareGPT request (default: the answer's length)")
 	cliflag.AddReplay(fs, &d.Trace, &d.MultiTurn)
 	defineDatasets(fs, d)
@@ -156,6 +156,19 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	return o
 }
 
+// generalLengths maps --input-len and --output-len onto every dataset's own length, over
+// them, as vllm bench serve does.
+func (o *Options) generalLengths(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
+	if fs.Changed("input-len") {
+		d.Random.InputLen, d.Extra.Sonnet.InputLen = o.inLen, o.inLen
+	}
+	if fs.Changed("output-len") {
+		n, x := o.outLen, &d.Extra
+		d.Random.OutputLen, d.ShareGPTOutputLen = n, n
+		x.Sonnet.OutputLen, x.CustomOutputLen, x.HF.OutputLen, x.SpecBenchOutputLen, x.PrefixRepetition.OutputLen = n, n, n, n, n
+	}
+}
+
 // Finish completes the options from the arguments the flags left, and refuses what vllm bench
 // serve refuses. Its errors are *cliflag.UsageError.
 func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) string) error {
@@ -198,9 +211,7 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	if err := o.finishVLLM(fs); err != nil {
 		return err
 	}
-	if o.outLen > 0 {
-		d.Random.OutputLen, d.ShareGPTOutputLen = o.outLen, o.outLen
-	}
+	o.generalLengths(fs, d)
 	if fs.Changed("prompt") && !fs.Changed("dataset-name") {
 		d.Name = loadgen.DatasetFixed
 	}
