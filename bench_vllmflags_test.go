@@ -125,7 +125,10 @@ func TestBenchSendsNoSamplingParametersUnlessGiven(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Len(t, rec.bodies, 2)
 	for i, body := range rec.bodies {
-		assert.Empty(t, pick(body, "temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "logprobs"), "request %d: %v", i, body)
+		assert.Empty(t, pick(body, "temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "logprobs"), "request %d: %v", i, body)
+		// vLLM's completions request always sends no repetition penalty, so the model's
+		// generation_config.json does not apply one.
+		assert.Equal(t, 1.0, body["repetition_penalty"], "request %d", i)
 		assert.Regexp(t, `^bench-[0-9a-f]{8}-[01]$`, rec.headers[i].Get("X-Request-Id"), "vLLM's default prefix")
 	}
 }

@@ -253,15 +253,21 @@ type TokenSink interface {
 }
 
 type requestBody struct {
-	Model               string           `json:"model,omitempty"`
-	Prompt              string           `json:"prompt,omitempty"`
-	Messages            []map[string]any `json:"messages,omitempty"`
-	MaxTokens           int              `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int              `json:"max_completion_tokens,omitempty"`
-	Stream              bool             `json:"stream"`
-	StreamOptions       map[string]bool  `json:"stream_options"`
-	IgnoreEOS           bool             `json:"ignore_eos,omitempty"`
+	Model    string           `json:"model,omitempty"`
+	Prompt   string           `json:"prompt,omitempty"`
+	Messages []map[string]any `json:"messages,omitempty"`
+	// RepetitionPenalty is sent as vLLM's completions request sends it, 1.0 always: a server
+	// otherwise applies the model's generation_config.json (Qwen2.5's 1.05).
+	RepetitionPenalty   *float64        `json:"repetition_penalty,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       map[string]bool `json:"stream_options"`
+	IgnoreEOS           bool            `json:"ignore_eos,omitempty"`
 }
+
+// noPenalty is the repetition penalty of 1.0, none.
+var noPenalty = 1.0
 
 // RequestBody is the JSON body a client of cfg sends for p (its model, endpoint and extra
 // body), for a transport that answers without HTTP: the simulator on its virtual clock.
@@ -305,6 +311,7 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	} else {
 		b.Prompt = p.Text
 		b.MaxTokens = p.OutputTokens
+		b.RepetitionPenalty = &noPenalty
 	}
 	if c.cfg.Extras.plain(c.chat) {
 		return json.Marshal(b)
