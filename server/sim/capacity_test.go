@@ -357,3 +357,29 @@ func TestAutoFitMaxModelLen(t *testing.T) {
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce, "auto came with 0.14")
 }
+
+// --performance-mode throughput doubles the batch limits left to their defaults (vllm#34936,
+// from 0.17), before the budget caps the sequences; given limits stay; older releases refuse it.
+func TestPerformanceModeThroughputDoublesTheDefaults(t *testing.T) {
+	base, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "L4"}, nil)
+	require.NoError(t, err)
+	s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "L4", PerformanceMode: "throughput"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2*base.MaxNumBatchedTokens, s.MaxNumBatchedTokens)
+	assert.Equal(t, min(2*base.MaxNumSeqs, s.MaxNumBatchedTokens), s.MaxNumSeqs)
+	s, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "L4", PerformanceMode: "throughput", MaxNumSeqs: 64, MaxNumBatchedTokens: 4096}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 64, s.MaxNumSeqs, "a given limit is not doubled")
+	assert.Equal(t, 4096, s.MaxNumBatchedTokens)
+	for _, mode := range []string{"balanced", "interactivity"} {
+		s, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "L4", PerformanceMode: mode}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, base.MaxNumSeqs, s.MaxNumSeqs, mode)
+	}
+	var ce *ConfigError
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", PerformanceMode: "throughput", VLLMVersion: "0.16.0"}, nil)
+	require.ErrorAs(t, err, &ce, "came with 0.17")
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", PerformanceMode: "fast"}, nil)
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Error(), "choose from balanced, interactivity, throughput")
+}

@@ -27,12 +27,15 @@ type Config struct {
 	// AutoFitMaxModelLen is --max-model-len auto (or -1): the model's context, or the longest one
 	// the KV cache holds when that does not fit (from autoFitRelease).
 	AutoFitMaxModelLen  bool
-	MaxNumSeqs          int    // --max-num-seqs (default: by GPU)
-	MaxNumBatchedTokens int    // --max-num-batched-tokens (default: by GPU)
-	BlockSize           int    // --block-size (default 16)
-	KVCacheDType        string // --kv-cache-dtype (default "auto": the model dtype)
-	DType               string // --dtype (default "auto": the checkpoint dtype)
-	Quantization        string // --quantization: "", "awq", "gptq", "fp8"
+	MaxNumSeqs          int // --max-num-seqs (default: by GPU)
+	MaxNumBatchedTokens int // --max-num-batched-tokens (default: by GPU)
+	// PerformanceMode is --performance-mode (from performanceModeRelease): "" or "balanced",
+	// "interactivity" or "throughput", which doubles the default batch limits.
+	PerformanceMode string
+	BlockSize       int    // --block-size (default 16)
+	KVCacheDType    string // --kv-cache-dtype (default "auto": the model dtype)
+	DType           string // --dtype (default "auto": the checkpoint dtype)
+	Quantization    string // --quantization: "", "awq", "gptq", "fp8"
 	// CheckpointQuantization is the checkpoint's own quantization method where it is not the
 	// catalogue entry's: a quantized build of a catalogue model, sized from its base
 	// (--sim-checkpoint-quantization).
@@ -372,6 +375,10 @@ func maxModelLenTooLong(asked, derived int, v Version) *ValidationError {
 // release notes).
 const autoFitRelease = "0.14.0"
 
+// performanceModeRelease is the first release with --performance-mode (vllm#34936, merged
+// 2026-02; first in 0.17.0).
+const performanceModeRelease = "0.17.0"
+
 // resolveLimits defaults and checks the context length, the per-step token and sequence
 // budgets, the memory already in use, the block override and the jitter.
 func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
@@ -380,6 +387,14 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 			return &ConfigError{fmt.Sprintf("--max-model-len auto (or -1) fits the context to the KV cache from vLLM %s; %s takes a number", autoFitRelease, v)}
 		}
 		cfg.MaxModelLen = 0 // the model's, until the KV cache is known
+	}
+	switch cfg.PerformanceMode {
+	case "", "balanced", "interactivity", "throughput":
+	default:
+		return &ConfigError{fmt.Sprintf("--performance-mode: invalid choice %q (choose from balanced, interactivity, throughput)", cfg.PerformanceMode)}
+	}
+	if cfg.PerformanceMode != "" && !v.AtLeast(performanceModeRelease) {
+		return &ConfigError{fmt.Sprintf("--performance-mode came with vLLM %s; %s does not take it", performanceModeRelease, v)}
 	}
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = m.MaxPositionEmbeddings

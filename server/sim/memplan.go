@@ -281,18 +281,25 @@ func v1SamplerPeak(s *Setup, entries float64) float64 {
 // for contexts over 32K from 0.5.4 (for the server and the LLM class alike), with a budget of 512 tokens until 0.6 and 2048 after.
 func defaultBatch(cfg *Config, m Model, g GPU, v Version) {
 	if v.V1Engine() {
+		// --performance-mode throughput doubles the limits left to their defaults, before the
+		// context and the budget bound them (_set_default_max_num_seqs_and_batched_tokens_args).
+		times := 1
+		if cfg.PerformanceMode == "throughput" {
+			times = 2
+		}
 		if cfg.MaxNumBatchedTokens == 0 {
 			cfg.MaxNumBatchedTokens = serverBatchedTokens(g.DefaultMaxNumBatchedTokens, v)
 			if cfg.EntryPoint == EntryLLM {
 				cfg.MaxNumBatchedTokens = llmClassBatchedTokens(g.DefaultMaxNumBatchedTokens)
 			}
+			cfg.MaxNumBatchedTokens *= times
 			if cfg.ChunkedPrefill == Off && cfg.MaxNumBatchedTokens < cfg.MaxModelLen {
 				cfg.MaxNumBatchedTokens = cfg.MaxModelLen
 			}
 		}
 		if cfg.MaxNumSeqs == 0 {
 			// vLLM's default batch size, capped at the token budget (get_batch_defaults).
-			cfg.MaxNumSeqs = min(g.DefaultMaxNumSeqs, cfg.MaxNumBatchedTokens)
+			cfg.MaxNumSeqs = min(times*g.DefaultMaxNumSeqs, cfg.MaxNumBatchedTokens)
 		}
 		return
 	}

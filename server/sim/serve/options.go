@@ -209,6 +209,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	r.apiKeys = fs.StringSlice("api-key", nil, "If provided, the server requires one of these keys in the Authorization header (also VLLM_API_KEY)")
 	fs.Float64Var(&o.Engine.GPUMemoryUtilization, "gpu-memory-utilization", 0, "Fraction of GPU memory for this instance (0, 1] (default: the release's, 0.92 from 0.21, 0.9 before)")
 	r.maxModelLen = fs.String("max-model-len", "", "Model context length; accepts 1k (1000), 1K (1024), 25.6k")
+	fs.StringVar(&o.Engine.PerformanceMode, "performance-mode", "", "balanced (the default), interactivity or throughput, which doubles the default --max-num-seqs and --max-num-batched-tokens (from vLLM 0.17)")
 	fs.IntVar(&o.Engine.MaxNumSeqs, "max-num-seqs", 0, "Maximum number of sequences per iteration (default by GPU: 1024 on >=70 GiB non-A100, else 256)")
 	r.maxBatchedTokens = fs.String("max-num-batched-tokens", "", "Maximum tokens per iteration (default by GPU and release: 2048 on smaller GPUs; on >=70 GiB non-A100 ones 16384 from 0.28, 8192 before); accepts 8k (8000), 8K (8192)")
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
