@@ -416,7 +416,9 @@ func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	return Verdict{Rule: RuleAdmissionBound, Severity: Warning, Subject: s.Subject, Limit: LimitSeqs + " (not known)",
-		Advice: "raise --max-num-seqs if it is " + short(s.Running.V),
+		// The advice holds while the running count moves (1, 2, 1 at a cap of 2); the text
+		// says the count.
+		Advice: "raise --max-num-seqs if running stops at it",
 		Text: fmt.Sprintf("%s has %s requests waiting while its KV cache is only %s full: the batch is capped (running %s); raise --max-num-seqs if it is %s",
 			s.Subject, short(s.Waiting.V), formatValue(s.KVCacheUsage.V, "%"), short(s.Running.V), short(s.Running.V)),
 		Flags: []string{"--max-num-seqs"}, Evidence: queueEvidence(s, th)}, true

@@ -99,7 +99,7 @@ var scenarios = []scenario{
 		rule:  diagnose.RuleSeqBound, limit: diagnose.LimitSeqs, advice: "raise --max-num-seqs", overall: diagnose.Degraded},
 	{name: "admission queueing: a cap of 2 that vllmtop was not told",
 		args: []string{"Qwen/Qwen3-0.6B", "--max-num-seqs", "2", "--max-model-len", "4096"}, load: [3]int{16, 128, 64},
-		rule: diagnose.RuleAdmissionBound, limit: diagnose.LimitSeqs + " (not known)", advice: "raise --max-num-seqs if it is", overall: diagnose.Degraded},
+		rule: diagnose.RuleAdmissionBound, limit: diagnose.LimitSeqs + " (not known)", advice: "raise --max-num-seqs if running stops at it", overall: diagnose.Degraded},
 	{name: "prefill-heavy: long prompts on an L4 over a 1 s TTFT SLO",
 		args: []string{llama, "--sim-gpu", "L4", "--max-model-len", "8192"}, load: [3]int{2, 6000, 16},
 		th:   func(th *diagnose.Thresholds) { th.TTFTP99 = time.Second },
