@@ -191,13 +191,14 @@ func (o *Dashboard) checkSources() error {
 	}
 	// A URL or selector that can never work is a bad command line, said before the dashboard
 	// takes the terminal.
-	urls := []string{o.attach}
-	for _, ep := range f.endpoints {
-		urls = append(urls, ep.URL)
-	}
-	for _, u := range urls {
-		if p, err := url.Parse(strings.TrimRight(u, "/")); u != "" && (err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "") {
+	if u := o.attach; u != "" {
+		if p, err := url.Parse(strings.TrimRight(u, "/")); err != nil || p.Scheme != "http" && p.Scheme != "https" || p.Host == "" {
 			return cliflag.Usagef("--attach %q: want an http(s)://host:port URL", sanitize.URL(u))
+		}
+	}
+	for _, ep := range f.endpoints { // a fleet's endpoint may be host:port (http is added)
+		if _, err := scrape.MetricsURL(ep.URL); err != nil {
+			return cliflag.Usagef("endpoint %s", oneLine(err))
 		}
 	}
 	if f.promURL != "" {

@@ -54,12 +54,19 @@ func TestFleetSources(t *testing.T) {
 	_, err = parseWithEnv(noConfig, "--canary", "5s")
 	assert.ErrorContains(t, err, "attach mode")
 
-	// A URL or selector that can never work is a usage error (exit 2), before the terminal.
-	for _, args := range [][]string{{"--attach", "ftp://x"}, {"--attach", "http://a:8000", "gopher://b"}} {
-		_, err = parseWithEnv(noConfig, args...)
-		assert.ErrorContains(t, err, "want an http(s)://host:port URL", "%v", args)
-		assert.True(t, errors.As(err, new(*cliflag.UsageError)), "%v", args)
-	}
+	// A URL or selector that can never work is a usage error (exit 2), before the terminal; a
+	// fleet's endpoints may be host:port, as the config's examples are.
+	_, err = parseWithEnv(noConfig, "--attach", "ftp://x")
+	assert.ErrorContains(t, err, "want an http(s)://host:port URL")
+	assert.True(t, errors.As(err, new(*cliflag.UsageError)))
+	_, err = parseWithEnv(noConfig, "--attach", "http://a:8000", "gopher://b")
+	assert.ErrorContains(t, err, "scheme must be http or https")
+	assert.True(t, errors.As(err, new(*cliflag.UsageError)))
+	bare := filepath.Join(dir, "bare.txt")
+	require.NoError(t, os.WriteFile(bare, []byte("gpu-1:8000\n10.0.0.6:8000\n"), 0o600))
+	o, err = parseWithEnv(noConfig, "--attach-file", bare)
+	require.NoError(t, err)
+	assert.Len(t, o.fl.endpoints, 2)
 	_, err = parseWithEnv(noConfig, "--prometheus", "http://prom:9090", "--selector", "garbage{")
 	assert.ErrorContains(t, err, "--selector: ")
 	assert.True(t, errors.As(err, new(*cliflag.UsageError)))
