@@ -92,6 +92,12 @@ func TestSweepServeWorkload(t *testing.T) {
 		assert.Equal(t, l, fmt.Sprint(doc["max_concurrency"]), "the level is in the run's data")
 	}
 	assert.Len(t, readCSV(t, filepath.Join(dir, "wl", "summary.csv")), len(levels))
+	// --resume finishes its own scan: the levels' directories are this sweep's.
+	code, stdout, errOut = runVllmtop("sweep", "serve_workload", "--serve-cmd", simCmd, "--sim-clock", "virtual",
+		"--bench-cmd", "vllm bench serve --num-prompts 30 --random-input-len 64 --random-output-len 16",
+		"--serve-params", sp, "--workload-var", "max_concurrency", "--workload-iters", "4", "--num-runs", "1", "-o", dir, "-e", "wl", "--resume")
+	require.Equal(t, 0, code, "%s\n%s", stdout, errOut)
+	assert.Contains(t, stdout, "Resuming the experiment in "+filepath.Join(dir, "wl"))
 
 	// --dry-run: the commands of the two first levels, nothing written.
 	code, stdout, errOut = runVllmtop("sweep", "serve_workload", "--serve-cmd", simCmd, "--bench-cmd", "vllm bench serve --num-prompts 30",
@@ -122,6 +128,10 @@ func TestSweepServeSLAScanAndTheSLAParamsNotice(t *testing.T) {
 		assert.NoError(t, err, "serve_sla's layout: %s", d)
 	}
 	assert.NotContains(t, errOut, "--sla-params")
+	code, stdout, errOut = runVllmtop("sweep", "serve_sla", "--serve-cmd", simCmd, "--sim-clock", "virtual",
+		"--bench-cmd", "vllm bench serve --num-prompts 20 --random-input-len 64 --random-output-len 8",
+		"--sla-variable", "max_concurrency", "--sla-iters", "3", "--num-runs", "1", "-o", dir, "-e", "scan", "--resume")
+	require.Equal(t, 0, code, "--resume finishes its own scan: %s\n%s", stdout, errOut)
 
 	code, stdout, errOut = runVllmtop("sweep", "serve", "--serve-cmd", simCmd, "--sim-clock", "virtual", "--num-runs", "1",
 		"--bench-cmd", "vllm bench serve --num-prompts 16 --random-input-len 64 --random-output-len 8", "-o", dir, "-e", "search",

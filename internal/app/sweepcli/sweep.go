@@ -14,7 +14,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,10 +163,27 @@ func (cfg *Config) experimentDir() (string, error) {
 // rewrite the other's summary.csv with this one's rows.
 func (cfg *Config) sameSweep(dir string) error {
 	ours := map[string]bool{}
+	var levels []*regexp.Regexp // a scan's: its levels' values are found as it runs
 	for _, sc := range cfg.ServeParams {
 		for _, bc := range cfg.BenchParams {
 			ours[filepath.Base(cfg.combDir(dir, sc, bc))] = true
+			if cfg.Scan != nil {
+				const anyLevel = 987654321
+				name := regexp.QuoteMeta(filepath.Base(cfg.scanDir(dir, sc, bc, anyLevel)))
+				levels = append(levels, regexp.MustCompile("^"+strings.Replace(name, strconv.Itoa(anyLevel), "[0-9]+", 1)+"$"))
+			}
 		}
+	}
+	isOurs := func(n string) bool {
+		if ours[n] {
+			return true
+		}
+		for _, re := range levels {
+			if re.MatchString(n) {
+				return true
+			}
+		}
+		return false
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -172,7 +191,7 @@ func (cfg *Config) sameSweep(dir string) error {
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() && (strings.HasPrefix(n, "SERVE-") || strings.HasPrefix(n, "BENCH-")) && !ours[n] {
+		if e.IsDir() && (strings.HasPrefix(n, "SERVE-") || strings.HasPrefix(n, "BENCH-")) && !isOurs(n) {
 			return fmt.Errorf("--resume: %s holds another sweep's results (%s is not one of this command's settings): name the experiment to finish with -e, or start a new one", dir, n)
 		}
 	}
