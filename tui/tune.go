@@ -419,12 +419,19 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 	case tuneCurveMsg:
 		// A setting searched again is a curve of its own ("util 0.90 (2)"): the earlier one
 		// stays. The oldest go beyond what the plot tells apart.
+		// Trimmed before a run's first curve (touched holds indices), leaving room for all of
+		// the run's: a sweep's settings join the earlier curves.
+		room := 1
+		if t.kind == tuneSweep {
+			room = max(1, t.settings)
+		}
+		if len(t.touched) == 0 && len(t.curves)+room > maxCurves {
+			keep := max(0, maxCurves-room)
+			t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-keep:]...)
+		}
 		cv, base := msg.curve, msg.curve.Name
 		for n := 2; hasCurve(t.curves, cv.Name); n++ {
 			cv.Name = fmt.Sprintf("%s (%d)", base, n)
-		}
-		if len(t.curves) >= maxCurves && len(t.touched) == 0 {
-			t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-maxCurves+1:]...)
 		}
 		t.curves = append(t.curves, cv)
 		t.touched = append(t.touched, len(t.curves)-1)

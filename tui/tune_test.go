@@ -491,6 +491,31 @@ func TestUtilSweepKeepsTheCurvesOfAnEarlierSearch(t *testing.T) {
 	assert.NotEmpty(t, tn.curves[1].Probes)
 }
 
+// Sweeps and searches together keep at most the six curves the plot's markers tell apart: a
+// sweep makes room for all of its settings before its first curve.
+func TestCurvesStayWithinWhatThePlotTellsApart(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 65}}
+		d.SweepUtils = []float64{0.85, 0.90, 0.95}
+	})
+	for range 3 {
+		r.press("W")
+		r.press("enter")
+		r.runUntilIdle(900)
+		require.LessOrEqual(t, len(r.m.c.s.tune.curves), maxCurves)
+	}
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, maxCurves)
+	// The first sweep's curves went to make room, so the newest takes their names again.
+	assert.Equal(t, []string{"util 0.85 (2)", "util 0.90 (2)", "util 0.95 (2)", "util 0.85", "util 0.90", "util 0.95"},
+		[]string{tn.curves[0].Name, tn.curves[1].Name, tn.curves[2].Name, tn.curves[3].Name, tn.curves[4].Name, tn.curves[5].Name})
+	seen := map[string]bool{}
+	for _, cv := range tn.curves {
+		assert.False(t, seen[cv.Name], "one name a curve")
+		seen[cv.Name] = true
+	}
+}
+
 // BenchmarkCurvesView is the cost of drawing the Curves panel at 200x60 with two curves:
 // it is drawn once a second while it is the active view.
 func BenchmarkCurvesView(b *testing.B) {
