@@ -194,6 +194,9 @@ func (p *replayer) send(ctx context.Context, g gate, t *turn, keep bool, fill fu
 	r := p.r
 	r.starting(g, r.clock.Now())
 	s := r.settings(true)
+	if g.cut != nil {
+		s.cut = g.cut
+	}
 	var itl func(time.Duration)
 	if r.cfg.ITL != nil {
 		itl = func(d time.Duration) { r.cfg.ITL(s.epoch, d) }

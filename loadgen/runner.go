@@ -339,12 +339,15 @@ type settings struct {
 	paused               bool
 	epoch                int
 	watch                *Watched
+	// cut is CancelInFlight's context for the request launched under these settings: the
+	// gate's, when the dispatcher decided on it (see gate).
+	cut context.Context
 }
 
 func (r *Runner) settings(takeWatch bool) settings {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := settings{workload: r.workload, concurrency: r.concurrency, maxConc: r.maxConc, rate: r.rate, burstiness: r.burstiness, paused: r.paused, epoch: r.epoch}
+	s := settings{workload: r.workload, concurrency: r.concurrency, maxConc: r.maxConc, rate: r.rate, burstiness: r.burstiness, paused: r.paused, epoch: r.epoch, cut: r.cut}
 	if takeWatch {
 		s.watch, r.watch = r.watch, nil
 	}
@@ -357,11 +360,21 @@ type gate struct {
 	wait  time.Duration // nothing starts for this long
 	probe bool          // the load is paused but one request may go out
 	stop  error         // Run ends (BackoffConfig.Stop)
+	// cut is CancelInFlight's context when the gate was read, before the dispatcher decided
+	// to start a request: one decided before a cut starts cancelled, not against the server
+	// a restart is stopping.
+	cut context.Context
 }
 
 func (r *Runner) gate(now time.Time) gate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	g := r.gateLocked(now)
+	g.cut = r.cut
+	return g
+}
+
+func (r *Runner) gateLocked(now time.Time) gate {
 	b := r.breaker
 	switch {
 	case b.open && b.cfg.Stop:
@@ -534,6 +547,9 @@ func (l *loadLoop) send(ctx context.Context, g gate, intended time.Time) {
 	r := l.r
 	r.starting(g, r.clock.Now())
 	s := r.settings(true)
+	if g.cut != nil {
+		s.cut = g.cut
+	}
 	index, warm := l.index, l.index < r.cfg.Warmup
 	l.index++
 	if !intended.IsZero() {
@@ -568,10 +584,16 @@ func (r *Runner) launch(ctx context.Context, p Prompt, s settings, sink TokenSin
 	r.inFlight.Add(1)
 	r.started.Add(1)
 	r.open.Add(1)
-	r.mu.Lock()
-	cut := r.cut
-	r.mu.Unlock()
+	cut := s.cut
+	if cut == nil { // settings made without the runner's snapshot
+		r.mu.Lock()
+		cut = r.cut
+		r.mu.Unlock()
+	}
 	ctx, cancel := context.WithCancel(ctx)
+	if cut.Err() != nil {
+		cancel() // now: AfterFunc would run it in a goroutine of its own, after the send began
+	}
 	uncut := context.AfterFunc(cut, cancel)
 	r.transport.Start(ctx, p, watch, itl, func(res Result) {
 		uncut()

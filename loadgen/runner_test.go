@@ -437,3 +437,25 @@ func TestInputTokensAreTheServersUsage(t *testing.T) {
 	require.NoError(t, r.Run(context.Background()))
 	assert.Equal(t, 3*99, tally.Summary(time.Second, nil).TotalInputTokens, "not 3 x the dataset's 3")
 }
+
+// ctxTransport records whether each request's context was already ended when it started.
+type ctxTransport struct{ ended []bool }
+
+func (c *ctxTransport) Start(ctx context.Context, _ Prompt, _ TokenSink, _ func(time.Duration), done func(Result)) {
+	c.ended = append(c.ended, ctx.Err() != nil)
+	done(Result{Error: ErrCanceled})
+}
+func (c *ctxTransport) TokensReceived() int64 { return 0 }
+
+// A request the dispatcher decided on before a cut (its gate read before CancelInFlight) starts
+// cancelled: it never reaches a server a restart is stopping. One decided after starts live.
+func TestARequestDecidedBeforeACutStartsCancelled(t *testing.T) {
+	tr := &ctxTransport{}
+	r := NewRunner(nil, RunnerConfig{Workload: fixedWorkload(), Concurrency: 1, Transport: tr})
+	l := &loadLoop{r: r}
+	g := r.gate(time.Now())
+	r.CancelInFlight()
+	l.send(context.Background(), g, time.Time{})
+	l.send(context.Background(), r.gate(time.Now()), time.Time{})
+	assert.Equal(t, []bool{true, false}, tr.ended)
+}
