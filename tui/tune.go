@@ -417,27 +417,7 @@ func (m *Model) tuneMsg(msg tea.Msg) (cmd tea.Cmd, ok bool) {
 		t.step = fmt.Sprintf("util %.2f", msg.util)
 		return tea.Batch(m.startRestart(), waitTune(t.events)), true
 	case tuneCurveMsg:
-		// A setting searched again is a curve of its own ("util 0.90 (2)"): the earlier one
-		// stays. The oldest go beyond what the plot tells apart.
-		// Trimmed before a run's first curve (touched holds indices), leaving room for all of
-		// the run's: a sweep's settings join the earlier curves.
-		room := 1
-		if t.kind == tuneSweep {
-			room = max(1, t.settings)
-		}
-		if len(t.touched) == 0 && len(t.curves)+room > maxCurves {
-			keep := max(0, maxCurves-room)
-			t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-keep:]...)
-		}
-		cv, base := msg.curve, msg.curve.Name
-		for n := 2; hasCurve(t.curves, cv.Name); n++ {
-			cv.Name = fmt.Sprintf("%s (%d)", base, n)
-		}
-		t.curves = append(t.curves, cv)
-		t.touched = append(t.touched, len(t.curves)-1)
-		if t.kind == tuneSweep {
-			t.step = fmt.Sprintf("%s (%d/%d)", msg.curve.Name, len(t.touched), t.settings)
-		}
+		t.addCurve(msg.curve)
 	case tuneProbeMsg:
 		if n := len(t.touched); n > 0 {
 			cv := &t.curves[t.touched[n-1]]
@@ -474,6 +454,30 @@ func (m *Model) tuneRestarted(err error) {
 		t.restart <- tuneReply{err: err}
 		t.restart = nil
 		t.downAfterRestart = err != nil
+	}
+}
+
+// addCurve starts the run's next curve. A setting searched again is a curve of its own
+// ("util 0.90 (2)"): the earlier one stays. The oldest go beyond what the plot tells apart,
+// trimmed before a run's first curve (touched holds indices) with room for all of the run's:
+// a sweep's settings join the earlier curves.
+func (t *tuneState) addCurve(cv tuneCurve) {
+	room := 1
+	if t.kind == tuneSweep {
+		room = max(1, t.settings)
+	}
+	if len(t.touched) == 0 && len(t.curves)+room > maxCurves {
+		keep := max(0, maxCurves-room)
+		t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-keep:]...)
+	}
+	base := cv.Name
+	for n := 2; hasCurve(t.curves, cv.Name); n++ {
+		cv.Name = fmt.Sprintf("%s (%d)", base, n)
+	}
+	t.curves = append(t.curves, cv)
+	t.touched = append(t.touched, len(t.curves)-1)
+	if t.kind == tuneSweep {
+		t.step = fmt.Sprintf("%s (%d/%d)", base, len(t.touched), t.settings)
 	}
 }
 
