@@ -45,14 +45,7 @@ func byIndex(rs []Result) []Result {
 // trace's gaps exactly, and each send is no earlier than its time and, on this shared
 // machine, within 250ms after it. NumRequests ends the trace early.
 func TestRunnerReplaysArrivalsAtTheirTimes(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":\"length\"}]}\n\n")
-		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"total_tokens\":4,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	c := newTestClient(t, srv.URL, EndpointCompletions)
+	c := newTestClient(t, oneTokenServer(t, 3).URL, EndpointCompletions)
 	var rec Recorder
 	ats := []time.Duration{0, 20 * time.Millisecond, 20 * time.Millisecond, 70 * time.Millisecond, 90 * time.Millisecond}
 	r := NewRunner(c, RunnerConfig{Arrivals: arrivalsAt(ats...), NumRequests: 4, Sinks: []func(Result){rec.Add}})

@@ -51,6 +51,20 @@ func newGateServer(t *testing.T) *gateServer {
 	return g
 }
 
+// oneTokenServer streams one token to every request, with a usage chunk that counts
+// promptTokens.
+func oneTokenServer(t *testing.T, promptTokens int) *httptest.Server {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n",
+			promptTokens, promptTokens+1)
+	}))
+	t.Cleanup(hs.Close)
+	return hs
+}
+
 func (g *gateServer) waitArrivals(t *testing.T, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
@@ -424,14 +438,7 @@ func TestITLsStreamToTheObserverNotTheResult(t *testing.T) {
 // The total input tokens are current vLLM's: each request's dataset length, replaced by the
 // server's usage.prompt_tokens when its usage chunk carries one (a chat template counts).
 func TestInputTokensAreTheServersUsage(t *testing.T) {
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" hi\",\"finish_reason\":\"length\"}]}\n\n")
-		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":99,\"total_tokens\":100,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
-	}))
-	t.Cleanup(hs.Close)
-	c := newTestClient(t, hs.URL, EndpointCompletions)
+	c := newTestClient(t, oneTokenServer(t, 99).URL, EndpointCompletions)
 	tally := NewTally(Goodput{})
 	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 1, NumRequests: 3, Sinks: []func(Result){tally.Add}})
 	require.NoError(t, r.Run(context.Background()))
