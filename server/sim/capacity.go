@@ -47,6 +47,9 @@ type Capacity struct {
 	// Stages is every pipeline stage's plan with --pipeline-parallel-size above 1 (nil
 	// without); the figures above are then those of the stage with the fewest blocks.
 	Stages []Stage
+	// ExpertsNote says how a mixture-of-experts model's routed experts are spread when they span
+	// more ranks than one engine's TP group, or are dealt out whole ("" otherwise).
+	ExpertsNote string
 }
 
 // StartupKind says which of vLLM's startup failures a StartupError is.
@@ -110,7 +113,6 @@ func (e *StartupError) Error() string {
 // *StartupError vLLM would raise.
 func computeCapacity(s *Setup) (Capacity, error) {
 	g, h := s.GPUProfile, s.HostProfile
-	tp := float64(s.TensorParallelSize)
 	var c Capacity
 	c.TotalBytes = int64(math.Round(g.MemoryGiB * gib))
 	c.FreeBytes = c.TotalBytes - int64(math.Round(s.GPUUsedGiB*gib))
@@ -121,7 +123,8 @@ func computeCapacity(s *Setup) (Capacity, error) {
 			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), PyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
 	}
 
-	c.WeightsBytes = int64(stageWeightBytes(s)/tp + ropeCacheBytes(s))
+	c.WeightsBytes = int64(rankWeightBytes(s) + ropeCacheBytes(s))
+	c.ExpertsNote = expertsNote(s)
 	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
 	if err := e5m2KVError(s); err != nil {
 		// Raised by the first attention layer as the model is built, before its weights.

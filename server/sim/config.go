@@ -43,11 +43,19 @@ type Config struct {
 	// quantFromCheckpoint is set when Quantization was filled in from CheckpointQuantization,
 	// not given as a flag.
 	quantFromCheckpoint  bool
-	TensorParallelSize   int    // --tensor-parallel-size (default 1)
-	PipelineParallelSize int    // --pipeline-parallel-size (default 1)
-	PPLayerPartition     string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
-	PrefixCaching        Toggle // --enable-prefix-caching (default on)
-	ChunkedPrefill       Toggle // --enable-chunked-prefill (default on)
+	TensorParallelSize   int // --tensor-parallel-size (default 1)
+	PipelineParallelSize int // --pipeline-parallel-size (default 1)
+	// DataParallelSize is --data-parallel-size (default 1): engines of their own GPUs and KV
+	// cache. A mixture-of-experts model's routed experts span every engine's ranks all the
+	// same (experts.go), so the size changes what one rank holds.
+	DataParallelSize int
+	ExpertParallel   bool // --enable-expert-parallel: whole experts per rank, not slices of each
+	// RedundantExperts is --eplb-config's num_redundant_experts with --enable-eplb: copies of
+	// experts spread over the expert-parallel ranks on top of the model's own.
+	RedundantExperts int
+	PPLayerPartition string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
+	PrefixCaching    Toggle // --enable-prefix-caching (default on)
+	ChunkedPrefill   Toggle // --enable-chunked-prefill (default on)
 	// AsyncScheduling is --async-scheduling / --no-async-scheduling, taken as vLLM takes them:
 	// where on, a step takes the longer of the scheduler's and the GPU's time
 	// (docs/calibration.md#async-scheduling).
@@ -316,6 +324,18 @@ func resolveLayout(cfg *Config, m Model) error {
 	}
 	if cfg.PipelineParallelSize < 0 || cfg.PipelineParallelSize > 64 {
 		return &ConfigError{fmt.Sprintf("--pipeline-parallel-size must be between 1 and 64, got %d", cfg.PipelineParallelSize)}
+	}
+	if cfg.DataParallelSize == 0 {
+		cfg.DataParallelSize = 1
+	}
+	if cfg.DataParallelSize < 0 || cfg.DataParallelSize > 64 {
+		return &ConfigError{fmt.Sprintf("--data-parallel-size must be between 1 and 64, got %d", cfg.DataParallelSize)}
+	}
+	if cfg.ExpertParallel && !m.IsMoE() {
+		return &EngineConfigError{"Number of experts in the model must be greater than 0 when expert parallelism is enabled."}
+	}
+	if cfg.RedundantExperts < 0 || cfg.RedundantExperts > 4096 {
+		return &ConfigError{fmt.Sprintf("num_redundant_experts must be between 0 and 4096, got %d", cfg.RedundantExperts)}
 	}
 	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
 		return &EngineConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}

@@ -49,7 +49,9 @@ func (s *Setup) activationBytes() float64 {
 
 // fusedMoEChunkTokens is how many of the batched tokens the fused-MoE kernel works on at once.
 func fusedMoEChunkTokens(s *Setup) float64 {
-	tokens := float64(s.MaxNumBatchedTokens)
+	// With data parallelism the expert layers take every engine's tokens, all-gathered before
+	// them (docs/vllm-behaviour.md#experts-across-data-parallel-ranks).
+	tokens := float64(s.MaxNumBatchedTokens * max(1, s.DataParallelSize))
 	if !s.Version.AtLeast(fusedMoEChunkRelease) {
 		return tokens
 	}
@@ -68,10 +70,11 @@ func fusedMoEChunkTokens(s *Setup) float64 {
 // activation, and frees them with the call. From 0.12 the modular kernel takes
 // TritonExperts' workspaces from the workspace manager: tokens x top-k x max(I, h), shared with
 // the output, and tokens x top-k x max(2I, h); the manager keeps them, so they are still
-// allocated when the profile run's dummy sampler runs.
+// allocated when the profile run's dummy sampler runs. I is cut over TP x DP ranks, and not
+// at all where expert parallelism keeps the experts whole.
 func fusedMoEBufferBytes(s *Setup) float64 {
 	m := s.ModelProfile
-	n := float64(m.IntermediateSize) / float64(s.TensorParallelSize)
+	n := float64(m.IntermediateSize) / float64(s.expertSlices())
 	h := float64(m.HiddenSize)
 	per := max(2*n, h) + n
 	if !s.Version.AtLeast(fusedMoESharedRelease) {
@@ -135,7 +138,7 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		if fourBitExperts(s) {
 			// MXFP4/NVFP4 experts run through Marlin or FlashInfer kernels, whose workspace
 			// the gpt-oss fit stands for: a figure per expert intermediate unit.
-			forward += h.MoEActivationBytes * fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken*m.IntermediateSize) / tp
+			forward += h.MoEActivationBytes * fusedMoEChunkTokens(s) * float64(m.ExpertsPerToken*m.IntermediateSize) / float64(s.expertSlices())
 		} else {
 			// The kernel's buffers beside a layer's three hidden-size tensors and the
 			// experts' output, all of the whole batch; with shared experts their output too,

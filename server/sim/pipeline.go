@@ -271,9 +271,15 @@ func stageWeightBytes(s *Setup) float64 {
 func LayoutLines(cfg Config, c Capacity) []string {
 	tp, pp := max(1, cfg.TensorParallelSize), max(1, cfg.PipelineParallelSize)
 	if tp*pp == 1 {
+		if c.ExpertsNote != "" {
+			return []string{c.ExpertsNote}
+		}
 		return nil
 	}
 	lines := []string{fmt.Sprintf("Parallel layout: world size %d = --tensor-parallel-size %d x --pipeline-parallel-size %d (the plan below is one GPU's)", tp*pp, tp, pp)}
+	if c.ExpertsNote != "" {
+		lines = append(lines, c.ExpertsNote)
+	}
 	if len(c.Stages) == 0 {
 		return lines
 	}

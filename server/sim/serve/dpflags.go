@@ -1,15 +1,20 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
 )
 
-// defineDPFlags declares vllm serve's data-parallel flags. --data-parallel-size runs that
-// many engines; the multi-node ones are accepted, and the simulator runs every rank itself.
+// defineDPFlags declares vllm serve's data- and expert-parallel flags. --data-parallel-size
+// runs that many engines; the multi-node ones are accepted, and the simulator runs every rank
+// itself. A mixture-of-experts model's experts span all the engines' ranks (sim's experts.go).
 func defineDPFlags(fs *pflag.FlagSet, o *Options) {
+	fs.BoolVar(&o.Engine.ExpertParallel, "enable-expert-parallel", false, "Deal a mixture-of-experts model's routed experts out whole over the TP x DP ranks (-ep); without it each rank holds a slice of every expert")
+	fs.BoolVar(&o.EnableEPLB, "enable-eplb", false, "Expert-parallel load balancing (needs --enable-expert-parallel); only its redundant experts are simulated, as memory")
+	fs.StringVar(&o.EPLBConfig, "eplb-config", "", `EPLB settings as JSON, e.g. '{"num_redundant_experts": 32}': that many expert copies more over the ranks`)
 	fs.IntVar(&o.DataParallelSize, "data-parallel-size", 1, "Number of data-parallel engines, each with its own GPUs, KV cache and scheduler (-dp)")
 	fs.IntVar(&o.DataParallelSizeLocal, "data-parallel-size-local", 0, "Data-parallel engines on this node (-dpl); the simulator runs them all here, so it must equal --data-parallel-size")
 	for _, name := range []string{"data-parallel-address", "data-parallel-rpc-port", "data-parallel-backend", "data-parallel-start-rank"} {
@@ -31,6 +36,34 @@ func (o *Options) checkDP() error {
 	if l := o.DataParallelSizeLocal; l != 0 && l != o.DataParallelSize {
 		return &ConfigError{Msg: fmt.Sprintf("--data-parallel-size-local %d: the simulator runs all %d data-parallel engines on one node", l, o.DataParallelSize)}
 	}
+	o.Engine.DataParallelSize = o.DataParallelSize
+	return o.checkEPLB()
+}
+
+// checkEPLB reads --eplb-config and checks it against --enable-eplb as vLLM's ParallelConfig
+// does.
+func (o *Options) checkEPLB() error {
+	var cfg struct {
+		RedundantExperts *int `json:"num_redundant_experts"`
+	}
+	if o.EPLBConfig != "" {
+		if err := json.Unmarshal([]byte(o.EPLBConfig), &cfg); err != nil {
+			return &UsageError{"argument --eplb-config: invalid JSON: " + err.Error()}
+		}
+	}
+	n := 0
+	if cfg.RedundantExperts != nil {
+		n = *cfg.RedundantExperts
+	}
+	switch {
+	case n < 0:
+		return &ConfigError{Msg: fmt.Sprintf("num_redundant_experts must be non-negative, but got %d.", n)}
+	case o.EnableEPLB && !o.Engine.ExpertParallel:
+		return &ConfigError{Msg: "enable_expert_parallel must be True to use EPLB."}
+	case n > 0 && !o.EnableEPLB:
+		return &ConfigError{Msg: fmt.Sprintf("num_redundant_experts is set to %d but EPLB is not enabled. Either enable EPLB or unset num_redundant_experts.", n)}
+	}
+	o.Engine.RedundantExperts = n
 	return nil
 }
 

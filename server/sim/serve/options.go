@@ -62,6 +62,10 @@ type Options struct {
 	CapacityPromptLen, CapacityOutputLen int
 	// DataParallelSize is --data-parallel-size: engines behind the API server (default 1).
 	DataParallelSize, DataParallelSizeLocal int
+	// EnableEPLB and EPLBConfig are --enable-eplb and --eplb-config (JSON), whose
+	// num_redundant_experts reaches the memory plan.
+	EnableEPLB bool
+	EPLBConfig string
 }
 
 // OwnFlag marks the simulator's flags that are not vllm serve's and that a command passing
@@ -94,7 +98,7 @@ const usageLine = "usage: vllmtop sim [model_tag] [options]"
 // run unchanged. Their values do not change the simulation.
 var accepted = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
 	"enable-log-requests", "no-enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice",
-	"language-model-only", "enable-expert-parallel"}
+	"language-model-only"}
 var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-format", "tokenizer", "revision",
 	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend",
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval", "optimization-level",
