@@ -138,8 +138,11 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	extra := defineExtraFlags(fs, o)
 	runner := defineRunnerFlags(fs)
 
-	args, err := expandConfig(expandNargs(expandShortAliases(args)))
+	args, err := flexibleArgs(args)
 	if err != nil {
+		return nil, err
+	}
+	if args, err = expandConfig(expandNargs(expandShortAliases(args))); err != nil {
 		return nil, err
 	}
 	if bad := unrecognized(fs, args); len(bad) > 0 {
