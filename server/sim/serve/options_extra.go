@@ -32,7 +32,30 @@ var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "
 	"optimization-level", "compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt",
 	"mamba-ssm-cache-dtype", "hf-overrides", "override-generation-config", "long-prefill-token-threshold",
 	"max-num-partial-prefills", "max-long-partial-prefills", "cpu-offload-gb", "cuda-graph-sizes",
-	"cudagraph-capture-sizes"}
+	"cudagraph-capture-sizes", "enable-dbo", "headless", "all2all-backend", "prefix-caching-hash-algo",
+	"kv-offloading-size", "kv-offloading-backend", "kv-transfer-config", "kv-events-config", "mm-encoder-tp-mode",
+	"mm-processor-cache-type", "mm-processor-kwargs", "tokenizer-mode", "config-format", "mamba-cache-mode",
+	"structured-outputs-config", "default-chat-template-kwargs", "chat-template-content-format", "tool-server",
+	"swap-space"}
+
+// flagChoices are the choices of accepted flags whose values vLLM checks (vllm/config/parallel.py,
+// cache.py and multimodal.py).
+var flagChoices = map[string][]string{
+	"all2all-backend": {"allgather_reducescatter", "deepep_high_throughput", "deepep_low_latency", "deepep_v2",
+		"flashinfer_all2allv", "flashinfer_nvlink_one_sided", "flashinfer_nvlink_two_sided", "mori_high_throughput",
+		"mori_low_latency", "naive", "nixl_ep", "pplx"},
+	"prefix-caching-hash-algo": {"sha256", "sha256_cbor", "xxhash", "xxhash_cbor"},
+	"kv-offloading-backend":    {"native", "lmcache"},
+	"mm-encoder-tp-mode":       {"data", "weights"},
+	"mamba-cache-mode":         {"all", "align", "none"},
+}
+
+// removedFlags are flags of older releases and the release that dropped them, so that a command
+// line of an older vLLM runs under its --sim-vllm-version and fails as vLLM fails from then on.
+var removedFlags = map[string]string{
+	"disable-log-requests": "0.12.0", // vllm#29402, after its deprecation in vllm#21739
+	"swap-space":           "0.18.0", // vllm#36216: V1 never swaps
+}
 
 const notSimulatedUsage = "accepted, not simulated"
 
@@ -110,7 +133,40 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 	o.Metrics.MaxLoras = o.MaxLoras
 	o.Metrics.LoRA = o.EnableLoRA
 	o.NotSimulated = givenNotSimulated(fs)
-	return nil
+	return checkAcceptedFlags(fs, o.Engine.VLLMVersion)
+}
+
+// checkAcceptedFlags refuses what vLLM would among the flags accepted without simulation: a
+// value not among the choices, a flag the imitated release no longer has, and a decode
+// context-parallel size above 1, which splits the KV cache in a way the plan does not model.
+func checkAcceptedFlags(fs *pflag.FlagSet, release string) error {
+	var err error
+	v, verr := sim.ParseVersion(release)
+	fs.Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		val := f.Value.String()
+		if choices, ok := flagChoices[f.Name]; ok && !slices.Contains(choices, val) {
+			err = &UsageError{fmt.Sprintf("argument --%s: invalid choice: '%s' (choose from %s)", f.Name, val, quoteChoices(choices))}
+		}
+		if gone, ok := removedFlags[f.Name]; ok && verr == nil && v.AtLeast(gone) {
+			err = &UsageError{fmt.Sprintf("unrecognized arguments: --%s (removed in vLLM %s; --sim-vllm-version is %s)", f.Name, strings.TrimSuffix(gone, ".0"), v)}
+		}
+		if f.Name == "decode-context-parallel-size" && val != "1" {
+			err = &ConfigError{Msg: fmt.Sprintf("--decode-context-parallel-size %s is not simulated: it splits the KV cache over the tensor-parallel ranks", val)}
+		}
+	})
+	return err
+}
+
+// quoteChoices lists choices as argparse does: 'a', 'b'.
+func quoteChoices(choices []string) string {
+	q := make([]string, len(choices))
+	for i, c := range choices {
+		q[i] = "'" + c + "'"
+	}
+	return strings.Join(q, ", ")
 }
 
 // expandNargs rewrites a list flag's "--lora-modules a b" (argparse's nargs="+") as one flag per

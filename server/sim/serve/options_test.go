@@ -102,7 +102,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--no-such-flag", "3"}, "unrecognized arguments: --no-such-flag 3"},
 		{[]string{"--gpu-memory-utilisation", "0.8"}, "unrecognized arguments: --gpu-memory-utilisation 0.8 (did you mean --gpu-memory-utilization?)"},
 		{[]string{"--max-model-length=4096"}, "(did you mean --max-model-len?)"},
-		{[]string{"Qwen/Qwen3-0.6B", "--swap-space", "4"}, "unrecognized arguments: --swap-space 4"},
+		{[]string{"Qwen/Qwen3-0.6B", "--swap-space", "4"}, "unrecognized arguments: --swap-space (removed in vLLM 0.18; --sim-vllm-version is 0.33.0)"},
 		{[]string{"a", "b"}, "unrecognized arguments: b"},
 		{[]string{"--port", "abc"}, "argument --port: invalid int value: 'abc'"},
 		{[]string{"--gpu-memory-utilization", "lots"}, "argument --gpu-memory-utilization: invalid float value: 'lots'"},

@@ -1,0 +1,42 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Flags of 0.33's command lines that change nothing the simulator models are accepted, named
+// as not simulated, and checked as vLLM checks them.
+func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
+	o, err := ParseArgs([]string{"Qwen/Qwen3-8B", "--all2all-backend", "deepep_low_latency", "--enable-dbo", "--headless",
+		"--prefix-caching-hash-algo", "xxhash", "--kv-offloading-size", "10", "--mm-encoder-tp-mode", "data",
+		"--tokenizer_mode", "auto", "-dcp", "1", "-sc", `{"method": "ngram", "num_speculative_tokens": 2}`}, noEnv)
+	require.NoError(t, err)
+	for _, name := range []string{"all2all-backend", "enable-dbo", "headless", "prefix-caching-hash-algo", "kv-offloading-size", "mm-encoder-tp-mode", "tokenizer-mode"} {
+		assert.Contains(t, o.NotSimulated, "--"+name)
+	}
+	require.NotNil(t, o.Engine.Speculative, "-sc is --speculative-config")
+	assert.Equal(t, 2, o.Engine.Speculative.NumSpeculativeTokens)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--all2all-backend", "bogus"}, "argument --all2all-backend: invalid choice: 'bogus' (choose from 'allgather_reducescatter',"},
+		{[]string{"--mm-encoder-tp-mode", "tensor"}, "invalid choice: 'tensor' (choose from 'data', 'weights')"},
+		{[]string{"-dcp", "8"}, "--decode-context-parallel-size 8 is not simulated"},
+		{[]string{"--disable-log-requests"}, "unrecognized arguments: --disable-log-requests (removed in vLLM 0.12; --sim-vllm-version is 0.33.0)"},
+		{[]string{"--swap-space", "4", "--sim-vllm-version", "0.18.0"}, "unrecognized arguments: --swap-space (removed in vLLM 0.18"},
+	} {
+		_, err := ParseArgs(append([]string{"Qwen/Qwen3-8B"}, tc.args...), noEnv)
+		require.Error(t, err, tc.args)
+		assert.Contains(t, err.Error(), tc.want, tc.args)
+	}
+	// The releases before the removals still take them.
+	for _, args := range [][]string{{"--disable-log-requests", "--sim-vllm-version", "0.11.0"}, {"--swap-space", "4", "--sim-vllm-version", "0.17.1"}} {
+		_, err := ParseArgs(append([]string{"Qwen/Qwen3-8B"}, args...), noEnv)
+		assert.NoError(t, err, args)
+	}
+}
