@@ -368,6 +368,9 @@ func resolveDTypes(s *Setup, cfg Config) (*StartupError, error) {
 	if strings.HasPrefix(s.KVDType, "fp8") && !s.Version.AtLeast(fp8KVRelease) {
 		return nil, &ConfigError{fmt.Sprintf("argument --kv-cache-dtype: invalid choice: '%s' (choose from 'auto'): an FP8 KV cache came with vLLM 0.3.0", cfg.KVCacheDType)}
 	}
+	if err := kvDTypeError(s); err != nil {
+		return nil, err
+	}
 	return unsupported, nil
 }
 
@@ -478,8 +481,10 @@ func resolveKVDType(flag, modelDType string) (string, error) {
 	switch f {
 	case "", "auto":
 		return modelDType, nil
-	case "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head", "nvfp4":
+	case "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
+		"turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc",
+		"int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4", "nvfp4_4over6":
 		return f, nil
 	}
-	return "", fmt.Errorf("argument --kv-cache-dtype: invalid choice: '%s' (choose from auto, float16, bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, int8_per_token_head, fp8_per_token_head, int4_per_token_head, nvfp4)", flag)
+	return "", fmt.Errorf("argument --kv-cache-dtype: invalid choice: '%s' (choose from 'auto', 'float16', 'bfloat16', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla', 'nvfp4_ds_mla', 'turboquant_k8v4', 'turboquant_4bit_nc', 'turboquant_k3v4_nc', 'turboquant_3bit_nc', 'int4_per_token_head', 'int8_per_token_head', 'fp8_per_token_head', 'nvfp4', 'nvfp4_4over6')", flag)
 }

@@ -223,9 +223,8 @@ func attentionBytesPerToken(s *Setup) int64 {
 	if m.IsMLA() {
 		return mlaBytesPerToken(s)
 	}
-	kvBytes, _ := dtypeBytes(s.KVDType)
 	kvHeads := max(1, m.NumKeyValueHeads/s.TensorParallelSize)
-	return int64(math.Round(2 * float64(kvHeads*m.HeadDim) * kvBytes))
+	return int64(math.Round(float64(kvHeads) * kvHeadBytes(s.KVDType, m.HeadDim)))
 }
 
 // gdnStateBytes is one Gated-DeltaNet layer's state on one GPU (mamba_utils.py
@@ -283,7 +282,6 @@ func (l *KVLayout) unifyPages(s *Setup) error {
 // those layers have their own head dimension or KV head count.
 func fullAttentionBytesPerToken(s *Setup) int64 {
 	m := s.ModelProfile
-	kvBytes, _ := dtypeBytes(s.KVDType)
 	heads, dim := m.NumKeyValueHeads, m.HeadDim
 	if m.FullAttentionKVHeads > 0 {
 		heads = m.FullAttentionKVHeads
@@ -292,7 +290,7 @@ func fullAttentionBytesPerToken(s *Setup) int64 {
 		dim = m.FullAttentionHeadDim
 	}
 	kvHeads := max(1, heads/s.TensorParallelSize)
-	return int64(math.Round(2 * float64(kvHeads*dim) * kvBytes))
+	return int64(math.Round(float64(kvHeads) * kvHeadBytes(s.KVDType, dim)))
 }
 
 func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }

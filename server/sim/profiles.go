@@ -630,8 +630,8 @@ func dtypeBytes(dtype string) (float64, error) {
 		return 4, nil
 	case "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "int8_per_token_head", "fp8_per_token_head":
 		return 1, nil
-	case "int4_per_token_head", "nvfp4":
-		return 0.5, nil
+	case "int4_per_token_head", "nvfp4", "nvfp4_4over6":
+		return 0.5, nil // the data alone; kvHeadBytes adds the scales
 	}
 	return 0, fmt.Errorf("unknown dtype %q", dtype)
 }
