@@ -123,7 +123,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 			FormatGiB(c.FreeBytes), FormatGiB(c.TotalBytes), PyFloat(s.GPUMemoryUtilization), FormatGiB(c.RequestedBytes))}
 	}
 
-	c.WeightsBytes = int64(rankWeightBytes(s) + ropeCacheBytes(s))
+	c.WeightsBytes = gpuWeightBytes(s)
 	c.ExpertsNote = expertsNote(s)
 	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
 	if err := e5m2KVError(s); err != nil {

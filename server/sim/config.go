@@ -53,6 +53,11 @@ type Config struct {
 	// RedundantExperts is --eplb-config's num_redundant_experts with --enable-eplb: copies of
 	// experts spread over the expert-parallel ranks on top of the model's own.
 	RedundantExperts int
+	// LanguageModelOnly is --language-model-only: a multimodal model served as text only, its
+	// encoders neither loaded nor profiled (from textOnlyRelease).
+	LanguageModelOnly bool
+	// CPUOffloadGiB is --cpu-offload-gb: decoder layers' weights kept in host memory, per GPU.
+	CPUOffloadGiB    float64
 	PPLayerPartition string // VLLM_PP_LAYER_PARTITION: layers per stage, "16,32"
 	PrefixCaching    Toggle // --enable-prefix-caching (default on)
 	ChunkedPrefill   Toggle // --enable-chunked-prefill (default on)
@@ -198,6 +203,9 @@ func Resolve(cfg Config, profiles *Profiles) (_ *Setup, err error) {
 			ve.Model, ve.GPU = cfg.Model, s.GPUProfile.Name
 		}
 	}()
+	if cfg.LanguageModelOnly {
+		dropEncoders(s)
+	}
 	m, g := s.ModelProfile, s.GPUProfile
 	if cfg.GPUMemoryUtilization == 0 {
 		cfg.GPUMemoryUtilization = DefaultUtilization(s.Version)
@@ -333,6 +341,9 @@ func resolveLayout(cfg *Config, m Model) error {
 	}
 	if cfg.ExpertParallel && !m.IsMoE() {
 		return &EngineConfigError{"Number of experts in the model must be greater than 0 when expert parallelism is enabled."}
+	}
+	if !(cfg.CPUOffloadGiB >= 0 && cfg.CPUOffloadGiB <= 1<<20) {
+		return &ConfigError{fmt.Sprintf("--cpu-offload-gb must be between 0 and 1048576, got %g", cfg.CPUOffloadGiB)}
 	}
 	if cfg.RedundantExperts < 0 || cfg.RedundantExperts > 4096 {
 		return &ConfigError{fmt.Sprintf("num_redundant_experts must be between 0 and 4096, got %d", cfg.RedundantExperts)}

@@ -107,3 +107,20 @@ func towerPeakPerPatch(v *VisionTower, h, inter float64) float64 {
 	}
 	return held + max(block+h, positionInterpolationHidden*h)
 }
+
+// textOnlyRelease is the first release that neither loads nor profiles a multimodal model's
+// encoders when every modality's limit is 0, which --language-model-only sets (vllm#22299,
+// August 2025: "All limits of multimodal modalities supported by the model are set to 0,
+// running in text-only mode.").
+const textOnlyRelease = "0.10.1"
+
+// dropEncoders makes s's model its language model alone: no encoder weights, no encoder
+// profile, no image inputs. Before textOnlyRelease vLLM loaded them all the same.
+func dropEncoders(s *Setup) {
+	if !s.Version.AtLeast(textOnlyRelease) {
+		return
+	}
+	m := &s.ModelProfile
+	m.Params -= m.EncoderParams
+	m.EncoderParams, m.Vision, m.Multimodal = 0, nil, false
+}

@@ -109,3 +109,35 @@ func expertsNote(s *Setup) string {
 	return fmt.Sprintf("Experts: %d routed%s dealt out whole over %s, up to %d a rank; attention and dense layers over TP",
 		m.NumExperts, copies, ranks, ceilDiv(total, s.moeShards()))
 }
+
+// gpuWeightBytes is what one rank's weights take on its GPU: its share, less what
+// --cpu-offload-gb keeps in host memory, with the rotary tables built at load.
+func gpuWeightBytes(s *Setup) int64 {
+	w := rankWeightBytes(s)
+	return int64(w - cpuOffloadBytes(s, w) + ropeCacheBytes(s))
+}
+
+// cpuOffloadBytes is what --cpu-offload-gb takes off one rank's weights: vLLM's
+// maybe_offload_to_cpu moves the decoder layers' parameters to pinned host memory one by one
+// until the budget is spent, so up to the budget and at most the rank's decoder layers (not the
+// embedding, LM head or encoders).
+func cpuOffloadBytes(s *Setup, rankWeights float64) float64 {
+	budget := s.CPUOffloadGiB * gib
+	if budget <= 0 {
+		return 0
+	}
+	m := s.ModelProfile
+	if s.stage != nil {
+		m = s.stage.full
+	}
+	db, _ := dtypeBytes(s.ModelDType)
+	tables := 0.0
+	if s.firstStage() {
+		tables++
+	}
+	if s.lastStage() && (s.stage != nil || !m.TieWordEmbeddings) {
+		tables++ // the LM head; a tied one is the embedding on one GPU
+	}
+	outside := (tables*m.EmbeddingParams() + m.EncoderParams) * db / float64(s.TensorParallelSize)
+	return min(budget, max(0, rankWeights-outside))
+}

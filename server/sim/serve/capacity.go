@@ -224,7 +224,7 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 	}
 	fmt.Fprint(stdout, r.Render(termwidth.Of(stdout, getenv)))
 	if line := notSimulatedLine(opts.NotSimulated); line != "" {
-		// Some of them (--cpu-offload-gb, --limit-mm-per-prompt) would change the plan.
+		// Some of them (--limit-mm-per-prompt, --max-cudagraph-capture-size) would change the plan.
 		fmt.Fprintln(stdout, line+"; the plan above is made without them")
 	}
 	if r.Columns[0].Refused != "" {

@@ -99,9 +99,9 @@ func TestPrintCapacityCommand(t *testing.T) {
 	assert.Contains(t, out.String(), "limits first")
 	assert.NotContains(t, out.String(), "does not simulate")
 	out.Reset()
-	code = Main(context.Background(), []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--cpu-offload-gb", "4", "--print-capacity"}, &out, &errb, emptyEnv)
+	code = Main(context.Background(), []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--max-cudagraph-capture-size", "64", "--print-capacity"}, &out, &errb, emptyEnv)
 	assert.Equal(t, 0, code, errb.String())
-	assert.Contains(t, out.String(), "vllmtop sim accepts but does not simulate: --cpu-offload-gb; the plan above is made without them",
+	assert.Contains(t, out.String(), "vllmtop sim accepts but does not simulate: --max-cudagraph-capture-size; the plan above is made without them",
 		"a flag that would change the plan is named under it")
 	out.Reset()
 	code = Main(context.Background(), []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.85", "--print-capacity"}, &out, &errb, emptyEnv)

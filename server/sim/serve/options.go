@@ -98,13 +98,13 @@ const usageLine = "usage: vllmtop sim [model_tag] [options]"
 // run unchanged. Their values do not change the simulation.
 var accepted = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
 	"enable-log-requests", "no-enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice",
-	"language-model-only", "enable-dbo", "headless"}
+	"enable-dbo", "headless"}
 var acceptedWithValue = []string{"uvicorn-log-level", "download-dir", "load-format", "tokenizer", "revision",
 	"max-log-len", "generation-config", "tool-call-parser", "chat-template", "seed", "distributed-executor-backend",
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval", "optimization-level",
 	"compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt", "mamba-ssm-cache-dtype",
 	"hf-overrides", "override-generation-config", "long-prefill-token-threshold", "max-num-partial-prefills",
-	"max-long-partial-prefills", "cpu-offload-gb", "all2all-backend", "prefix-caching-hash-algo",
+	"max-long-partial-prefills", "all2all-backend", "prefix-caching-hash-algo",
 	"kv-offloading-size", "kv-offloading-backend", "kv-transfer-config", "kv-events-config", "mm-encoder-tp-mode",
 	"mm-processor-cache-type", "mm-processor-kwargs", "tokenizer-mode", "config-format", "mamba-cache-mode",
 	"structured-outputs-config", "default-chat-template-kwargs", "chat-template-content-format", "tool-server",

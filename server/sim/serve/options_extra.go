@@ -27,11 +27,11 @@ var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "
 	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice", "uvicorn-log-level",
 	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
 	"chat-template", "seed", "distributed-executor-backend", "api-server-count", "max-lora-rank",
-	"max-num-queued-reqs", "max-num-queued-tokens", "no-enable-log-requests", "language-model-only",
+	"max-num-queued-reqs", "max-num-queued-tokens", "no-enable-log-requests",
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval",
 	"optimization-level", "compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt",
 	"mamba-ssm-cache-dtype", "hf-overrides", "override-generation-config", "long-prefill-token-threshold",
-	"max-num-partial-prefills", "max-long-partial-prefills", "cpu-offload-gb", "cuda-graph-sizes",
+	"max-num-partial-prefills", "max-long-partial-prefills", "cuda-graph-sizes",
 	"cudagraph-capture-sizes", "enable-dbo", "headless", "all2all-backend", "prefix-caching-hash-algo",
 	"kv-offloading-size", "kv-offloading-backend", "kv-transfer-config", "kv-events-config", "mm-encoder-tp-mode",
 	"mm-processor-cache-type", "mm-processor-kwargs", "tokenizer-mode", "config-format", "mamba-cache-mode",
@@ -79,6 +79,8 @@ func defineExtraFlags(fs *pflag.FlagSet, o *Options) *extraArgs {
 	fs.Int("max-lora-rank", 16, notSimulatedUsage)
 	x.loraModules = fs.StringArray("lora-modules", nil, `LoRA adapters as name=path or JSON {"name": ..., "path": ..., "base_model_name": ...}`)
 	fs.Int("api-server-count", 1, notSimulatedUsage)
+	fs.BoolVar(&o.Engine.LanguageModelOnly, "language-model-only", false, "Serve a multimodal model as text only: its encoders are neither loaded nor profiled (from vLLM 0.10.1)")
+	fs.Float64Var(&o.Engine.CPUOffloadGiB, "cpu-offload-gb", 0, "GiB of each GPU's decoder weights kept in host memory (their space goes to the KV cache)")
 	fs.Int("max-num-queued-reqs", 0, notSimulatedUsage)
 	fs.Int("max-num-queued-tokens", 0, notSimulatedUsage)
 	fs.BoolVar(&o.PromptTokensDetails, "enable-prompt-tokens-details", false, "Report usage.prompt_tokens_details.cached_tokens")

@@ -1,0 +1,49 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLanguageModelOnlyDropsTheEncoders(t *testing.T) {
+	const model = "google/gemma-3-12b-it"
+	full, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB"}, nil)
+	require.NoError(t, err)
+	require.Greater(t, full.ModelProfile.EncoderParams, 0.0)
+	text, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", LanguageModelOnly: true}, nil)
+	require.NoError(t, err)
+	db, _ := dtypeBytes(full.ModelDType)
+	assert.InDelta(t, full.ModelProfile.EncoderParams*db, float64(full.Capacity.WeightsBytes-text.Capacity.WeightsBytes), 1<<20)
+	assert.False(t, text.ModelProfile.IsMultimodal(), "image inputs are refused")
+	assert.Less(t, text.Capacity.ActivationBytes, full.Capacity.ActivationBytes, "no encoder profile")
+	assert.Greater(t, text.Capacity.KVCacheTokens, full.Capacity.KVCacheTokens)
+	assert.Equal(t, full.ModelProfile.ExpertParams(), text.ModelProfile.ExpertParams())
+
+	old, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", LanguageModelOnly: true, VLLMVersion: "0.10.0"}, nil)
+	require.NoError(t, err)
+	full10, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", VLLMVersion: "0.10.0"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, full10.Capacity.WeightsBytes, old.Capacity.WeightsBytes, "0.10.0 loaded the encoders all the same")
+}
+
+func TestCPUOffloadTakesDecoderWeightsOffTheGPU(t *testing.T) {
+	const model = "Qwen/Qwen3-32B"
+	base, err := Resolve(Config{Model: model, GPU: "A100-SXM-80GB"}, nil)
+	require.NoError(t, err)
+	off, err := Resolve(Config{Model: model, GPU: "A100-SXM-80GB", CPUOffloadGiB: 20}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(20*gib), base.Capacity.WeightsBytes-off.Capacity.WeightsBytes)
+	assert.Equal(t, int64(20*gib), off.Capacity.AvailableKVBytes-base.Capacity.AvailableKVBytes)
+
+	// A budget beyond the decoder leaves the embedding and LM head on the GPU.
+	all, err := Resolve(Config{Model: model, GPU: "A100-SXM-80GB", CPUOffloadGiB: 500}, nil)
+	require.NoError(t, err)
+	db, _ := dtypeBytes(all.ModelDType)
+	tables := 2 * all.ModelProfile.EmbeddingParams() * db
+	assert.InDelta(t, tables+ropeCacheBytes(all), float64(all.Capacity.WeightsBytes), 1<<20)
+
+	_, err = Resolve(Config{Model: model, GPU: "A100-SXM-80GB", CPUOffloadGiB: -1}, nil)
+	assert.ErrorContains(t, err, "--cpu-offload-gb must be between 0 and")
+}
