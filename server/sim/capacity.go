@@ -422,7 +422,7 @@ func (s *Setup) weightQuantization() string {
 	if q == ckpt && (m.ExpertBytesPerParam > 0 || m.LoadedWeightsGiB > 0) {
 		return ""
 	}
-	return q
+	return storageMethod(q)
 }
 
 // mxfp4ExpertBytesPerRank is what vLLM's MXFP4 MoE method allocates for the experts on one
@@ -442,8 +442,11 @@ func mxfp4ExpertBytesPerRank(m Model, tp int) float64 {
 // expertBytes is the storage of one expert parameter: the checkpoint's (MXFP4 for gpt-oss)
 // unless a quantization flag overrides it.
 func expertBytes(m Model, quantization string, modelBytes float64) float64 {
-	if m.ExpertBytesPerParam > 0 && quantization == "" {
+	switch {
+	case m.ExpertBytesPerParam > 0 && quantization == "":
 		return m.ExpertBytesPerParam
+	case quantization == int8ExpertsOnly:
+		return 1
 	}
 	return linearWeightBytes(quantization, modelBytes)
 }
@@ -464,6 +467,8 @@ func linearWeightBytes(quantization string, modelBytes float64) float64 {
 		return 0.5 + 1.0/64 + 4.0/(64*256)
 	case "mxfp4":
 		return 0.53125
+	case "mxfp8":
+		return 1 + 1.0/32 // FP8 with an 8-bit scale per 32
 	}
 	return modelBytes
 }

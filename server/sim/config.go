@@ -213,7 +213,7 @@ func Resolve(cfg Config, profiles *Profiles) (_ *Setup, err error) {
 	if err := resolveLayout(&cfg, m); err != nil {
 		return nil, err
 	}
-	if err := resolveQuantization(&cfg, m); err != nil {
+	if err := resolveQuantization(&cfg, m, s.Version); err != nil {
 		return nil, err
 	}
 	dtypeErr, err := resolveDTypes(s, cfg)

@@ -99,7 +99,7 @@ func heldMoEWorkspaceBytes(s *Setup) float64 {
 // fourBitExperts reports whether the experts are stored as MXFP4 or NVFP4 (gpt-oss, the
 // NVFP4 checkpoints), which vLLM runs through other kernels than the Triton fused MoE.
 func fourBitExperts(s *Setup) bool {
-	q := strings.ToLower(s.Quantization)
+	q := storageMethod(strings.ToLower(s.Quantization))
 	if q == "" {
 		q = strings.ToLower(s.ModelProfile.Quantization)
 	}

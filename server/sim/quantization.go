@@ -18,18 +18,53 @@ var sameMethodAs = map[string]string{
 	"gptq_marlin": "gptq", "auto_gptq": "gptq",
 }
 
-// onlineQuantization are the methods that need no scales in the checkpoint.
+// onlineQuantization are the methods that need no scales in the checkpoint: fp8, and the
+// shorthands of the online quantization frontend.
 var onlineQuantization = map[string]bool{"fp8": true}
+
+// onlineShorthands are --quantization's shorthands for quantizing a 16-bit checkpoint as it
+// loads (_ONLINE_SHORTHANDS in vllm/config/quantization.py, vllm#38138), by the storage the
+// plan sizes them as: FP8 for the three FP8 scalings, MXFP8 (an 8-bit scale for every 32),
+// NVFP4, and INT8 for the experts alone (int8_per_channel_weight_only leaves the linear
+// layers in 16 bits).
+var onlineShorthands = map[string]string{
+	"fp8_per_tensor": "fp8", "fp8_per_block": "fp8", "fp8_per_channel": "fp8",
+	"mxfp8": "mxfp8", "nvfp4_per_token": "nvfp4", "int8_per_channel_weight_only": int8ExpertsOnly,
+}
+
+// int8ExpertsOnly is the storage of int8_per_channel_weight_only: one byte an expert weight.
+const int8ExpertsOnly = "int8-experts"
+
+// onlineShorthandRelease is the first release the shorthands can be in: vllm#38138 was opened
+// in March 2026, with vllm#38378 of 0.19 at the earliest.
+const onlineShorthandRelease = "0.19.0"
+
+// storageMethod is the weight format a --quantization value stores: a shorthand's, else itself.
+func storageMethod(q string) string {
+	if m, ok := onlineShorthands[q]; ok {
+		return m
+	}
+	return q
+}
+
+func init() {
+	for name := range onlineShorthands {
+		onlineQuantization[name] = true
+	}
+}
 
 // resolveQuantization checks --quantization against the checkpoint's method (the catalogue's,
 // or --sim-checkpoint-quantization for a checkpoint the catalogue sizes from its base) and,
 // for such a checkpoint, sizes the weights by its method.
-func resolveQuantization(cfg *Config, m Model) error {
+func resolveQuantization(cfg *Config, m Model, v Version) error {
 	q := strings.ToLower(cfg.Quantization)
-	switch q {
-	case "", "awq", "gptq", "fp8", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq", "mxfp4":
+	_, shorthand := onlineShorthands[q]
+	switch {
+	case shorthand && !v.AtLeast(onlineShorthandRelease):
+		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(onlineShorthandRelease, ".0"), v)}
+	case shorthand, q == "", q == "awq", q == "gptq", q == "fp8", q == "awq_marlin", q == "gptq_marlin", q == "auto_awq", q == "auto_gptq", q == "mxfp4":
 	default:
-		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, awq_marlin, gptq, gptq_marlin, fp8 or mxfp4", cfg.Quantization)}
+		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, awq_marlin, gptq, gptq_marlin, fp8, mxfp4 or an online shorthand (fp8_per_tensor, fp8_per_block, fp8_per_channel, mxfp8, nvfp4_per_token, int8_per_channel_weight_only)", cfg.Quantization)}
 	}
 	ckpt := strings.ToLower(m.Quantization)
 	if c := strings.ToLower(cfg.CheckpointQuantization); c != "" {

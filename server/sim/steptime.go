@@ -153,7 +153,7 @@ func gemmPeakTFLOPS(s *Setup) float64 {
 	g, m := s.GPUProfile, s.ModelProfile
 	q := strings.ToLower(m.Quantization)
 	if q == "" {
-		q = strings.ToLower(s.Quantization)
+		q = storageMethod(strings.ToLower(s.Quantization))
 	}
 	if q != "fp8" || g.ComputeCapability < 8.9 || g.FP8TFLOPS <= g.BF16TFLOPS {
 		return g.BF16TFLOPS
