@@ -110,10 +110,11 @@ func expertsNote(s *Setup) string {
 		m.NumExperts, copies, ranks, ceilDiv(total, s.moeShards()))
 }
 
-// gpuWeightBytes is what one rank's weights take on its GPU: its share, less what
-// --cpu-offload-gb keeps in host memory, with the rotary tables built at load.
+// gpuWeightBytes is what one rank's weights take on its GPU: its share with any MTP draft
+// layers, less what --cpu-offload-gb keeps in host memory, with the rotary tables built at load.
 func gpuWeightBytes(s *Setup) int64 {
 	w := rankWeightBytes(s)
+	w += mtpWeightBytes(s, w)
 	return int64(w - cpuOffloadBytes(s, w) + ropeCacheBytes(s))
 }
 
@@ -126,11 +127,17 @@ func cpuOffloadBytes(s *Setup, rankWeights float64) float64 {
 	if budget <= 0 {
 		return 0
 	}
+	db, _ := dtypeBytes(s.ModelDType)
+	return min(budget, max(0, rankWeights-cpuOffloadOutside(s, db)))
+}
+
+// cpuOffloadOutside is the part of a rank's weights outside its decoder layers: the embedding
+// on the first stage, the LM head on the last (one table where tied on one GPU) and encoders.
+func cpuOffloadOutside(s *Setup, db float64) float64 {
 	m := s.ModelProfile
 	if s.stage != nil {
 		m = s.stage.full
 	}
-	db, _ := dtypeBytes(s.ModelDType)
 	tables := 0.0
 	if s.firstStage() {
 		tables++
@@ -138,6 +145,5 @@ func cpuOffloadBytes(s *Setup, rankWeights float64) float64 {
 	if s.lastStage() && (s.stage != nil || !m.TieWordEmbeddings) {
 		tables++ // the LM head; a tied one is the embedding on one GPU
 	}
-	outside := (tables*m.EmbeddingParams() + m.EncoderParams) * db / float64(s.TensorParallelSize)
-	return min(budget, max(0, rankWeights-outside))
+	return (tables*m.EmbeddingParams() + m.EncoderParams) * db / float64(s.TensorParallelSize)
 }

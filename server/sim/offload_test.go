@@ -47,3 +47,25 @@ func TestCPUOffloadTakesDecoderWeightsOffTheGPU(t *testing.T) {
 	_, err = Resolve(Config{Model: model, GPU: "A100-SXM-80GB", CPUOffloadGiB: -1}, nil)
 	assert.ErrorContains(t, err, "--cpu-offload-gb must be between 0 and")
 }
+
+// Speculative decoding with the model's own MTP layer loads that layer and gives it a KV cache.
+func TestMTPDraftLayersTakeMemory(t *testing.T) {
+	cfg := Config{Model: "zai-org/GLM-4.7-FP8", GPU: "H200", TensorParallelSize: 4}
+	base, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	cfg.Speculative = &SpeculativeConfig{Method: "mtp", NumSpeculativeTokens: 1}
+	mtp, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	m := base.ModelProfile
+	perLayer := float64(base.Capacity.WeightsBytes) / float64(m.NumLayers)
+	extra := float64(mtp.Capacity.WeightsBytes - base.Capacity.WeightsBytes)
+	assert.InDelta(t, perLayer, extra, perLayer*0.1, "about one decoder layer a rank")
+	assert.Equal(t, base.Capacity.Layout.FullLayers+1, mtp.Capacity.Layout.FullLayers)
+	assert.Equal(t, base.Capacity.BytesPerToken/int64(m.NumLayers)*int64(m.NumLayers+1), mtp.Capacity.BytesPerToken)
+	assert.Less(t, mtp.Capacity.KVCacheTokens, base.Capacity.KVCacheTokens)
+
+	cfg.Speculative = &SpeculativeConfig{Method: "ngram", NumSpeculativeTokens: 3}
+	ngram, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, base.Capacity.WeightsBytes, ngram.Capacity.WeightsBytes, "n-gram lookup has no draft weights")
+}

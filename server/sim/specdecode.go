@@ -128,3 +128,43 @@ func (a Acceptance) Draw(rng *uint64) int {
 	}
 	return n
 }
+
+// mtpLayers is how many draft layers speculative decoding with the model's own MTP layers adds
+// to this GPU: the model's mtp_num_hidden_layers, on the last pipeline stage, which runs the
+// drafter. vLLM's drafter shares the target's embedding and LM head and gives each draft
+// attention layer its KV cache beside the target's (docs/vllm-behaviour.md#speculative-decoding-memory).
+func mtpLayers(s *Setup) int {
+	if s.Speculative == nil || s.Speculative.Method != "mtp" || !s.lastStage() {
+		return 0
+	}
+	return s.ModelProfile.MTPLayers
+}
+
+// mtpKVLayers are the MTP layers the KV layout adds: none beside Gated-DeltaNet or
+// sliding-window layers, whose grouping with a draft layer is not established
+// (docs/vllm-behaviour.md#speculative-decoding-memory).
+func mtpKVLayers(s *Setup) int {
+	m := s.ModelProfile
+	if m.NumLinearAttentionLayers > 0 || m.NumSlidingWindowLayers > 0 {
+		return 0
+	}
+	return mtpLayers(s)
+}
+
+// mtpWeightBytes is what the MTP layers take on one rank: each an average decoder layer of the
+// rank's, and the projection of the embedding and hidden state (2h x h) that feeds it.
+func mtpWeightBytes(s *Setup, rankWeights float64) float64 {
+	n := mtpLayers(s)
+	if n == 0 {
+		return 0
+	}
+	m := s.ModelProfile
+	layers := m.NumLayers
+	if s.stage != nil {
+		layers = s.stage.layers
+	}
+	db, _ := dtypeBytes(s.ModelDType)
+	decoder := rankWeights - cpuOffloadOutside(s, db)
+	proj := 2 * float64(m.HiddenSize) * float64(m.HiddenSize) * linearWeightBytes(s.weightQuantization(), db)
+	return float64(n) * (max(0, decoder)/float64(max(1, layers)) + proj/float64(s.TensorParallelSize))
+}
