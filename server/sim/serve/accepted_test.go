@@ -27,7 +27,7 @@ func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
 		{[]string{"--all2all-backend", "bogus"}, "argument --all2all-backend: invalid choice: 'bogus' (choose from 'allgather_reducescatter',"},
 		{[]string{"--mm-encoder-tp-mode", "tensor"}, "invalid choice: 'tensor' (choose from 'data', 'weights')"},
 		{[]string{"-dcp", "8"}, "--decode-context-parallel-size 8 is not simulated"},
-		{[]string{"--disable-log-requests"}, "unrecognized arguments: --disable-log-requests (removed in vLLM 0.12; --sim-vllm-version is 0.33.0)"},
+		{[]string{"--disable-log-requests"}, "unrecognized arguments: --disable-log-requests (removed in vLLM 0.17; --sim-vllm-version is 0.33.0)"},
 		{[]string{"--swap-space", "4", "--sim-vllm-version", "0.18.0"}, "unrecognized arguments: --swap-space (removed in vLLM 0.18"},
 	} {
 		_, err := ParseArgs(append([]string{"Qwen/Qwen3-8B"}, tc.args...), noEnv)
@@ -35,7 +35,7 @@ func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.args)
 	}
 	// The releases before the removals still take them.
-	for _, args := range [][]string{{"--disable-log-requests", "--sim-vllm-version", "0.11.0"}, {"--swap-space", "4", "--sim-vllm-version", "0.17.1"}} {
+	for _, args := range [][]string{{"--disable-log-requests", "--sim-vllm-version", "0.16.0"}, {"--swap-space", "4", "--sim-vllm-version", "0.17.1"}} {
 		_, err := ParseArgs(append([]string{"Qwen/Qwen3-8B"}, args...), noEnv)
 		assert.NoError(t, err, args)
 	}

@@ -53,7 +53,7 @@ var flagChoices = map[string][]string{
 // removedFlags are flags of older releases and the release that dropped them, so that a command
 // line of an older vLLM runs under its --sim-vllm-version and fails as vLLM fails from then on.
 var removedFlags = map[string]string{
-	"disable-log-requests": "0.12.0", // vllm#29402, after its deprecation in vllm#21739
+	"disable-log-requests": "0.17.0", // deprecated in vllm#21739; still in 0.12.0's CLI reference, gone by 0.17.0
 	"swap-space":           "0.18.0", // vllm#36216: V1 never swaps
 }
 
