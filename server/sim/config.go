@@ -53,6 +53,7 @@ type Config struct {
 	// RedundantExperts is --eplb-config's num_redundant_experts with --enable-eplb: copies of
 	// experts spread over the expert-parallel ranks on top of the model's own.
 	RedundantExperts int
+	EPLB             bool // --enable-eplb: the physical experts must divide evenly over the ranks
 	// LanguageModelOnly is --language-model-only: a multimodal model served as text only, its
 	// encoders neither loaded nor profiled (from textOnlyRelease).
 	LanguageModelOnly bool
@@ -348,6 +349,12 @@ func resolveLayout(cfg *Config, m Model) error {
 	if cfg.RedundantExperts < 0 || cfg.RedundantExperts > 4096 {
 		return &ConfigError{fmt.Sprintf("num_redundant_experts must be between 0 and 4096, got %d", cfg.RedundantExperts)}
 	}
+	if err := blockFP8ExpertError(cfg, m); err != nil {
+		return err
+	}
+	if ranks := cfg.TensorParallelSize * max(1, cfg.DataParallelSize); cfg.EPLB && m.IsMoE() && (m.NumExperts+cfg.RedundantExperts)%ranks != 0 {
+		return &EngineConfigError{fmt.Sprintf("EPLB currently only supports even distribution of experts across ranks. Got %d experts and %d EP ranks.", m.NumExperts+cfg.RedundantExperts, ranks)}
+	}
 	if m.NumAttentionHeads%cfg.TensorParallelSize != 0 {
 		return &EngineConfigError{fmt.Sprintf("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", m.NumAttentionHeads, cfg.TensorParallelSize)}
 	}
@@ -469,8 +476,9 @@ func resolveLimits(cfg *Config, m Model, g GPU, v Version) error {
 	return nil
 }
 
+// resolveModelDType reads --dtype; argparse's choices are case-sensitive, so "BFLOAT16" is not one.
 func resolveModelDType(flag, checkpoint string) (string, error) {
-	switch strings.ToLower(flag) {
+	switch flag {
 	case "", "auto":
 		// vLLM: FP16 for FP32/FP16 checkpoints, BF16 for BF16 ones.
 		if strings.EqualFold(checkpoint, "float32") {
@@ -488,7 +496,7 @@ func resolveModelDType(flag, checkpoint string) (string, error) {
 }
 
 func resolveKVDType(flag, modelDType string) (string, error) {
-	f := strings.ToLower(flag)
+	f := flag // argparse's choices are case-sensitive
 	switch f {
 	case "", "auto":
 		return modelDType, nil

@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // How a mixture-of-experts model's routed experts are spread over the GPUs
 // (docs/vllm-behaviour.md#experts-across-data-parallel-ranks). vLLM's FusedMoEParallelConfig
@@ -146,4 +149,22 @@ func cpuOffloadOutside(s *Setup, db float64) float64 {
 		tables++ // the LM head; a tied one is the embedding on one GPU
 	}
 	return (tables*m.EmbeddingParams() + m.EncoderParams) * db / float64(s.TensorParallelSize)
+}
+
+// blockFP8ExpertError is the ValueError vLLM's FP8 MoE method raises as it builds the experts
+// of a block-scaled checkpoint whose slice of an expert is not a whole number of blocks
+// (Fp8MoEMethod.create_weights): Qwen3-235B-A22B-FP8's 1,536-wide experts cut over 8 ranks
+// are 192 wide, not a multiple of 128. Expert parallelism keeps the experts whole, the
+// usual way out.
+func blockFP8ExpertError(cfg *Config, m Model) error {
+	shards := cfg.TensorParallelSize * max(1, cfg.DataParallelSize)
+	if !m.IsMoE() || len(m.WeightBlockSize) != 2 || m.WeightBlockSize[0] <= 0 || shards == 1 ||
+		(cfg.ExpertParallel && shards > 1) || !strings.EqualFold(m.Quantization, "fp8") {
+		return nil
+	}
+	slice, block := m.IntermediateSize/shards, m.WeightBlockSize[0]
+	if m.IntermediateSize%shards == 0 && slice%block == 0 {
+		return nil
+	}
+	return &EngineConfigError{fmt.Sprintf("The output_size of gate's and up's weight = %d is not divisible by weight quantization block_n = %d.", slice, block)}
 }

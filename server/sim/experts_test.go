@@ -40,6 +40,13 @@ func TestDataParallelSplitsTheRoutedExperts(t *testing.T) {
 	assert.Empty(t, one.Capacity.ExpertsNote)
 }
 
+func TestEPLBNeedsEvenlyDealtExperts(t *testing.T) {
+	_, err := Resolve(Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H200", DataParallelSize: 2, ExpertParallel: true, EPLB: true, RedundantExperts: 3}, nil)
+	assert.EqualError(t, err, "EPLB currently only supports even distribution of experts across ranks. Got 131 experts and 2 EP ranks.")
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H200", DataParallelSize: 2, ExpertParallel: true, EPLB: true, RedundantExperts: 4}, nil)
+	assert.NoError(t, err)
+}
+
 func TestRedundantExpertsAddWholeExperts(t *testing.T) {
 	const model = "Qwen/Qwen3-30B-A3B"
 	base, w := resolveWeights(t, Config{Model: model, DataParallelSize: 3, ExpertParallel: true})
@@ -86,5 +93,21 @@ func TestExpertsOfAPipelineStage(t *testing.T) {
 	require.NoError(t, err)
 	for i, st := range one.Capacity.Stages {
 		assert.Less(t, two.Capacity.Stages[i].WeightsBytes, st.WeightsBytes, "stage %d", i)
+	}
+}
+
+// A block-scaled FP8 checkpoint's experts cut over the ranks must stay whole blocks wide.
+func TestBlockFP8ExpertsMustSplitIntoWholeBlocks(t *testing.T) {
+	_, err := Resolve(Config{Model: "Qwen/Qwen3-235B-A22B-FP8", GPU: "H200", TensorParallelSize: 8}, nil)
+	assert.EqualError(t, err, "The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.")
+	_, err = Resolve(Config{Model: "Qwen/Qwen3-235B-A22B-FP8", GPU: "H200", TensorParallelSize: 4, DataParallelSize: 2}, nil)
+	assert.Error(t, err, "the experts span the data-parallel ranks too")
+	for _, ok := range []Config{
+		{Model: "Qwen/Qwen3-235B-A22B-FP8", GPU: "H200", TensorParallelSize: 8, ExpertParallel: true},
+		{Model: "Qwen/Qwen3-235B-A22B-FP8", GPU: "H200", TensorParallelSize: 4},
+		{Model: "Qwen/Qwen3-30B-A3B", GPU: "H200", TensorParallelSize: 8},
+	} {
+		_, err := Resolve(ok, nil)
+		assert.NoError(t, err, "%+v", ok)
 	}
 }

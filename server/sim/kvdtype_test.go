@@ -45,6 +45,9 @@ func TestQuantizedKVCacheRefusals(t *testing.T) {
 		{Config{Model: "deepseek-ai/DeepSeek-V3", KVCacheDType: "fp8_ds_mla", TensorParallelSize: 8}, "for sparse-attention MLA models (DeepSeek-V3.2 and later)"},
 		{Config{Model: "Qwen/Qwen3-8B", KVCacheDType: "turboquant_k8v4"}, "--kv-cache-dtype turboquant_k8v4 is not simulated"},
 		{Config{Model: "Qwen/Qwen3-8B", KVCacheDType: "int2"}, "argument --kv-cache-dtype: invalid choice: 'int2' (choose from 'auto',"},
+		{Config{Model: "Qwen/Qwen3-8B", KVCacheDType: "FP8"}, "argument --kv-cache-dtype: invalid choice: 'FP8'"},
+		{Config{Model: "Qwen/Qwen3-8B", DType: "BFloat16"}, "argument --dtype: invalid choice: 'BFloat16'"},
+		{Config{Model: "Qwen/Qwen3-8B", Quantization: "FP8"}, "argument --quantization/-q: invalid choice: 'FP8'"},
 	} {
 		tc.cfg.GPU = "H200"
 		_, err := Resolve(tc.cfg, nil)

@@ -58,6 +58,9 @@ func init() {
 // for such a checkpoint, sizes the weights by its method.
 func resolveQuantization(cfg *Config, m Model, v Version) error {
 	q := strings.ToLower(cfg.Quantization)
+	if q != cfg.Quantization {
+		return &ConfigError{fmt.Sprintf("argument --quantization/-q: invalid choice: '%s' (its choices are lower case)", cfg.Quantization)}
+	}
 	_, shorthand := onlineShorthands[q]
 	switch {
 	case shorthand && !v.AtLeast(onlineShorthandRelease):

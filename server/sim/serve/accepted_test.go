@@ -40,3 +40,20 @@ func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
 		assert.NoError(t, err, args)
 	}
 }
+
+// The rest of 0.33's flags run with their argparse kinds and short forms.
+func TestRestOfCurrentServeFlags(t *testing.T) {
+	o, err := ParseArgs([]string{"Qwen/Qwen3-8B", "--disable-custom-all-reduce", "--no-enable-sleep-mode",
+		"--expert-placement-strategy", "round_robin", "-dph", "-asc", "2", "--allowed-media-domains", "a.example", "b.example",
+		"--device-memory-utilization", "0.8", "-q", "fp8", "--ssl-keyfile", "k.pem", "-pcp", "1", "--grpc"}, noEnv)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.8, o.Engine.GPUMemoryUtilization, 1e-9, "--device-memory-utilization is --gpu-memory-utilization")
+	assert.Equal(t, "fp8", o.Engine.Quantization, "-q is --quantization")
+	for _, name := range []string{"--disable-custom-all-reduce", "--expert-placement-strategy", "--data-parallel-hybrid-lb",
+		"--api-server-count", "--allowed-media-domains", "--ssl-keyfile", "--grpc"} {
+		assert.Contains(t, o.NotSimulated, name)
+	}
+	_, err = ParseArgs([]string{"Qwen/Qwen3-8B", "-pcp", "2"}, noEnv)
+	assert.ErrorContains(t, err, "--prefill-context-parallel-size 2 is not simulated")
+	assert.Contains(t, Help(), "--disable-custom-all-reduce", "--help names them in its list")
+}

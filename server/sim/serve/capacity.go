@@ -222,10 +222,11 @@ func printCapacity(opts *Options, args []string, getenv func(string) string, std
 		r.Layout = append(r.Layout, fmt.Sprintf("Data parallel: %d engines, each with the plan below and its own KV cache", dp),
 			fmt.Sprintf("  (%s tokens in all); the API server spreads requests over them", textfmt.Thousands(int64(dp*r.Columns[0].KVTokens))))
 	}
-	fmt.Fprint(stdout, r.Render(termwidth.Of(stdout, getenv)))
+	width := termwidth.Of(stdout, getenv)
+	fmt.Fprint(stdout, r.Render(width))
 	if line := notSimulatedLine(opts.NotSimulated); line != "" {
 		// Some of them (--limit-mm-per-prompt, --max-cudagraph-capture-size) would change the plan.
-		fmt.Fprintln(stdout, line+"; the plan above is made without them")
+		fmt.Fprintln(stdout, textfmt.Wrap(line+"; the plan above is made without them", width))
 	}
 	if r.Columns[0].Refused != "" {
 		return 1

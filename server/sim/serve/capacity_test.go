@@ -101,8 +101,11 @@ func TestPrintCapacityCommand(t *testing.T) {
 	out.Reset()
 	code = Main(context.Background(), []string{"Qwen/Qwen2.5-0.5B-Instruct", "--sim-gpu", "L4", "--max-cudagraph-capture-size", "64", "--print-capacity"}, &out, &errb, emptyEnv)
 	assert.Equal(t, 0, code, errb.String())
-	assert.Contains(t, out.String(), "vllmtop sim accepts but does not simulate: --max-cudagraph-capture-size; the plan above is made without them",
+	assert.Contains(t, strings.Join(strings.Fields(out.String()), " "), "vllmtop sim accepts but does not simulate: --max-cudagraph-capture-size; the plan above is made without them",
 		"a flag that would change the plan is named under it")
+	for _, line := range strings.Split(out.String(), "\n") {
+		assert.LessOrEqual(t, len(line), 100, "the note wraps at the terminal's width: %q", line)
+	}
 	out.Reset()
 	code = Main(context.Background(), []string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "L4", "--gpu-memory-utilization", "0.85", "--print-capacity"}, &out, &errb, emptyEnv)
 	assert.Equal(t, 1, code, "vLLM would refuse the setting as given")

@@ -17,6 +17,13 @@ func TestExpertParallelFlags(t *testing.T) {
 	assert.Equal(t, 4, o.Engine.DataParallelSize)
 	assert.Equal(t, 8, o.Engine.RedundantExperts)
 	assert.NotContains(t, o.NotSimulated, "enable-expert-parallel")
+	// pydantic takes a numeric string for the int; 0.10 and 0.11 had the flag of its own.
+	o, err = ParseArgs([]string{"--model", "Qwen/Qwen3-30B-A3B", "-dp", "4", "-ep", "--enable-eplb", "--eplb-config", `{"num_redundant_experts": "8"}`}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, 8, o.Engine.RedundantExperts)
+	o, err = ParseArgs([]string{"--model", "Qwen/Qwen3-30B-A3B", "-dp", "4", "-ep", "--enable-eplb", "--num-redundant-experts", "8", "--sim-vllm-version", "0.11.0"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, 8, o.Engine.RedundantExperts)
 
 	for _, tc := range []struct {
 		args []string
@@ -25,7 +32,9 @@ func TestExpertParallelFlags(t *testing.T) {
 		{[]string{"--enable-eplb"}, "enable_expert_parallel must be True to use EPLB."},
 		{[]string{"-ep", "--eplb-config", `{"num_redundant_experts": 4}`}, "num_redundant_experts is set to 4 but EPLB is not enabled"},
 		{[]string{"-ep", "--enable-eplb", "--eplb-config", `{"num_redundant_experts": -1}`}, "must be non-negative"},
-		{[]string{"-ep", "--eplb-config", `{num_redundant_experts: 4}`}, "argument --eplb-config: invalid JSON"},
+		{[]string{"-ep", "--eplb-config", `{num_redundant_experts: 4}`}, "argument --eplb-config: not a JSON object"},
+		{[]string{"-ep", "--enable-eplb", "--eplb-config", `{"num_redundant_experts": 2.5}`}, "num_redundant_experts must be a whole number, got 2.5"},
+		{[]string{"-ep", "--enable-eplb", "--num-redundant-experts", "2"}, "unrecognized arguments: --num-redundant-experts (removed in vLLM 0.12"},
 	} {
 		_, err := ParseArgs(append([]string{"--model", "Qwen/Qwen3-30B-A3B", "-dp", "2"}, tc.args...), noEnv)
 		require.Error(t, err, tc.args)

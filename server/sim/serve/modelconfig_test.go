@@ -60,7 +60,7 @@ func TestModelFromHFCache(t *testing.T) {
 		}
 		return ""
 	}
-	args := []string{"acme/Qwen3-Big", "--sim-gpu", "H200", "--tensor-parallel-size", "8", "--max-model-len", "32768"}
+	args := []string{"acme/Qwen3-Big", "--sim-gpu", "H200", "--tensor-parallel-size", "4", "--max-model-len", "32768"}
 	p, err := Prepare(args, env)
 	require.NoError(t, err)
 	assert.Equal(t, "acme/Qwen3-Big", p.Model())

@@ -186,7 +186,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	if err := o.applyEngineArgs(fs, raw, args, getenv); err != nil {
 		return nil, err
 	}
-	if err := o.checkServing(); err != nil {
+	if err := o.checkServing(fs); err != nil {
 		return nil, err
 	}
 	if err := o.applyExtraArgs(fs, extra); err != nil {
@@ -275,6 +275,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	}
 	defineDPFlags(fs, o)
 	definePPFlags(fs, o)
+	defineCompatFlags(fs)
 	r.help = fs.BoolP("help", "h", false, "Show this help")
 	return r
 }
@@ -432,8 +433,8 @@ func (o *Options) applyEngineArgs(fs *pflag.FlagSet, r *rawArgs, args []string, 
 }
 
 // checkServing checks the flags of the API server around the engine.
-func (o *Options) checkServing() error {
-	if err := o.checkDP(); err != nil {
+func (o *Options) checkServing(fs *pflag.FlagSet) error {
+	if err := o.checkDP(fs); err != nil {
 		return err
 	}
 	if o.MaxLogprobs < -1 {
@@ -652,7 +653,7 @@ func expandShortAliases(args []string) []string {
 			// argparse takes a unique prefix of a long flag; vLLM's own advice spells this one.
 			a = "--kv-cache-memory-bytes" + strings.TrimPrefix(a, "--kv-cache-memory")
 		default:
-			a = expandPPAlias(expandDPAlias(a))
+			a = expandCompatAlias(expandPPAlias(expandDPAlias(a)))
 		}
 		out = append(out, a)
 	}

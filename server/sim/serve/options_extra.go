@@ -53,8 +53,10 @@ var flagChoices = map[string][]string{
 // removedFlags are flags of older releases and the release that dropped them, so that a command
 // line of an older vLLM runs under its --sim-vllm-version and fails as vLLM fails from then on.
 var removedFlags = map[string]string{
-	"disable-log-requests": "0.17.0", // deprecated in vllm#21739; still in 0.12.0's CLI reference, gone by 0.17.0
-	"swap-space":           "0.18.0", // vllm#36216: V1 never swaps
+	"disable-log-requests":  "0.17.0", // deprecated in vllm#21739; still in 0.12.0's CLI reference, gone by 0.17.0
+	"swap-space":            "0.18.0", // vllm#36216: V1 never swaps
+	"cuda-graph-sizes":      "0.13.0", // its deprecation notice named v0.13 (--cudagraph-capture-sizes since)
+	"num-redundant-experts": "0.12.0", // its deprecation notice named v0.12 (--eplb-config since)
 }
 
 const notSimulatedUsage = "accepted, not simulated"
@@ -135,6 +137,9 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 	o.Metrics.MaxLoras = o.MaxLoras
 	o.Metrics.LoRA = o.EnableLoRA
 	o.NotSimulated = givenNotSimulated(fs)
+	if err := checkContextParallel(fs); err != nil {
+		return err
+	}
 	return checkAcceptedFlags(fs, o.Engine.VLLMVersion)
 }
 

@@ -240,7 +240,7 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 
 	// A list flag takes the values up to the next option (argparse's nargs="+"): 0.10's
 	// --cuda-graph-sizes and its successor.
-	o, err = ParseArgs([]string{"--cuda-graph-sizes", "1", "2", "4", "--max-model-len", "4096", "--cudagraph-capture-sizes", "8"}, noEnv)
+	o, err = ParseArgs([]string{"--cuda-graph-sizes", "1", "2", "4", "--max-model-len", "4096", "--cudagraph-capture-sizes", "8", "--sim-vllm-version", "0.12.0"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, 4096, o.Engine.MaxModelLen)
 	assert.Equal(t, []string{"--cuda-graph-sizes", "--cudagraph-capture-sizes"}, o.NotSimulated)
