@@ -416,8 +416,8 @@ func ropeCacheBytes(s *Setup) float64 {
 func (s *Setup) weightQuantization() string {
 	m := s.ModelProfile
 	q, ckpt := strings.ToLower(s.Quantization), strings.ToLower(m.Quantization)
-	if q == "" {
-		q = ckpt
+	if q == "" || q == strings.ToLower(m.CheckpointFormat) {
+		q = ckpt // the checkpoint's own format, sized by its method
 	}
 	if q == ckpt && (m.ExpertBytesPerParam > 0 || m.LoadedWeightsGiB > 0) {
 		return ""

@@ -36,3 +36,17 @@ func TestOnlineQuantizationShorthands(t *testing.T) {
 	_, err = Resolve(Config{Model: "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", GPU: "H100-SXM-80GB", Quantization: "fp8_per_tensor"}, nil)
 	assert.ErrorContains(t, err, "does not match the quantization method specified in the `quantization` argument (fp8_per_tensor)", "a quantized checkpoint keeps its own method")
 }
+
+// An llm-compressor checkpoint's config names compressed-tensors: vLLM compares --quantization
+// with that and logs it, though its weights are FP8.
+func TestCompressedTensorsCheckpointMethod(t *testing.T) {
+	const model = "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic"
+	s, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", TensorParallelSize: 2}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "compressed-tensors", s.QuantizationMethod())
+	named, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", TensorParallelSize: 2, Quantization: "compressed-tensors"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, s.Capacity.WeightsBytes, named.Capacity.WeightsBytes)
+	_, err = Resolve(Config{Model: model, GPU: "H100-SXM-80GB", TensorParallelSize: 2, Quantization: "fp8"}, nil)
+	assert.EqualError(t, err, "Quantization method specified in the model config (compressed-tensors) does not match the quantization method specified in the `quantization` argument (fp8).")
+}

@@ -65,11 +65,11 @@ func resolveQuantization(cfg *Config, m Model, v Version) error {
 	switch {
 	case shorthand && !v.AtLeast(onlineShorthandRelease):
 		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(onlineShorthandRelease, ".0"), v)}
-	case shorthand, q == "", q == "awq", q == "gptq", q == "fp8", q == "awq_marlin", q == "gptq_marlin", q == "auto_awq", q == "auto_gptq", q == "mxfp4":
+	case shorthand, q == checkpointMethod(m), q == "", q == "awq", q == "gptq", q == "fp8", q == "awq_marlin", q == "gptq_marlin", q == "auto_awq", q == "auto_gptq", q == "mxfp4":
 	default:
 		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, awq_marlin, gptq, gptq_marlin, fp8, mxfp4 or an online shorthand (fp8_per_tensor, fp8_per_block, fp8_per_channel, mxfp8, nvfp4_per_token, int8_per_channel_weight_only)", cfg.Quantization)}
 	}
-	ckpt := strings.ToLower(m.Quantization)
+	ckpt := checkpointMethod(m)
 	if c := strings.ToLower(cfg.CheckpointQuantization); c != "" {
 		if !weightQuantizations[c] {
 			return &ConfigError{fmt.Sprintf("--sim-checkpoint-quantization %q is not simulated; choose awq, gptq, fp8, mxfp4, nvfp4, w8a8 or bitsandbytes", cfg.CheckpointQuantization)}
@@ -103,12 +103,22 @@ func resolveQuantization(cfg *Config, m Model, v Version) error {
 func (s *Setup) QuantizationMethod() string {
 	q, fromCheckpoint := strings.ToLower(s.Quantization), s.quantFromCheckpoint
 	if q == "" {
-		q, fromCheckpoint = strings.ToLower(s.ModelProfile.Quantization), true
+		q, fromCheckpoint = checkpointMethod(s.ModelProfile), true
 	}
 	if fromCheckpoint && (q == "awq" || q == "gptq") && marlinGPU(s.GPUProfile) && s.Version.AtLeast("0.6.0") {
 		q += "_marlin"
 	}
 	return q
+}
+
+// checkpointMethod is the quant_method a quantized checkpoint's config names, which vLLM
+// compares --quantization with and logs: the toolkit's format where it is recorded
+// (compressed-tensors for an llm-compressor FP8 or INT8 build), else the catalogue's method.
+func checkpointMethod(m Model) string {
+	if f := strings.ToLower(m.CheckpointFormat); f != "" {
+		return f
+	}
+	return strings.ToLower(m.Quantization)
 }
 
 // marlinGPU reports whether the GPU runs vLLM's Marlin kernels: NVIDIA from Ampere (compute
