@@ -95,3 +95,13 @@ func pyBool(b bool) string {
 
 // pyFloat is Python's str(float), as vLLM prints numbers.
 func pyFloat(f float64) string { return sim.PyFloat(f) }
+
+// withCacheLabels sets the labels of over that the release's field set has.
+func withCacheLabels(labels, over prometheus.Labels) prometheus.Labels {
+	for k, v := range over {
+		if _, ok := labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	return labels
+}

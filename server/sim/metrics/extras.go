@@ -31,6 +31,10 @@ type Extras struct {
 	// reported in wall-clock seconds, the clock the clients and a scraper's rates run on, so
 	// a sped-up server reads as a faster one rather than as two clocks.
 	Speed float64
+	// CacheLabels are vllm:cache_config_info labels of CacheConfig fields set by flags the
+	// simulator takes without modelling (--prefix-caching-hash-algo, --kv-offloading-size, ...),
+	// as vLLM's str() renders them; they replace the defaults of the same labels.
+	CacheLabels map[string]string
 }
 
 // bucketFamilies are the keys --custom-histogram-buckets takes (vLLM's Production Metrics page).

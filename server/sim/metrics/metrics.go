@@ -238,7 +238,7 @@ func (m *Metrics) registerCacheConfigInfo(setup *sim.Setup, engine string) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "vllm:cache_config_info",
 		Help:        "Information of the LLMEngine CacheConfig",
-		ConstLabels: cacheConfigLabels(setup, engine, ft),
+		ConstLabels: withCacheLabels(cacheConfigLabels(setup, engine, ft), m.extra.CacheLabels),
 	})
 	m.reg.MustRegister(info)
 	m.order = append(m.order, "vllm:cache_config_info")

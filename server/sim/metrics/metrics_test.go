@@ -635,3 +635,17 @@ func TestSpeedReportsWallClockDurations(t *testing.T) {
 	assert.Equal(t, histogram(t, p, "vllm:request_prompt_tokens").GetSampleSum(), histogram(t, f, "vllm:request_prompt_tokens").GetSampleSum())
 	assert.Equal(t, counter(t, p, "vllm:generation_tokens_total"), counter(t, f, "vllm:generation_tokens_total"))
 }
+
+// Flags the simulator takes without modelling still show in cache_config_info as vLLM's
+// CacheConfig holds them; a label the release lacks is not added.
+func TestCacheConfigInfoShowsAcceptedFlags(t *testing.T) {
+	m := NewEnginesWithExtras(resolve(t, sim.Config{}), "m", true, 1, Extras{CacheLabels: map[string]string{
+		"prefix_caching_hash_algo": "xxhash", "kv_offloading_size": "10.0", "no_such_field": "x"}})
+	fams := scrape(t, m)
+	info := fams["vllm:cache_config_info"]
+	require.NotNil(t, info)
+	labels := labelMap(info.GetMetric()[0])
+	assert.Equal(t, "xxhash", labels["prefix_caching_hash_algo"])
+	assert.Equal(t, "10.0", labels["kv_offloading_size"])
+	assert.NotContains(t, labels, "no_such_field")
+}

@@ -17,6 +17,8 @@ func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
 	for _, name := range []string{"all2all-backend", "enable-dbo", "headless", "prefix-caching-hash-algo", "kv-offloading-size", "mm-encoder-tp-mode", "tokenizer-mode"} {
 		assert.Contains(t, o.NotSimulated, "--"+name)
 	}
+	assert.Equal(t, map[string]string{"prefix_caching_hash_algo": "xxhash", "kv_offloading_size": "10.0"}, o.Metrics.CacheLabels,
+		"vllm:cache_config_info shows the CacheConfig fields the flags set")
 	require.NotNil(t, o.Engine.Speculative, "-sc is --speculative-config")
 	assert.Equal(t, 2, o.Engine.Speculative.NumSpeculativeTokens)
 

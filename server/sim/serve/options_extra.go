@@ -135,6 +135,7 @@ func (o *Options) applyExtraArgs(fs *pflag.FlagSet, x *extraArgs) error {
 		o.Engine.KVCacheMetricsSample = *x.kvSample
 	}
 	o.Metrics.MaxLoras = o.MaxLoras
+	o.Metrics.CacheLabels = cacheLabelsOf(fs)
 	o.Metrics.LoRA = o.EnableLoRA
 	o.NotSimulated = givenNotSimulated(fs)
 	if err := checkContextParallel(fs); err != nil {
@@ -301,4 +302,32 @@ func notSimulatedLine(flags []string) string {
 		return ""
 	}
 	return "vllmtop sim accepts but does not simulate: " + strings.Join(flags, ", ")
+}
+
+// cacheLabelsOf renders the CacheConfig fields set by flags the simulator does not model as
+// vllm:cache_config_info shows them (Python's str() of each field).
+func cacheLabelsOf(fs *pflag.FlagSet) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{"prefix-caching-hash-algo", "kv-offloading-backend", "mamba-cache-dtype"} {
+		if fs.Changed(name) {
+			out[strings.ReplaceAll(name, "-", "_")] = fs.Lookup(name).Value.String()
+		}
+	}
+	if fs.Changed("kv-offloading-size") {
+		if gib, err := strconv.ParseFloat(fs.Lookup("kv-offloading-size").Value.String(), 64); err == nil {
+			out["kv_offloading_size"] = sim.PyFloat(gib)
+		}
+	}
+	if fs.Changed("kv-sharing-fast-prefill") {
+		out["kv_sharing_fast_prefill"] = "True"
+	}
+	if fs.Changed("kv-cache-dtype-skip-layers") {
+		layers, _ := fs.GetStringArray("kv-cache-dtype-skip-layers")
+		q := make([]string, len(layers))
+		for i, l := range layers {
+			q[i] = "'" + strings.ReplaceAll(l, "'", "") + "'"
+		}
+		out["kv_cache_dtype_skip_layers"] = "[" + strings.Join(q, ", ") + "]"
+	}
+	return out
 }

@@ -129,3 +129,21 @@ func TestCompileLinesByRelease(t *testing.T) {
 	cfg.VLLMVersion, cfg.EnforceEager = "0.26.0", true
 	assert.Empty(t, grep(startupLines(t, cfg), "torch.compile"), "--enforce-eager compiles nothing")
 }
+
+// The engine config names the drafter as SpeculativeConfig.__repr__ does: the target model for
+// MTP, None for n-gram lookup.
+func TestSpeculativeConfigRepr(t *testing.T) {
+	for _, tc := range []struct {
+		sp   sim.SpeculativeConfig
+		want string
+	}{
+		{sim.SpeculativeConfig{Method: "mtp", NumSpeculativeTokens: 1}, "speculative_config=SpeculativeConfig(method='mtp', model='zai-org/GLM-4.7-FP8', num_spec_tokens=1)"},
+		{sim.SpeculativeConfig{Method: "ngram", NumSpeculativeTokens: 3}, "speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=3)"},
+	} {
+		sp := tc.sp
+		ls := startupLines(t, sim.Config{Model: "zai-org/GLM-4.7-FP8", GPU: "H200", TensorParallelSize: 4, Speculative: &sp})
+		found := grep(ls, "speculative_config=")
+		require.Len(t, found, 1)
+		assert.Contains(t, found[0], tc.want)
+	}
+}

@@ -400,7 +400,16 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 	}
 	specCfg := "None"
 	if sp := s.Speculative; sp != nil {
-		specCfg = fmt.Sprintf("SpeculativeConfig(method=%s, model=%s, num_spec_tokens=%d)", pyStr(sp.Method), pyStr(sp.Model), sp.NumSpeculativeTokens)
+		// SpeculativeConfig.__repr__: an MTP drafter is the target model itself; n-gram
+		// lookup has no model.
+		model := pyStr(sp.Model)
+		switch {
+		case sp.Method == "mtp" && sp.Model == "":
+			model = pyStr(s.Model)
+		case sp.Method == "ngram":
+			model = "None"
+		}
+		specCfg = fmt.Sprintf("SpeculativeConfig(method=%s, model=%s, num_spec_tokens=%d)", pyStr(sp.Method), model, sp.NumSpeculativeTokens)
 	}
 	kv := strings.ToLower(s.KVCacheDType)
 	if kv == "" {
