@@ -158,7 +158,7 @@ func kvLayout(s *Setup) (KVLayout, error) {
 		BlockSize:              s.BlockSize,
 		AttentionBytesPerToken: attentionBytesPerToken(s),
 		SlidingBytesPerToken:   attentionBytesPerToken(s),
-		FullLayers:             m.NumFullAttentionLayers() + mtpKVLayers(s),
+		FullLayers:             m.NumFullAttentionLayers() + draftKVLayers(s),
 		SlidingLayers:          m.NumSlidingWindowLayers,
 		MambaLayers:            m.NumLinearAttentionLayers,
 		SlidingWindow:          m.SlidingWindow,

@@ -69,3 +69,25 @@ func TestMTPDraftLayersTakeMemory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, base.Capacity.WeightsBytes, ngram.Capacity.WeightsBytes, "n-gram lookup has no draft weights")
 }
+
+// An EAGLE head drafting for a dense model is one decoder layer of its shape: its weights and a
+// page of KV; for a mixture of experts its shape is not known and it takes nothing.
+func TestEAGLEHeadTakesOneLayer(t *testing.T) {
+	cfg := Config{Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-SXM-80GB"}
+	base, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	cfg.Speculative = &SpeculativeConfig{Method: "eagle3", Model: "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", NumSpeculativeTokens: 3}
+	eagle, err := Resolve(cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, base.Capacity.Layout.FullLayers+1, eagle.Capacity.Layout.FullLayers)
+	extra := float64(eagle.Capacity.WeightsBytes-base.Capacity.WeightsBytes) / gib
+	assert.InDelta(t, 0.5, extra, 0.1, "a Llama-3.1-8B layer (0.41 GiB) and the 3h x h projection (0.09)")
+
+	moe := Config{Model: "Qwen/Qwen3-30B-A3B", GPU: "H100-SXM-80GB"}
+	plain, err := Resolve(moe, nil)
+	require.NoError(t, err)
+	moe.Speculative = &SpeculativeConfig{Method: "eagle3", Model: "some/eagle3-head", NumSpeculativeTokens: 3}
+	withHead, err := Resolve(moe, nil)
+	require.NoError(t, err)
+	assert.Equal(t, plain.Capacity.WeightsBytes, withHead.Capacity.WeightsBytes)
+}

@@ -1,13 +1,13 @@
 package sim
 
-// One rank's weights on its GPU, after the experts' sharding (experts.go): MTP draft layers
+// One rank's weights on its GPU, after the experts' sharding (experts.go): draft layers
 // added, --cpu-offload-gb's share taken off.
 
-// gpuWeightBytes is what one rank's weights take on its GPU: its share with any MTP draft
-// layers, less what --cpu-offload-gb keeps in host memory, with the rotary tables built at load.
+// gpuWeightBytes is what one rank's weights take on its GPU: its share with any draft layers
+// (MTP, EAGLE), less what --cpu-offload-gb keeps in host memory, with the rotary tables built at load.
 func gpuWeightBytes(s *Setup) int64 {
 	w := rankWeightBytes(s)
-	w += mtpWeightBytes(s, w)
+	w += draftWeightBytes(s, w)
 	return int64(w - cpuOffloadBytes(s, w) + ropeCacheBytes(s))
 }
 

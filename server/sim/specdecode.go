@@ -129,32 +129,51 @@ func (a Acceptance) Draw(rng *uint64) int {
 	return n
 }
 
-// mtpLayers is how many draft layers speculative decoding with the model's own MTP layers adds
-// to this GPU: the model's mtp_num_hidden_layers, on the last pipeline stage, which runs the
-// drafter. vLLM's drafter shares the target's embedding and LM head and gives each draft
-// attention layer its KV cache beside the target's (docs/vllm-behaviour.md#speculative-decoding-memory).
-func mtpLayers(s *Setup) int {
-	if s.Speculative == nil || s.Speculative.Method != "mtp" || !s.lastStage() {
+// draftLayers is how many draft layers speculative decoding adds to this GPU, on the last
+// pipeline stage, which runs the drafter: the model's own MTP layers (mtp_num_hidden_layers), or
+// the one decoder layer of an EAGLE head drafting for a dense model of one kind of layer (the
+// head has the target's shape; for other targets its shape is not known, and it counts for
+// nothing). vLLM's drafter shares the target's embedding and LM head and gives each draft
+// attention layer its KV cache beside the target's
+// (docs/vllm-behaviour.md#speculative-decoding-memory).
+func draftLayers(s *Setup) int {
+	sp, m := s.Speculative, s.ModelProfile
+	if sp == nil || !s.lastStage() {
 		return 0
 	}
-	return s.ModelProfile.MTPLayers
+	switch sp.Method {
+	case "mtp":
+		return m.MTPLayers
+	case "eagle", "eagle3":
+		if !m.IsMoE() && !m.IsMLA() && !hybridLayers(m) {
+			return 1
+		}
+	}
+	return 0
 }
 
-// mtpKVLayers are the MTP layers the KV layout adds: none beside Gated-DeltaNet or
+// hybridLayers reports a model of more than one kind of layer: Gated-DeltaNet or sliding-window
+// layers beside full attention.
+func hybridLayers(m Model) bool {
+	return m.NumLinearAttentionLayers > 0 || m.NumSlidingWindowLayers > 0
+}
+
+// draftKVLayers are the draft layers the KV layout adds: none beside Gated-DeltaNet or
 // sliding-window layers, whose grouping with a draft layer is not established
 // (docs/vllm-behaviour.md#speculative-decoding-memory).
-func mtpKVLayers(s *Setup) int {
-	m := s.ModelProfile
-	if m.NumLinearAttentionLayers > 0 || m.NumSlidingWindowLayers > 0 {
+func draftKVLayers(s *Setup) int {
+	if hybridLayers(s.ModelProfile) {
 		return 0
 	}
-	return mtpLayers(s)
+	return draftLayers(s)
 }
 
-// mtpWeightBytes is what the MTP layers take on one rank: each an average decoder layer of the
-// rank's, and the projection of the embedding and hidden state (2h x h) that feeds it.
-func mtpWeightBytes(s *Setup, rankWeights float64) float64 {
-	n := mtpLayers(s)
+// draftWeightBytes is what the draft layers take on one rank: each an average decoder layer of
+// the rank's, and the projection that feeds it: of the embedding and the hidden state (2h x h)
+// for MTP and EAGLE, of three layers' hidden states (3h x h) for EAGLE-3, whose own LM head over
+// its draft vocabulary is not counted.
+func draftWeightBytes(s *Setup, rankWeights float64) float64 {
+	n := draftLayers(s)
 	if n == 0 {
 		return 0
 	}
@@ -165,6 +184,10 @@ func mtpWeightBytes(s *Setup, rankWeights float64) float64 {
 	}
 	db, _ := dtypeBytes(s.ModelDType)
 	decoder := rankWeights - cpuOffloadOutside(s, db)
-	proj := 2 * float64(m.HiddenSize) * float64(m.HiddenSize) * linearWeightBytes(s.weightQuantization(), db)
+	inputs := 2.0
+	if s.Speculative.Method == "eagle3" {
+		inputs = 3
+	}
+	proj := inputs * float64(m.HiddenSize) * float64(m.HiddenSize) * linearWeightBytes(s.weightQuantization(), db)
 	return float64(n) * (max(0, decoder)/float64(max(1, layers)) + proj/float64(s.TensorParallelSize))
 }
