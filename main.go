@@ -109,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		e.say("%s (see vllmtop help)", err.Msg)
 		return 2
 	}
-	root.SetArgs(gatherValues(args))
+	root.SetArgs(gatherValues(vllmArgs(root, args)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	context.AfterFunc(ctx, stop)

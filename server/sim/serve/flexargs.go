@@ -120,3 +120,9 @@ func dottedValue(raw string) any {
 	}
 	return raw
 }
+
+// MergeDotted sets the key path ("pass_config.x", "sizes+") of a dotted flag in m as vLLM's
+// parser does, reading raw as JSON, a human-readable integer or a string.
+func MergeDotted(m map[string]any, path, raw string) {
+	setDotted(m, strings.Split(path, "."), raw)
+}
