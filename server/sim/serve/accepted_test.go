@@ -10,11 +10,11 @@ import (
 // Flags of 0.33's command lines that change nothing the simulator models are accepted, named
 // as not simulated, and checked as vLLM checks them.
 func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
-	o, err := ParseArgs([]string{"Qwen/Qwen3-8B", "--all2all-backend", "deepep_low_latency", "--enable-dbo", "--headless",
+	o, err := ParseArgs([]string{"Qwen/Qwen3-8B", "--all2all-backend", "deepep_low_latency", "--enable-dbo",
 		"--prefix-caching-hash-algo", "xxhash", "--kv-offloading-size", "10", "--mm-encoder-tp-mode", "data",
 		"--tokenizer_mode", "auto", "-dcp", "1", "-sc", `{"method": "ngram", "num_speculative_tokens": 2}`}, noEnv)
 	require.NoError(t, err)
-	for _, name := range []string{"all2all-backend", "enable-dbo", "headless", "prefix-caching-hash-algo", "kv-offloading-size", "mm-encoder-tp-mode", "tokenizer-mode"} {
+	for _, name := range []string{"all2all-backend", "enable-dbo", "prefix-caching-hash-algo", "kv-offloading-size", "mm-encoder-tp-mode", "tokenizer-mode"} {
 		assert.Contains(t, o.NotSimulated, "--"+name)
 	}
 	assert.Equal(t, map[string]string{"prefix_caching_hash_algo": "xxhash", "kv_offloading_size": "10.0"}, o.Metrics.CacheLabels,
@@ -29,6 +29,8 @@ func TestAcceptedFlagsOfCurrentReleases(t *testing.T) {
 		{[]string{"--all2all-backend", "bogus"}, "argument --all2all-backend: invalid choice: 'bogus' (choose from 'allgather_reducescatter',"},
 		{[]string{"--mm-encoder-tp-mode", "tensor"}, "invalid choice: 'tensor' (choose from 'data', 'weights')"},
 		{[]string{"-dcp", "8"}, "--decode-context-parallel-size 8 is not simulated"},
+		{[]string{"--headless", "-dp", "2"}, "--headless starts no API server, and the simulator is one"},
+		{[]string{"--max-num-partial-prefills", "2"}, "Concurrent Partial Prefill is not supported."},
 		{[]string{"--disable-log-requests"}, "unrecognized arguments: --disable-log-requests (removed in vLLM 0.17; --sim-vllm-version is 0.33.0)"},
 		{[]string{"--swap-space", "4", "--sim-vllm-version", "0.18.0"}, "unrecognized arguments: --swap-space (removed in vLLM 0.18"},
 	} {

@@ -161,8 +161,14 @@ func checkAcceptedFlags(fs *pflag.FlagSet, release string) error {
 		if gone, ok := removedFlags[f.Name]; ok && verr == nil && v.AtLeast(gone) {
 			err = &UsageError{fmt.Sprintf("unrecognized arguments: --%s (removed in vLLM %s; --sim-vllm-version is %s)", f.Name, strings.TrimSuffix(gone, ".0"), v)}
 		}
-		if f.Name == "decode-context-parallel-size" && val != "1" {
+		switch {
+		case f.Name == "decode-context-parallel-size" && val != "1":
 			err = &ConfigError{Msg: fmt.Sprintf("--decode-context-parallel-size %s is not simulated: it splits the KV cache over the tensor-parallel ranks", val)}
+		case f.Name == "headless" && val == "true":
+			// vLLM's headless node runs engines for another node's API server.
+			err = &ConfigError{Msg: "--headless starts no API server, and the simulator is one: run it without --headless"}
+		case f.Name == "max-num-partial-prefills" && val != "1" && verr == nil && v.V1Engine():
+			err = &sim.EngineConfigError{Msg: "Concurrent Partial Prefill is not supported. We recommend to remove Concurrent Partial Prefill from your config."}
 		}
 	})
 	return err
