@@ -36,7 +36,9 @@ func TestBenchVLLMDatasets(t *testing.T) {
 			"--sonnet-input-len", "120", "--sonnet-prefix-len", "50", "--sonnet-output-len", "7"}, "4", "", "28"},
 		{"prefix_repetition", []string{"--dataset-name", "prefix_repetition", "--num-prompts", "6", "--prefix-repetition-num-prefixes", "2",
 			"--prefix-repetition-prefix-len", "32", "--prefix-repetition-suffix-len", "16", "--prefix-repetition-output-len", "5"}, "6", "288", "30"},
-		// --output-len sets every dataset's output length, as vllm bench serve maps it.
+		// --output-len sets every dataset's output length but sonnet's, as vllm bench serve maps it.
+		{"--output-len and --input-len leave sonnet's", []string{"--dataset-name", "sonnet", "--dataset-path", testdataPath("vllm-sonnet-lines.txt"), "--num-prompts", "4",
+			"--sonnet-input-len", "120", "--sonnet-prefix-len", "50", "--sonnet-output-len", "7", "--output-len", "3", "--input-len", "300"}, "4", "", "28"},
 		{"--output-len reaches prefix_repetition", []string{"--dataset-name", "prefix_repetition", "--num-prompts", "6",
 			"--prefix-repetition-num-prefixes", "2", "--prefix-repetition-prefix-len", "32", "--prefix-repetition-suffix-len", "16",
 			"--output-len", "3"}, "6", "288", "18"},

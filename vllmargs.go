@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vllmtop/vllmtop/server/sim/serve"
 )
@@ -40,7 +41,7 @@ func vllmArgs(root *cobra.Command, args []string) []string {
 		switch {
 		case f == nil:
 			out = append(out, a)
-		case dotted && f.Value.Type() == "string" && key != "":
+		case dotted && jsonFlag(f) && key != "":
 			if !eq && i+1 < len(args) {
 				i++
 				value = args[i]
@@ -59,6 +60,12 @@ func vllmArgs(root *cobra.Command, args []string) []string {
 		}
 	}
 	return appendMerged(out, merged, order)
+}
+
+// jsonFlag reports a flag that can take a JSON object: a string, or a value typed as JSON.
+func jsonFlag(f *pflag.Flag) bool {
+	t := f.Value.Type()
+	return t == "string" || strings.Contains(t, "json")
 }
 
 // appendMerged adds one JSON argument for each flag whose keys were given one by one.

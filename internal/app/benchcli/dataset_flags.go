@@ -36,8 +36,8 @@ func defineDatasets(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
 	fs.IntVar(&x.Sonnet.OutputLen, "sonnet-output-len", 150, "Output tokens of each sonnet request")
 	fs.IntVar(&x.Sonnet.PrefixLen, "sonnet-prefix-len", 200, "Tokens of the sonnet prefix every prompt shares")
 	defineTimedTrace(fs, &x.TimedTrace)
-	fs.Bool("self-timed", false, "Send a timed_trace at its timestamps (default: at --request-rate, in file order)")
-	fs.Bool("no-self-timed", false, "Send a timed_trace at --request-rate (the default)")
+	fs.Bool("self-timed", false, "Send a timed_trace at its timestamps (the default)")
+	fs.Bool("no-self-timed", false, "Send a timed_trace at --request-rate, in file order")
 	fs.Float64("blazedit-min-distance", 0, "Accepted for compatibility: concerns the blazedit hf dataset, which this build refuses")
 	fs.Float64("blazedit-max-distance", 1, "Accepted for compatibility: concerns the blazedit hf dataset, which this build refuses")
 	fs.Float64("asr-max-audio-len-sec", math.Inf(1), "Accepted for compatibility: concerns the ASR hf datasets, which this build refuses")
@@ -106,10 +106,14 @@ func (o *Options) finishDatasets(fs *pflag.FlagSet) error {
 	return nil
 }
 
-// selfTimed is --self-timed, unless --no-self-timed follows it.
+// selfTimed is whether a timed_trace goes at its timestamps: vLLM's default, unless
+// --no-self-timed is given (and not --self-timed after it).
 func selfTimed(fs *pflag.FlagSet) bool {
 	on, _ := fs.GetBool("self-timed")
 	off, _ := fs.GetBool("no-self-timed")
+	if !fs.Changed("self-timed") && !fs.Changed("no-self-timed") {
+		return true
+	}
 	return on && !off
 }
 

@@ -108,8 +108,8 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.IntVar(&d.Random.OutputLen, "random-output-len", 128, "Output tokens of the random dataset (and of a fixed prompt)")
 	fs.Var(&rangeRatio{&d.Random}, "random-range-ratio", `Lengths drawn uniformly from [L(1-r), L(1+r)], 0 <= r < 1; '{"input": 0.3, "output": 0.5}' sets each (default 0)`)
 	fs.IntVar(&d.Random.PrefixLen, "random-prefix-len", 0, "Tokens of a random prefix shared by every prompt")
-	fs.IntVar(&o.inLen, "input-len", 0, "Sets --random-input-len and --sonnet-input-len")
-	fs.IntVar(&o.outLen, "output-len", 0, "Sets the output length of every dataset that has one (random, sonnet, sharegpt, custom, hf, spec_bench, prefix_repetition)")
+	fs.IntVar(&o.inLen, "input-len", 0, "Sets --random-input-len")
+	fs.IntVar(&o.outLen, "output-len", 0, "Sets the output length of random, sharegpt, custom, hf, spec_bench and prefix_repetition (not sonnet's)")
 	fs.IntVar(&d.ShareGPTOutputLen, "sharegpt-output-len", 0, "Output tokens of each ShareGPT request (default: the answer's length)")
 	cliflag.AddReplay(fs, &d.Trace, &d.MultiTurn)
 	defineDatasets(fs, d)
@@ -156,16 +156,17 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	return o
 }
 
-// generalLengths maps --input-len and --output-len onto every dataset's own length, over
-// them, as vllm bench serve does.
+// generalLengths maps --input-len and --output-len onto the datasets' own lengths, over them,
+// as vllm bench serve's main_async does: the input length is the random dataset's alone, the
+// output length every dataset's but sonnet's.
 func (o *Options) generalLengths(fs *pflag.FlagSet, d *loadgen.DatasetConfig) {
 	if fs.Changed("input-len") {
-		d.Random.InputLen, d.Extra.Sonnet.InputLen = o.inLen, o.inLen
+		d.Random.InputLen = o.inLen
 	}
 	if fs.Changed("output-len") {
 		n, x := o.outLen, &d.Extra
 		d.Random.OutputLen, d.ShareGPTOutputLen = n, n
-		x.Sonnet.OutputLen, x.CustomOutputLen, x.HF.OutputLen, x.SpecBenchOutputLen, x.PrefixRepetition.OutputLen = n, n, n, n, n
+		x.CustomOutputLen, x.HF.OutputLen, x.SpecBenchOutputLen, x.PrefixRepetition.OutputLen = n, n, n, n
 	}
 }
 

@@ -24,7 +24,7 @@ func (o *Options) finishReplay(fs *pflag.FlagSet) error {
 	}
 	d.Trace.Sample, d.Trace.NumPrompts = cliflag.IsTrace(d.Name) && fs.Changed("request-rate"), r.NumPrompts
 	if d.Name == loadgen.DatasetTimedTrace {
-		d.Trace.Sample = !selfTimed(fs) // vLLM sends it at --request-rate unless --self-timed
+		d.Trace.Sample = !selfTimed(fs) // vLLM sends it at its timestamps unless --no-self-timed
 	}
 	switch {
 	case !Replays(*d):

@@ -46,12 +46,12 @@ func (o *Options) defineTimeline(fs *pflag.FlagSet) {
 func (o *Options) finishTimeline(fs *pflag.FlagSet) error {
 	t := &o.Timeline
 	switch {
-	case fs.Changed("timeline-itl-thresholds") && !t.On:
-		return cliflag.Usagef("--timeline-itl-thresholds colours --plot-timeline: give it too")
 	case t.On && o.Search.On():
 		return cliflag.Usagef("--plot-timeline draws a run's requests; an SLO search draws its curve with --plot")
 	case t.Stats && o.Search.On():
 		return cliflag.Usagef("--plot-dataset-stats draws a run's requests; an SLO search draws its curve with --plot")
+	case !t.On:
+		return nil // vLLM reads the thresholds only for a timeline, whatever they say
 	}
 	itl, err := ParseITLThresholds(t.thresholds)
 	if err != nil {
