@@ -72,6 +72,13 @@ func TestBenchProfileAndAbbreviatedFlags(t *testing.T) {
 	assert.Contains(t, errOut, "Profiler started")
 	assert.Contains(t, errOut, "Profiler stopped")
 
+	// vLLM starts the profiler after the initial test run and the warm-ups.
+	rec.events = nil
+	code, _, errOut = benchRun(t, "--base-url", rec.URL, "--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "2",
+		"--profile", "--num-warmups", "2", "--ready-check-timeout-sec", "5")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, []string{"completion", "completion", "completion", "/start_profile", "completion", "completion", "/stop_profile"}, rec.events)
+
 	code, _, errOut = benchRun(t, "--base-url", rec.URL, "--random", "8")
 	assert.Equal(t, 2, code, "an ambiguous prefix is refused: %s", errOut)
 }

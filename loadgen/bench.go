@@ -35,7 +35,11 @@ type BenchConfig struct {
 	// Note, when set, receives vllm bench serve's lines about the initial test run and the
 	// warm-ups as they start and end.
 	Note func(string)
-	Seed int64
+	// BeforeMeasured, when set, is called once the initial test run and the warm-ups are
+	// done, before the first measured request: where vllm bench serve starts the server's
+	// profiler.
+	BeforeMeasured func()
+	Seed           int64
 	// Goodput are the objectives the run's Tally counts good requests by.
 	Goodput Goodput
 	// Detailed spills the per-request arrays of --save-detailed to a file in DetailDir ("":
@@ -157,6 +161,9 @@ func Bench(ctx context.Context, c *Client, cfg BenchConfig) (BenchRun, error) {
 			return run, err // nothing measured: an empty run
 		}
 		note("Warmup run completed.")
+	}
+	if cfg.BeforeMeasured != nil {
+		cfg.BeforeMeasured()
 	}
 	rc := RunnerConfig{
 		Workload:    WithRequestIDs(WithLoRA(cfg.Workload, cfg.LoRA), cfg.RequestIDPrefix),

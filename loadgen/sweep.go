@@ -28,6 +28,8 @@ type SweepConfig struct {
 	Duration   time.Duration
 	ReadyCheck time.Duration
 	Warmups    int
+	// BeforeMeasured is BenchConfig's, called for the first run only.
+	BeforeMeasured func()
 	// Note is BenchConfig's, for every run.
 	Note       func(string)
 	Burstiness float64
@@ -192,6 +194,9 @@ func Sweep(ctx context.Context, c *Client, cfg SweepConfig, done func(SweepRun))
 				stride = 1 << 20 // a run bounded by time: far enough apart
 			}
 			bc.Workload = Offset(cfg.Workload, k*stride)
+		}
+		if k == 0 {
+			bc.BeforeMeasured = cfg.BeforeMeasured
 		}
 		var finish func()
 		if cfg.OnStart != nil {

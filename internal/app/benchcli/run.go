@@ -42,6 +42,9 @@ type Bench struct {
 	onDiscard func(loadgen.SLODiscard)
 	// plotFailed is a run whose --plot-timeline could not be drawn.
 	plotFailed bool
+	// beforeMeasured, when set, goes to the next Runs' first run: it starts --profile's
+	// profiler after the warm-ups.
+	beforeMeasured func()
 	// saved is where the last run's result was saved ("" or nil: the name ResultPath gives),
 	// for its figures.
 	saved func() string
@@ -171,7 +174,9 @@ func (b *Bench) Run(ctx context.Context) error {
 	if b.o.Save {
 		rep.Save = &b.o.SaveTo
 	}
-	stop := b.startProfile(ctx)
+	// The profiler starts after the initial test run and the warm-ups, as vLLM starts it.
+	stop := func() {}
+	b.beforeMeasured = func() { stop = b.startProfile(ctx) }
 	b.saved = func() string { return rep.Saved }
 	err := b.Runs(ctx, true, rep.Add)
 	stop()
@@ -191,6 +196,7 @@ func (b *Bench) Run(ctx context.Context) error {
 // whether each run's traffic line is printed. A config it cannot run is a usage error.
 func (b *Bench) Runs(ctx context.Context, traffic bool, done func(loadgen.SweepRun)) error {
 	cfg := b.o.Runs
+	cfg.BeforeMeasured, b.beforeMeasured = b.beforeMeasured, nil
 	cfg.OnStart = b.progress(cfg, traffic)
 	cfg.Note = func(line string) { b.env.Note("%s", line) } // the initial test run and the warm-ups
 	if b.o.Timeline.drawn() {

@@ -62,7 +62,7 @@ func (o *Options) defineVLLM(fs *pflag.FlagSet) {
 	defineVLLMCompat(fs)
 	o.defineTimeline(fs)
 	fs.Float64Var(&v.probeRate, "probe-request-rate", 0, "Send one-token probe requests at this rate (per second) beside the load, outside --max-concurrency, and report their latency")
-	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler before the measured requests and stop it after (POST /start_profile, /stop_profile)")
+	fs.BoolVar(&v.profile, "profile", false, "Start the server's profiler after the warm-ups, before the measured requests, and stop it after them (POST /start_profile, /stop_profile)")
 	fs.StringArrayVar(&v.loraModules, "lora-modules", nil, "LoRA adapters the server was started with; each request names one of them as its model (several values after the flag, or the flag repeated)")
 	fs.StringVar(&v.loraAssignment, "lora-assignment", "random", "How requests get their adapter: random (seeded by --seed) or round-robin")
 	fs.StringVar(&v.servedModel, "served-model-name", "", "The model name sent in requests, with --model naming the model in results (with --sim, also the name the simulator serves)")
