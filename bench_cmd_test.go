@@ -441,7 +441,7 @@ func TestBenchSaveDetailedKeepsTheText(t *testing.T) {
 	texts := map[string][]string{}
 	for name, clock := range map[string][]string{"virtual": benchVirtual, "wall": benchFastSim} {
 		dir := t.TempDir()
-		args := append(append([]string{}, clock...), "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "6", "--save-detailed", "--result-dir", dir)
+		args := append(append([]string{}, clock...), "--num-prompts", "3", "--random-input-len", "16", "--random-output-len", "6", "--save-result", "--save-detailed", "--result-dir", dir)
 		code, _, errOut := benchRun(t, args...)
 		require.Equal(t, 0, code, errOut)
 		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -540,4 +540,15 @@ func TestBenchSimRefusesImagesForATextModel(t *testing.T) {
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, "is text-only", "%v", clock)
 	}
+}
+
+// --save-detailed on its own saves nothing, as vLLM's only adds to what --save-result saves.
+func TestBenchSaveDetailedAloneSavesNothing(t *testing.T) {
+	benchNoKeys(t)
+	dir := t.TempDir()
+	args := append(append([]string{}, benchVirtual...), "--num-prompts", "2", "--random-input-len", "8", "--random-output-len", "2", "--save-detailed", "--result-dir", dir)
+	code, _, errOut := benchRun(t, args...)
+	require.Equal(t, 0, code, errOut)
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	assert.Empty(t, files)
 }

@@ -130,7 +130,7 @@ func Define(fs *pflag.FlagSet, simDefaults map[string]string, simModel, simGPU s
 	fs.StringVar(&o.Plot, "plot", "", "Draw the SLO search's curve (latency against throughput, the SLO line, the knee) to FILE.png or FILE.svg")
 	if simModel != "" { // a sweep saves every run itself
 		fs.BoolVar(&o.Save, "save-result", false, "Save each run's result as JSON with vllm bench serve's keys")
-		fs.BoolVar(&r.Detailed, "save-detailed", false, "Also save per-request arrays (implies --save-result)")
+		fs.BoolVar(&r.Detailed, "save-detailed", false, "With --save-result or --append-result, also save per-request arrays")
 		fs.StringVar(&o.SaveTo.Dir, "result-dir", "", "Directory for saved results (default: the current one); an SLO search saves its probes and summary.csv there")
 		fs.StringVar(&o.SaveTo.Filename, "result-filename", "", "File name for saved results (default: vLLM's pattern), inside --result-dir when given")
 		fs.BoolVar(&o.SaveTo.Append, "append-result", false, "Append each result to an existing result file as one JSON line (as vLLM does)")
@@ -234,7 +234,7 @@ func (o *Options) Finish(fs *pflag.FlagSet, args []string, getenv func(string) s
 	c.BaseURL, d.Seed, r.Info.NumPrompts, r.Info.Burstiness = strings.TrimRight(c.BaseURL, "/"), r.Seed, r.NumPrompts, r.Burstiness
 	r.ReadyCheck = o.ReadyTimeout // vllm bench serve's initial test run
 	// vLLM saves with --append-result alone too.
-	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || r.Detailed || o.SaveTo.Append
+	r.FreshPrompts, o.Save = d.Name == loadgen.DatasetRandom && !d.MultiTurn.On, o.Save || o.SaveTo.Append
 	r.DetailDir = cmp.Or(o.SaveTo.Dir, ".") // --save-detailed's arrays wait beside the result
 	c.KeepText = r.Detailed                 // and its generated_texts are the responses' text
 	o.SaveTo.Overwrite = o.Overwrite
