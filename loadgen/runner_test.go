@@ -89,15 +89,23 @@ func fixedWorkload() Workload {
 	return &Fixed{P: Prompt{Text: "hello", InputTokens: 3, OutputTokens: 1}}
 }
 
-func TestClosedLoopHoldsConcurrencyAndFollowsChanges(t *testing.T) {
+// runGated runs cfg (the fixed workload) against a gate server until the test ends; the
+// context is cancelled before the server closes, so no handler is left waiting.
+func runGated(t *testing.T, cfg RunnerConfig) (*gateServer, *Runner, <-chan error) {
+	t.Helper()
 	g := newGateServer(t)
-	c := newTestClient(t, g.URL, EndpointCompletions)
-	var rec Recorder
-	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 3, NumRequests: 12, Sinks: []func(Result){rec.Add}})
+	cfg.Workload = fixedWorkload()
+	r := NewRunner(newTestClient(t, g.URL, EndpointCompletions), cfg)
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // runs before the server closes, so no handler is left waiting
+	t.Cleanup(cancel)
 	go func() { done <- r.Run(ctx) }()
+	return g, r, done
+}
+
+func TestClosedLoopHoldsConcurrencyAndFollowsChanges(t *testing.T) {
+	var rec Recorder
+	g, r, done := runGated(t, RunnerConfig{Concurrency: 3, NumRequests: 12, Sinks: []func(Result){rec.Add}})
 
 	g.waitArrivals(t, 3)
 	g.noMoreArrivals(t)
@@ -131,13 +139,7 @@ func TestClosedLoopHoldsConcurrencyAndFollowsChanges(t *testing.T) {
 }
 
 func TestPauseAndResume(t *testing.T) {
-	g := newGateServer(t)
-	c := newTestClient(t, g.URL, EndpointCompletions)
-	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, NumRequests: 6})
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { done <- r.Run(ctx) }()
+	g, r, done := runGated(t, RunnerConfig{Concurrency: 2, NumRequests: 6})
 	g.waitArrivals(t, 2)
 	r.Pause()
 	g.release <- struct{}{}
@@ -157,14 +159,8 @@ func TestPauseAndResume(t *testing.T) {
 // CancelInFlight ends the requests in flight as cancelled, neither failures nor results, and
 // the load goes on: the requests started after it are not cut.
 func TestCancelInFlightCutsOnlyTheRequestsInFlight(t *testing.T) {
-	g := newGateServer(t)
-	c := newTestClient(t, g.URL, EndpointCompletions)
 	var rec Recorder
-	r := NewRunner(c, RunnerConfig{Workload: fixedWorkload(), Concurrency: 2, NumRequests: 4, Sinks: []func(Result){rec.Add}})
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { done <- r.Run(ctx) }()
+	g, r, done := runGated(t, RunnerConfig{Concurrency: 2, NumRequests: 4, Sinks: []func(Result){rec.Add}})
 	g.waitArrivals(t, 2)
 	r.CancelInFlight()
 	g.waitArrivals(t, 2) // the two slots start again at once

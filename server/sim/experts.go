@@ -17,6 +17,12 @@ import (
 // moeShards is the number of ranks the routed experts are spread over: TP x DP.
 func (s *Setup) moeShards() int { return s.TensorParallelSize * max(1, s.DataParallelSize) }
 
+// expertsBeyondTP reports a mixture of experts whose experts are not simply split over the
+// tensor-parallel ranks: spread over data-parallel engines too, or dealt out whole.
+func (s *Setup) expertsBeyondTP() bool {
+	return s.ModelProfile.IsMoE() && (s.moeShards() > s.TensorParallelSize || s.expertParallel())
+}
+
 // expertParallel is whether the experts are dealt out whole: --enable-expert-parallel over
 // more than one rank (use_ep is false on one).
 func (s *Setup) expertParallel() bool { return s.ExpertParallel && s.moeShards() > 1 }
@@ -83,7 +89,7 @@ func stageRoutedShare(s *Setup) float64 {
 func rankWeightBytes(s *Setup) float64 {
 	tp := float64(s.TensorParallelSize)
 	w := stageWeightBytes(s) / tp
-	if !s.ModelProfile.IsMoE() || (s.moeShards() == s.TensorParallelSize && !s.expertParallel()) {
+	if !s.expertsBeyondTP() {
 		return w
 	}
 	whole := *s
@@ -97,7 +103,7 @@ func rankWeightBytes(s *Setup) float64 {
 // expertsNote is the plan's line on the experts where their sharding is not TP's alone.
 func expertsNote(s *Setup) string {
 	m := s.ModelProfile
-	if !m.IsMoE() || (s.moeShards() == s.TensorParallelSize && !s.expertParallel()) {
+	if !s.expertsBeyondTP() {
 		return ""
 	}
 	ranks := fmt.Sprintf("%d ranks (TP %d x DP %d)", s.moeShards(), s.TensorParallelSize, max(1, s.DataParallelSize))
@@ -121,7 +127,7 @@ func expertsNote(s *Setup) string {
 func blockFP8ExpertError(cfg *Config, m Model) error {
 	shards := cfg.TensorParallelSize * max(1, cfg.DataParallelSize)
 	if !m.IsMoE() || len(m.WeightBlockSize) != 2 || m.WeightBlockSize[0] <= 0 || shards == 1 ||
-		(cfg.ExpertParallel && shards > 1) || !strings.EqualFold(m.Quantization, "fp8") {
+		cfg.ExpertParallel || !strings.EqualFold(m.Quantization, "fp8") {
 		return nil
 	}
 	slice, block := m.IntermediateSize/shards, m.WeightBlockSize[0]

@@ -21,12 +21,12 @@ func cpuOffloadBytes(s *Setup, rankWeights float64) float64 {
 		return 0
 	}
 	db, _ := dtypeBytes(s.ModelDType)
-	return min(budget, max(0, rankWeights-cpuOffloadOutside(s, db)))
+	return min(budget, max(0, rankWeights-nonDecoderBytes(s, db)))
 }
 
-// cpuOffloadOutside is the part of a rank's weights outside its decoder layers: the embedding
+// nonDecoderBytes is the part of a rank's weights outside its decoder layers: the embedding
 // on the first stage, the LM head on the last (one table where tied on one GPU) and encoders.
-func cpuOffloadOutside(s *Setup, db float64) float64 {
+func nonDecoderBytes(s *Setup, db float64) float64 {
 	m := s.ModelProfile
 	if s.stage != nil {
 		m = s.stage.full

@@ -183,7 +183,7 @@ func draftWeightBytes(s *Setup, rankWeights float64) float64 {
 		layers = s.stage.layers
 	}
 	db, _ := dtypeBytes(s.ModelDType)
-	decoder := rankWeights - cpuOffloadOutside(s, db)
+	decoder := rankWeights - nonDecoderBytes(s, db)
 	inputs := 2.0
 	if s.Speculative.Method == "eagle3" {
 		inputs = 3
