@@ -41,15 +41,15 @@ func knee(t *testing.T, clock, slo string) (int, string, string) {
 }
 
 func TestBenchSLOSearchOnTheVirtualClock(t *testing.T) {
-	k, out, dir := knee(t, "virtual", "p99_ttft_ms<=100")
+	k, out, dir := knee(t, "virtual", "p99_ttft_ms<=60")
 	assert.Positive(t, k)
 	assert.Less(t, k, 24, "the SLO binds below everything at once")
-	probes := regexp.MustCompile(`(?m)^max_concurrency=(\d+) +p99_ttft_ms=([0-9.]+) \(<=100\) .* (PASSED|FAILED)$`).FindAllStringSubmatch(out, -1)
+	probes := regexp.MustCompile(`(?m)^max_concurrency=(\d+) +p99_ttft_ms=([0-9.]+) \(<=60\) .* (PASSED|FAILED)$`).FindAllStringSubmatch(out, -1)
 	require.GreaterOrEqual(t, len(probes), 4, "one line per probe:\n%s", out)
 	for _, p := range probes {
 		v, _ := strconv.Atoi(p[1])
 		ttft, _ := strconv.ParseFloat(p[2], 64)
-		assert.Equal(t, ttft <= 100, p[3] == "PASSED", "probe %s", p[0])
+		assert.Equal(t, ttft <= 60, p[3] == "PASSED", "probe %s", p[0])
 		assert.Equal(t, v <= k, p[3] == "PASSED", "monotone: every value up to the knee passed, every one above failed (%s)", p[0])
 	}
 	assert.Contains(t, out, "<- knee")
@@ -80,7 +80,7 @@ func TestBenchSLOSearchOnTheVirtualClock(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &doc))
 	assert.EqualValues(t, k, doc["max_concurrency"])
-	_, err = os.Stat(filepath.Join(dir, "SLA--p99_ttft_ms<=100.00.json"))
+	_, err = os.Stat(filepath.Join(dir, "SLA--p99_ttft_ms<=60.00.json"))
 	assert.NoError(t, err)
 	svg, err := os.ReadFile(filepath.Join(dir, "curve.svg"))
 	require.NoError(t, err)
@@ -127,9 +127,12 @@ func TestBenchSLOSearchOverTheRequestRate(t *testing.T) {
 	for _, p := range probes[1:] {
 		rate, _ := strconv.ParseFloat(p[1], 64)
 		served, _ := strconv.ParseFloat(p[3], 64)
-		// Offered at its rate: never more, and (the run's drain counts in its duration) not far below.
+		// Offered at its rate: never more, and where the server keeps up (the probe met the
+		// SLO; the run's drain counts in its duration) not far below.
 		assert.Less(t, served, 1.25*rate, p[0])
-		assert.Greater(t, served, 0.3*rate, p[0])
+		if p[4] == "PASSED" {
+			assert.Greater(t, served, 0.3*rate, p[0])
+		}
 		seen[p[2]] = true
 	}
 	assert.Greater(t, len(seen), 2, "the probes differ: each is sent at its own rate")

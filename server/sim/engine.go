@@ -161,6 +161,7 @@ type Engine struct {
 	pool      *blockPool
 	queued    time.Duration // host input cost
 	perActive float64       // extra input delay per request in flight, in nanoseconds
+	apiLoop   apiServerLoop
 
 	layout  KVLayout
 	spec    int         // draft tokens per step (0: no speculative decoding)
@@ -197,7 +198,12 @@ func NewEngine(s *Setup) *Engine {
 		// alone (not to inter-token gaps), so both delay the request's entry to the scheduler.
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
-		rng:       uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
+		apiLoop: apiServerLoop{
+			input:    nanoseconds(s.HostProfile.InputLoopMS * 1e6),
+			perToken: nanoseconds(s.HostProfile.InputLoopUSPerToken * 1e3),
+			output:   nanoseconds(s.HostProfile.OutputLoopUS * 1e3),
+		},
+		rng: uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
 	}
 	if s.KVCacheMetricsSample > 0 && e.pool.cache != nil {
 		e.pool.residency = &residency{sample: s.KVCacheMetricsSample}
@@ -268,6 +274,18 @@ func CheckLengths(maxModelLen, promptLen, maxTokens int) error {
 	return nil
 }
 
+// Streamed is called at a step's end, once every request that arrived before it was added:
+// it returns when the API server's loop starts streaming the step's outputs and how long
+// each output takes (docs/calibration.md#host-profiles). vLLM streams them in chunks of
+// OutputChunk, each reaching its clients when the chunk is done.
+func (e *Engine) Streamed(end time.Time) (start time.Time, each time.Duration) {
+	return e.apiLoop.streamed(end)
+}
+
+// OutputChunk is how many outputs vLLM's API server processes before it yields to the
+// requests' streams (VLLM_V1_OUTPUT_PROC_CHUNK_SIZE's default).
+const OutputChunk = 128
+
 // Add queues a request. It fails, as vLLM's API server would, when the request cannot fit.
 func (e *Engine) Add(r Request) (*Sequence, error) {
 	if len(r.Prompt) == 0 {
@@ -284,7 +302,8 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	s.rng = splitmix(uint64(e.setup.Seed) ^ (s.seqNo * 0x2545F4914F6CDD1D))
 	s.Times.Arrival = r.Arrival
 	active := len(e.waiting) + len(e.running)
-	s.Times.Queued = r.Arrival.Add(e.queued + time.Duration(float64(active)*e.perActive))
+	wait := e.apiLoop.admit(r.Arrival, len(r.Prompt))
+	s.Times.Queued = r.Arrival.Add(wait + e.queued + time.Duration(float64(active)*e.perActive))
 	s.target, s.eosStop = outputLength(&s.rng, r)
 	if e.pool.cache != nil {
 		s.hashes = hashBlocks(r.Prompt, e.layout.BlockSize)
@@ -425,6 +444,7 @@ func (e *Engine) Step(now time.Time) *StepResult {
 	e.counters.BusyTime += d
 
 	e.applyBatch(r, end)
+	e.apiLoop.stream(now, end, len(r.Outputs))
 	if len(r.Finished) > 0 {
 		e.dropFinished()
 	}

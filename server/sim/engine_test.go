@@ -18,6 +18,9 @@ func smallEngine(t *testing.T, cfg Config) *Engine {
 	}
 	s, err := Resolve(cfg, nil)
 	require.NoError(t, err)
+	// The scheduler's tests time requests by the fixed host costs alone; the API server's
+	// event loop has its own tests (apiloop_test.go).
+	s.HostProfile.InputLoopMS, s.HostProfile.InputLoopUSPerToken, s.HostProfile.OutputLoopUS = 0, 0, 0
 	return NewEngine(s)
 }
 

@@ -275,6 +275,14 @@ type Host struct {
 	// InputMSPerActiveRequest delays a new request's input processing for each request already
 	// in flight: the single-threaded API server also detokenizes and streams their tokens.
 	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
+	// InputLoopMS is the API server's event-loop time a request's input processing takes:
+	// requests that arrive while the loop is busy wait their turn (docs/calibration.md#host-profiles).
+	InputLoopMS float64 `json:"input_loop_ms,omitempty"`
+	// InputLoopUSPerToken is the loop time tokenizing one prompt token takes.
+	InputLoopUSPerToken float64 `json:"input_loop_us_per_token,omitempty"`
+	// OutputLoopUS is the event-loop time streaming one output of one request takes; a step's
+	// outputs keep the loop busy after the step ends.
+	OutputLoopUS float64 `json:"output_loop_us,omitempty"`
 	// EagerLayerUS is the CPU time to launch one decoder layer's kernels one by one, as
 	// --enforce-eager runs them without CUDA graphs; the GPU cannot run ahead of it.
 	EagerLayerUS float64 `json:"eager_layer_us,omitempty"`
@@ -405,7 +413,7 @@ func (p *Profiles) validate() error {
 		}
 	}
 	for _, h := range p.Hosts {
-		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 || h.EagerLayerUS < 0 || h.EagerLayerUS > 1e5 ||
+		if h.Name == "" || h.InputMS < 0 || h.OutputMS < 0 || h.StepMS < 0 || h.PerSeqUS < 0 || h.InputMSPerActiveRequest < 0 || h.InputLoopMS < 0 || h.InputLoopUSPerToken < 0 || h.OutputLoopUS < 0 || h.EagerLayerUS < 0 || h.EagerLayerUS > 1e5 ||
 			h.ActivationBytesPerTokenHidden < 0 || h.ActivationBytesPerTokenIntermediate < 0 || h.SamplerBytesPerSeqVocab < 0 || h.MoEActivationBytes < 0 || h.NonTorchGiB < 0 || h.NonTorchTPGiB < 0 || h.CUDAGraphGiB < 0 {
 			return fmt.Errorf("host %q: name must be set and costs must not be negative", h.Name)
 		}

@@ -359,15 +359,39 @@ func (t *Target) step() {
 	}
 }
 
-// deliver hands the step's tokens to their requests at the step's end, one chunk each.
+// deliver hands the step's tokens to their requests when the API server's loop has streamed
+// them: at the step's end where the loop costs nothing, else chunk by chunk after the work
+// the loop had queued (sim.Engine.Streamed).
 func (t *Target) deliver(st *sim.StepResult) {
-	for _, out := range st.Outputs {
+	start, each := t.engine.Streamed(st.End)
+	if each == 0 {
+		t.deliverAt(st.Outputs, st.End)
+		return
+	}
+	outs := make([]sim.Output, len(st.Outputs)) // the engine reuses its result and token buffer
+	for i, out := range st.Outputs {
+		out.Tokens = append([]int(nil), out.Tokens...)
+		outs[i] = out
+	}
+	for len(outs) > 0 {
+		n := min(len(outs), sim.OutputChunk)
+		batch := outs[:n]
+		start = start.Add(time.Duration(n) * each)
+		at := start
+		t.clock.At(at, func() { t.deliverAt(batch, at) })
+		outs = outs[n:]
+	}
+}
+
+// deliverAt hands outputs to their requests at one moment, one chunk each.
+func (t *Target) deliverAt(outs []sim.Output, at time.Time) {
+	for _, out := range outs {
 		req, ok := out.Seq.Tag.(*request)
 		if !ok || t.live[out.Seq] != req {
 			continue // aborted
 		}
 		t.tokens.Add(1)
-		last := chunk(req, out, st.End)
+		last := chunk(req, out, at)
 		if out.Finished {
 			t.finished(out.Seq, req)
 		}

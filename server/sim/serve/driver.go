@@ -43,6 +43,9 @@ type stream struct {
 	// lora is the LoRA adapter the request asked for ("" for the base model).
 	lora string
 	drv  *driver // the engine's driver the request went to
+	// aborted is set (under the driver's lock) when the request was aborted: tokens the API
+	// server's loop had still to stream are dropped.
+	aborted bool
 }
 
 func newStream() *stream { return &stream{notify: make(chan struct{}, 1)} }
@@ -87,6 +90,9 @@ type driver struct {
 	observers []stepObserver
 	tick      func(now time.Time) // periodic work (the stats line), on the driver goroutine
 	pending   []delivery
+	// later are the chunks of outputs the API server's loop streams after their step's end
+	// (sim.Engine.Streamed), in time order.
+	later []timedDeliveries
 	// virtual is set for a sim.VirtualClock: time then moves only to the next event, never
 	// while waiting for a request.
 	virtual bool
@@ -95,6 +101,11 @@ type driver struct {
 type delivery struct {
 	st *stream
 	ev event
+}
+
+type timedDeliveries struct {
+	at    time.Time
+	items []delivery
 }
 
 func newDriver(e *sim.Engine, clock sim.Clock) *driver {
@@ -137,6 +148,7 @@ func (d *driver) abort(st *stream) {
 		}
 	}
 	delete(d.live, st.seq)
+	st.aborted = true
 	st.push(event{finished: true, reason: sim.FinishAbort})
 }
 
@@ -178,6 +190,10 @@ func (d *driver) run(ctx context.Context) {
 		if r.Idle {
 			next := r.NextReady
 			d.mu.Unlock()
+			if len(d.later) > 0 && (next.IsZero() || d.later[0].at.Before(next)) {
+				// Tokens still streaming: hand them over before anything else is due.
+				next = d.later[0].at
+			}
 			if d.virtual {
 				if next.IsZero() {
 					select {
@@ -186,6 +202,7 @@ func (d *driver) run(ctx context.Context) {
 					}
 				} else {
 					_ = d.clock.SleepUntil(ctx, next)
+					d.deliverDue(ctx, next)
 				}
 				continue
 			}
@@ -195,6 +212,7 @@ func (d *driver) run(ctx context.Context) {
 				due = next
 			}
 			d.idle(ctx, next)
+			d.deliverDue(ctx, d.clock.Now())
 			continue
 		}
 		// Hand over at the step's end what the step produced.
@@ -215,12 +233,53 @@ func (d *driver) run(ctx context.Context) {
 		}
 		end := r.End
 		d.mu.Unlock()
-		if d.clock.SleepUntil(ctx, end) != nil {
+		if d.deliverDue(ctx, end) != nil || d.clock.SleepUntil(ctx, end) != nil {
 			return
 		}
 		due = end
-		d.deliver()
+		d.mu.Lock()
+		start, each := d.engine.Streamed(end)
+		d.mu.Unlock()
+		if each == 0 {
+			d.deliver(d.pending)
+			continue
+		}
+		d.streamLater(start, each)
 	}
+}
+
+// streamLater queues the step's outputs in the chunks the API server's loop streams them in,
+// the first starting at start, each output taking each.
+func (d *driver) streamLater(start time.Time, each time.Duration) {
+	items := append([]delivery(nil), d.pending...) // d.pending is reused next step
+	for len(items) > 0 {
+		n := min(len(items), sim.OutputChunk)
+		start = start.Add(time.Duration(n) * each)
+		d.later = append(d.later, timedDeliveries{at: start, items: items[:n:n]})
+		items = items[n:]
+	}
+}
+
+// deliverDue hands over, each at its time, the chunks due by until.
+func (d *driver) deliverDue(ctx context.Context, until time.Time) error {
+	for len(d.later) > 0 && !d.later[0].at.After(until) {
+		c := d.later[0]
+		if err := d.clock.SleepUntil(ctx, c.at); err != nil {
+			return err
+		}
+		d.later[0] = timedDeliveries{}
+		d.later = d.later[1:]
+		d.mu.Lock()
+		items := c.items[:0]
+		for _, p := range c.items {
+			if !p.st.aborted {
+				items = append(items, p)
+			}
+		}
+		d.mu.Unlock()
+		d.deliver(items)
+	}
+	return nil
 }
 
 // maxCatchUp is how late the driver may wake and still start its next step at the moment it
@@ -242,8 +301,8 @@ func catchUp(now, due time.Time) time.Time {
 
 // deliver hands the step's tokens to their streams in one pass, in the same order every
 // step (admission order), so a stream's place in the pass, and so its delay, stays put.
-func (d *driver) deliver() {
-	for _, p := range d.pending {
+func (d *driver) deliver(pending []delivery) {
+	for _, p := range pending {
 		p.st.push(p.ev)
 		if p.st.sink != nil && p.st.sink.failed() {
 			d.abort(p.st) // the client stopped reading or went away

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"math"
+	"time"
+)
+
+// apiServerLoop is the API server's single event loop (docs/calibration.md#host-profiles): it
+// processes each request's input before the engine sees it and streams every step's outputs, one
+// job at a time, in the order they become ready. A request that arrives while the loop is busy
+// waits; at steady rates the loop is mostly idle and nothing waits.
+type apiServerLoop struct {
+	input    time.Duration // loop time one request's input processing takes, besides tokenizing
+	perToken time.Duration // loop time tokenizing one prompt token takes
+	output   time.Duration // loop time streaming one output takes
+	free     time.Time     // when the loop finishes the work taken so far
+	// pending are output jobs of steps not yet ended: the engine plans a step before its
+	// outputs exist, so an arrival before the step's end is served first.
+	pending []loopJob
+}
+
+type loopJob struct {
+	ready time.Time
+	work  time.Duration
+}
+
+// admit takes a request of tokens prompt tokens arriving at t and returns how long it waits
+// for the loop and then tokenizes; the rest of its input processing is the host profile's
+// fixed input time.
+func (l *apiServerLoop) admit(t time.Time, tokens int) time.Duration {
+	if l.input <= 0 {
+		return 0
+	}
+	l.settle(t)
+	start := t
+	if l.free.After(start) {
+		start = l.free
+	}
+	tokenize := time.Duration(tokens) * l.perToken
+	l.free = start.Add(l.input + tokenize)
+	return start.Sub(t) + tokenize
+}
+
+// stream queues the streaming of n outputs of a step planned at now that become ready at end;
+// the jobs of steps that ended by now are run first.
+func (l *apiServerLoop) stream(now, end time.Time, n int) {
+	if l.output <= 0 || l.input <= 0 || n == 0 {
+		return
+	}
+	l.settle(now)
+	l.pending = append(l.pending, loopJob{ready: end, work: time.Duration(n) * l.output})
+}
+
+// streamed settles the loop up to a step's end and returns when it starts streaming that
+// step's outputs and how long each takes; at end itself and no time each where the loop
+// costs nothing.
+func (l *apiServerLoop) streamed(end time.Time) (time.Time, time.Duration) {
+	if l.output <= 0 || l.input <= 0 {
+		return end, 0
+	}
+	if start := l.settle(end); !start.IsZero() {
+		return start, l.output
+	}
+	return end, l.output
+}
+
+// settle runs the output jobs that became ready at or before t and returns when the last of
+// them started.
+func (l *apiServerLoop) settle(t time.Time) (lastStart time.Time) {
+	i := 0
+	for ; i < len(l.pending) && !l.pending[i].ready.After(t); i++ {
+		j := l.pending[i]
+		if j.ready.After(l.free) {
+			l.free = j.ready
+		}
+		lastStart = l.free
+		l.free = l.free.Add(j.work)
+	}
+	l.pending = append(l.pending[:0], l.pending[i:]...)
+	return lastStart
+}
+
+// nanoseconds rounds a host cost to whole nanoseconds.
+func nanoseconds(ns float64) time.Duration { return time.Duration(math.Round(ns)) }

@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// loopEngine is a small engine whose host has an API-server loop of known costs: 2 ms a
+// request, 1 us a prompt token, 100 us an output.
+func loopEngine(t *testing.T) *Engine {
+	t.Helper()
+	s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100"}, nil)
+	require.NoError(t, err)
+	s.HostProfile.InputMSPerActiveRequest = 0
+	s.HostProfile.InputLoopMS, s.HostProfile.InputLoopUSPerToken, s.HostProfile.OutputLoopUS = 2, 1, 100
+	return NewEngine(s)
+}
+
+func TestAPIServerLoopTakesABurstOneRequestAtATime(t *testing.T) {
+	e := loopEngine(t)
+	fixed := e.queued
+	for i := range 5 {
+		s := add(t, e, fixedPrompt(100, i), 4, t0)
+		// Each waits for the ones before it (2.1 ms each), then tokenizes its own 100 tokens.
+		want := t0.Add(time.Duration(i)*2100*time.Microsecond + 100*time.Microsecond + fixed)
+		assert.WithinDuration(t, want, s.Times.Queued, time.Microsecond, "request %d", i)
+	}
+}
+
+func TestAPIServerLoopIdleBetweenSpacedArrivals(t *testing.T) {
+	e := loopEngine(t)
+	for i := range 5 {
+		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		s := add(t, e, fixedPrompt(1000, i), 4, at)
+		assert.WithinDuration(t, at.Add(time.Millisecond+e.queued), s.Times.Queued, time.Microsecond,
+			"a request 10 ms after the last finds the loop idle: only its own tokenizing adds")
+	}
+}
+
+func TestAPIServerLoopStreamsAStepsOutputsAfterItEnds(t *testing.T) {
+	e := loopEngine(t)
+	for i := range 4 {
+		add(t, e, fixedPrompt(50, i), 8, t0)
+	}
+	steps, _ := stepAll(t, e, t0.Add(time.Second), 100) // all four reached the engine
+	require.NotEmpty(t, steps)
+	last := steps[len(steps)-1]
+	require.Len(t, last.Outputs, 4)
+
+	// Before the step's end the loop is free: an arrival then is not held by its outputs.
+	early := add(t, e, fixedPrompt(50, 10), 1, last.End.Add(-time.Millisecond))
+	assert.WithinDuration(t, last.End.Add(-time.Millisecond+50*time.Microsecond+e.queued), early.Times.Queued, time.Microsecond)
+	// At the end the loop streams the four outputs (400 us) first, after the early request's
+	// input (2.05 ms from a millisecond before the end).
+	late := add(t, e, fixedPrompt(50, 11), 1, last.End)
+	loopFree := last.End.Add(-time.Millisecond + 2050*time.Microsecond + 400*time.Microsecond)
+	assert.WithinDuration(t, loopFree.Add(50*time.Microsecond+e.queued), late.Times.Queued, time.Microsecond)
+}
+
+func TestAPIServerLoopOffWithoutAnInputCost(t *testing.T) {
+	e := smallEngine(t, Config{})
+	for i := range 3 {
+		s := add(t, e, fixedPrompt(100, i), 4, t0)
+		assert.Equal(t, t0.Add(e.queued), s.Times.Queued)
+	}
+}
+
+func TestAPIServerLoopStreamsAfterTheInputInProgress(t *testing.T) {
+	e := loopEngine(t)
+	add(t, e, fixedPrompt(50, 0), 8, t0)
+	r := e.Step(e.Step(t0).NextReady)
+	require.False(t, r.Idle)
+	require.Len(t, r.Outputs, 1)
+	end := r.End
+	// A request arriving 1 ms before the end holds the loop for 2.05 ms: the step's output
+	// is streamed after it, as the loop takes its work in the order it became ready.
+	add(t, e, fixedPrompt(50, 1), 1, end.Add(-time.Millisecond))
+	start, each := e.Streamed(end)
+	assert.WithinDuration(t, end.Add(1050*time.Microsecond), start, time.Microsecond)
+	assert.Equal(t, 100*time.Microsecond, each)
+
+	// With the loop idle, streaming starts at the step's end.
+	r = e.Step(end)
+	require.False(t, r.Idle)
+	start, _ = e.Streamed(r.End)
+	assert.Equal(t, r.End, start)
+}
