@@ -27,19 +27,46 @@ var nvlinkHopperClass = map[string]bool{
 	"B200":          true,
 }
 
+// a100NVLinkClass names the built-in A100s on NVLink baseboards (SXM), where the device memory
+// of one NCCL communicator was measured (NVIDIA/nccl#964).
+var a100NVLinkClass = map[string]bool{
+	"A100-SXM-80GB": true,
+	"A100-SXM-40GB": true,
+}
+
+// What one NCCL communicator holds on a 4 x A100 NVLink node, PyTorch's process groups with a
+// 4 MB all-reduce run on each (NVIDIA/nccl#964, August 2023): 544 MiB for a group of two GPUs,
+// 688 MiB for more. V0's profile sees two on every tensor-parallel rank: the default group,
+// which the worker warms up with an all-reduce before it builds the model-parallel groups, and
+// the tensor-parallel group, which every layer's all-reduce uses.
+const (
+	a100NCCLCommPairGiB  = 544.0 / 1024
+	a100NCCLCommGroupGiB = 688.0 / 1024
+	v0TorchNCCLComms     = 2
+)
+
 // tensorParallelNonTorchGiB is what one rank at s's tensor-parallel size holds outside torch
 // besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at 0.10.1.1) where the
 // profile does not see NCCL's buffers or the GPU was not measured, the NVLink Hopper figure
-// where it does.
+// where it does, and V0's two communicators on an A100 NVLink board.
 func tensorParallelNonTorchGiB(s *Setup) float64 {
 	tp := s.TensorParallelSize
 	if tp <= 1 {
 		return 0
 	}
-	if !profileCountsNCCL(s.Version) || !nvlinkHopperClass[s.GPUProfile.Name] {
+	if !profileCountsNCCL(s.Version) {
 		return s.HostProfile.NonTorchTPGiB
 	}
-	return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
+	switch {
+	case nvlinkHopperClass[s.GPUProfile.Name]:
+		return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
+	case !s.Version.V1Engine() && a100NVLinkClass[s.GPUProfile.Name]:
+		if tp == 2 {
+			return v0TorchNCCLComms * a100NCCLCommPairGiB
+		}
+		return v0TorchNCCLComms * a100NCCLCommGroupGiB
+	}
+	return s.HostProfile.NonTorchTPGiB
 }
 
 // profileCountsNCCL reports whether release v's memory profile counts what NCCL allocates on

@@ -30,6 +30,10 @@ func TestTensorParallelNonTorchByReleaseAndGPU(t *testing.T) {
 		{"V0's non-torch reading saw NCCL on H100", "H100-SXM-80GB", "0.6.5", 2, 1.83},
 		{"and its free-memory reading before", "H100-SXM-80GB", "0.4.3", 4, 1.884},
 		{"V0 on a PCIe card keeps the host figure", "T4", "0.4.3", 2, hostTP},
+		{"V0 on an A100 NVLink board: two communicators of two GPUs", "A100-SXM-80GB", "0.2.5", 2, 2 * 544.0 / 1024},
+		{"and of four", "A100-SXM-40GB", "0.6.5", 4, 2 * 688.0 / 1024},
+		{"before the free-memory reading, the host figure", "A100-SXM-80GB", "0.2.4", 4, hostTP},
+		{"an A100 PCIe card is not on the board", "A100-PCIe-80GB", "0.4.3", 4, hostTP},
 	}
 	for _, c := range cases {
 		s := &Setup{Config: Config{TensorParallelSize: c.tp}, GPUProfile: GPU{Name: c.gpu},
