@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// apiServerLoop is the API server's single event loop (docs/calibration.md#host-profiles): it
+// apiServerLoop is the API server's single event loop (docs/calibration.md#the-api-servers-event-loop): it
 // processes each request's input before the engine sees it and streams every step's outputs, one
 // job at a time, in the order they become ready. A request that arrives while the loop is busy
 // waits; at steady rates the loop is mostly idle and nothing waits.

@@ -88,3 +88,25 @@ func TestAPIServerLoopStreamsAfterTheInputInProgress(t *testing.T) {
 	start, _ = e.Streamed(r.End)
 	assert.Equal(t, r.End, start)
 }
+
+// Requests still in the API server's hands are not in vLLM's scheduler: num_requests_waiting
+// leaves them out, and the step's outputs are stamped when the loop takes them up.
+func TestAPIServerLoopKeepsItsQueueOutOfTheSchedulersGauges(t *testing.T) {
+	e := loopEngine(t)
+	first := add(t, e, fixedPrompt(100, 0), 1, t0)
+	for i := 1; i < 5; i++ {
+		add(t, e, fixedPrompt(100, i), 4, t0)
+	}
+	r := e.Step(first.Times.Queued)
+	require.False(t, r.Idle)
+	assert.Zero(t, r.Running, "the first ran and finished with its one token")
+	assert.Zero(t, r.Waiting, "the other four are still in the API server's input queue")
+	assert.Equal(t, 4, e.Waiting())
+
+	add(t, e, fixedPrompt(100, 9), 1, r.End.Add(-time.Microsecond)) // holds the loop past the end
+	start, _ := e.Streamed(r.End)
+	assert.True(t, start.After(r.End))
+	assert.Equal(t, start, r.Streamed)
+	require.Len(t, r.Finished, 1)
+	assert.Equal(t, start, first.Times.Reported, "its one token was its last")
+}

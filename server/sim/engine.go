@@ -40,6 +40,9 @@ type Times struct {
 	FirstToken     time.Time
 	LastToken      time.Time
 	Finished       time.Time
+	// Reported is when the API server's loop took up the request's last output, the end of
+	// its latency as vLLM's metrics count it (Engine.Streamed); zero until then.
+	Reported time.Time
 }
 
 // Sequence is a request inside the engine. Its exported fields may be read by the engine's
@@ -113,6 +116,10 @@ type StepResult struct {
 
 	Outputs  []Output
 	Finished []*Sequence // sequences that ended in this step (not aborts)
+	// Streamed is when the API server's loop took up the step's outputs, where vLLM stamps
+	// its time-to-first-token and latency metrics: the step's end unless the loop was busy
+	// (Engine.Streamed; zero until it is called).
+	Streamed time.Time
 
 	// Speculative decoding in this step: requests that verified a draft, draft tokens
 	// verified, tokens accepted, and accepted tokens by draft position.
@@ -131,6 +138,17 @@ type StepResult struct {
 
 	Running, Waiting        int
 	BlocksUsed, BlocksTotal int
+}
+
+// Clone copies r, and its lists, out of the engine's reused result. The outputs' token slices
+// keep their lengths but not their tokens, which the engine overwrites.
+func (r *StepResult) Clone() *StepResult {
+	c := *r
+	c.KVEvictions = append([]KVEviction(nil), r.KVEvictions...)
+	c.Outputs = append([]Output(nil), r.Outputs...)
+	c.Finished = append([]*Sequence(nil), r.Finished...)
+	c.SpecAcceptedPerPos = append([]int(nil), r.SpecAcceptedPerPos...)
+	return &c
 }
 
 // KVCacheUsage is the fraction of KV blocks in use after the step (vllm:kv_cache_usage_perc).
@@ -240,6 +258,19 @@ func (e *Engine) Running() int { return len(e.running) }
 // Waiting is the number of requests not yet (or no longer) running.
 func (e *Engine) Waiting() int { return len(e.waiting) }
 
+// schedulerWaiting is what vLLM's num_requests_waiting counts: the requests the scheduler
+// holds and does not run, not those still on their way from the API server (not yet taken
+// in), which its engine core has not received.
+func (e *Engine) schedulerWaiting() int {
+	n := len(e.waiting)
+	for _, s := range e.arriving {
+		if s.state == stateWaiting {
+			n--
+		}
+	}
+	return n
+}
+
 // BlocksUsed and BlocksTotal describe the KV cache now.
 func (e *Engine) BlocksUsed() int { return e.pool.used }
 
@@ -276,10 +307,17 @@ func CheckLengths(maxModelLen, promptLen, maxTokens int) error {
 
 // Streamed is called at a step's end, once every request that arrived before it was added:
 // it returns when the API server's loop starts streaming the step's outputs and how long
-// each output takes (docs/calibration.md#host-profiles). vLLM streams them in chunks of
+// each output takes (docs/calibration.md#the-api-servers-event-loop). vLLM streams them in chunks of
 // OutputChunk, each reaching its clients when the chunk is done.
 func (e *Engine) Streamed(end time.Time) (start time.Time, each time.Duration) {
-	return e.apiLoop.streamed(end)
+	start, each = e.apiLoop.streamed(end)
+	if r := &e.result; !r.Idle && r.End.Equal(end) {
+		r.Streamed = start
+		for _, s := range r.Finished {
+			s.Times.Reported = start
+		}
+	}
+	return start, each
 }
 
 // OutputChunk is how many outputs vLLM's API server processes before it yields to the
@@ -664,7 +702,7 @@ func (e *Engine) dropFinished() {
 }
 
 func (e *Engine) fillGauges(r *StepResult) {
-	r.Running, r.Waiting = len(e.running), len(e.waiting)
+	r.Running, r.Waiting = len(e.running), e.schedulerWaiting()
 	r.BlocksUsed, r.BlocksTotal = e.pool.used, e.pool.capacity
 	e.counters.PrefixQueries += int64(r.PrefixQueries)
 	e.counters.PrefixHits += int64(r.PrefixHits)

@@ -276,7 +276,7 @@ type Host struct {
 	// in flight: the single-threaded API server also detokenizes and streams their tokens.
 	InputMSPerActiveRequest float64 `json:"input_ms_per_active_request"`
 	// InputLoopMS is the API server's event-loop time a request's input processing takes:
-	// requests that arrive while the loop is busy wait their turn (docs/calibration.md#host-profiles).
+	// requests that arrive while the loop is busy wait their turn (docs/calibration.md#the-api-servers-event-loop).
 	InputLoopMS float64 `json:"input_loop_ms,omitempty"`
 	// InputLoopUSPerToken is the loop time tokenizing one prompt token takes.
 	InputLoopUSPerToken float64 `json:"input_loop_us_per_token,omitempty"`

@@ -346,7 +346,7 @@ func (m *Metrics) ObserveStep(r *sim.StepResult) {
 		if m.cachedBySource != nil {
 			m.cachedBySource["device"].Add(float64(o.Seq.CachedTokens))
 		}
-		m.ttft.Observe(m.seconds(o.Seq.Times.Arrival, r.End))
+		m.ttft.Observe(m.seconds(o.Seq.Times.Arrival, reported(r.Streamed, r.End)))
 	}
 	m.generationTokens.Add(float64(generated))
 }
@@ -369,7 +369,7 @@ func (m *Metrics) ObserveEnded(s *sim.Sequence) {
 
 	t := s.Times
 	decode := m.seconds(t.FirstToken, t.LastToken)
-	m.e2e.Observe(m.seconds(t.Arrival, t.Finished))
+	m.e2e.Observe(m.seconds(t.Arrival, reported(t.Reported, t.Finished)))
 	m.queue.Observe(m.seconds(t.TakenIn, t.FirstScheduled))
 	m.prefill.Observe(m.seconds(t.FirstScheduled, t.FirstToken))
 	m.decode.Observe(decode)
@@ -391,6 +391,15 @@ func (m *Metrics) ObserveEnded(s *sim.Sequence) {
 	}
 	m.paramsN.Observe(float64(n))
 	observe(m.prefillKV, float64(len(s.Prompt)-s.CachedTokens))
+}
+
+// reported is when vLLM's API server stamped an output: when its loop took it up, or the
+// engine's time where the owner did not ask the loop (Engine.Streamed).
+func reported(loop, engine time.Time) time.Time {
+	if loop.IsZero() {
+		return engine
+	}
+	return loop
 }
 
 // seconds is the span from..to of the simulated clock, in the wall-clock seconds it took.

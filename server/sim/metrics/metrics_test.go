@@ -649,3 +649,29 @@ func TestCacheConfigInfoShowsAcceptedFlags(t *testing.T) {
 	assert.Equal(t, "10.0", labels["kv_offloading_size"])
 	assert.NotContains(t, labels, "no_such_field")
 }
+
+// vLLM's API server stamps time to first token and end-to-end latency when its loop takes up
+// the output (IterationStats), so a busy loop shows in them; the engine's own time is the
+// fallback where nothing asked the loop.
+func TestLatenciesEndWhereTheAPIServerTookTheOutputUp(t *testing.T) {
+	setup := resolve(t, sim.Config{})
+	m := New(setup, modelName, true)
+	seq := &sim.Sequence{Request: sim.Request{Prompt: prompt(10, 1), MaxTokens: 1}, Reason: sim.FinishLength, Outputs: 1}
+	seq.Times = sim.Times{Arrival: t0, FirstToken: t0.Add(10 * time.Millisecond), LastToken: t0.Add(10 * time.Millisecond),
+		Finished: t0.Add(10 * time.Millisecond), Reported: t0.Add(50 * time.Millisecond)}
+	r := &sim.StepResult{Start: t0, End: t0.Add(10 * time.Millisecond), Streamed: t0.Add(50 * time.Millisecond),
+		Outputs: []sim.Output{{Seq: seq, Index: 0, Tokens: []int{1}, Finished: true}}, Finished: []*sim.Sequence{seq}}
+	m.ObserveStep(r)
+	m.ObserveEnded(seq)
+	fams := scrape(t, m)
+	assert.InDelta(t, 0.05, histogram(t, fams, "vllm:time_to_first_token_seconds").GetSampleSum(), 1e-9)
+	assert.InDelta(t, 0.05, histogram(t, fams, "vllm:e2e_request_latency_seconds").GetSampleSum(), 1e-9)
+
+	m = New(setup, modelName, true)
+	r.Streamed, seq.Times.Reported = time.Time{}, time.Time{}
+	m.ObserveStep(r)
+	m.ObserveEnded(seq)
+	fams = scrape(t, m)
+	assert.InDelta(t, 0.01, histogram(t, fams, "vllm:time_to_first_token_seconds").GetSampleSum(), 1e-9, "the engine's time")
+	assert.InDelta(t, 0.01, histogram(t, fams, "vllm:e2e_request_latency_seconds").GetSampleSum(), 1e-9)
+}

@@ -104,8 +104,9 @@ type delivery struct {
 }
 
 type timedDeliveries struct {
-	at    time.Time
-	items []delivery
+	at      time.Time
+	items   []delivery
+	observe *sim.StepResult // the step, observed with its first chunk (nil for the others)
 }
 
 func newDriver(e *sim.Engine, clock sim.Clock) *driver {
@@ -174,8 +175,7 @@ func (d *driver) inFlight() int {
 
 // run steps the engine until ctx ends.
 func (d *driver) run(ctx context.Context) {
-	const maxIdleWait = time.Second // the stats line still needs its ticks when idle
-	var due time.Time               // when the driver meant to wake: the last step's end, or a request's readiness
+	var due time.Time // when the driver meant to wake: the last step's end, or a request's readiness
 	for ctx.Err() == nil {
 		d.mu.Lock()
 		now := catchUp(d.clock.Now(), due)
@@ -184,79 +184,108 @@ func (d *driver) run(ctx context.Context) {
 			d.tick(now)
 		}
 		r := d.engine.Step(now)
-		for _, o := range d.observers {
-			o.ObserveStep(r)
-		}
 		if r.Idle {
+			d.observe(r) // the gauges
 			next := r.NextReady
 			d.mu.Unlock()
-			if len(d.later) > 0 && (next.IsZero() || d.later[0].at.Before(next)) {
-				// Tokens still streaming: hand them over before anything else is due.
-				next = d.later[0].at
-			}
-			if d.virtual {
-				if next.IsZero() {
-					select {
-					case <-d.wake:
-					case <-ctx.Done():
-					}
-				} else {
-					_ = d.clock.SleepUntil(ctx, next)
-					d.deliverDue(ctx, next)
-				}
-				continue
-			}
-			if next.IsZero() || next.Sub(now) > maxIdleWait {
-				next = now.Add(maxIdleWait)
-			} else {
-				due = next
-			}
-			d.idle(ctx, next)
-			d.deliverDue(ctx, d.clock.Now())
+			due = d.waitIdle(ctx, now, next)
 			continue
 		}
-		// Hand over at the step's end what the step produced.
-		d.pending = d.pending[:0]
-		for _, out := range r.Outputs {
-			st := out.Seq.Tag.(*stream)
-			ev := event{token: out.Token, index: out.Index, finished: out.Finished, reason: out.Reason}
-			if len(out.Tokens) > 1 {
-				ev.more = append([]int(nil), out.Tokens[1:]...) // the engine reuses its buffer
-			}
-			d.pending = append(d.pending, delivery{st, ev})
-		}
-		for _, s := range r.Finished {
-			delete(d.live, s)
-			for _, o := range d.observers {
-				o.ObserveEnded(s)
-			}
-		}
+		d.collect(r)
 		end := r.End
 		d.mu.Unlock()
 		if d.deliverDue(ctx, end) != nil || d.clock.SleepUntil(ctx, end) != nil {
 			return
 		}
 		due = end
-		d.mu.Lock()
-		start, each := d.engine.Streamed(end)
-		d.mu.Unlock()
-		if each == 0 {
-			d.deliver(d.pending)
-			continue
+		d.finishStep(r, end)
+	}
+}
+
+// waitIdle waits, with nothing to run, for the next thing due: a queued request's readiness,
+// tokens the API server's loop is still streaming, or new work. It returns when the driver
+// meant to wake (zero where it only waited for work).
+func (d *driver) waitIdle(ctx context.Context, now, next time.Time) (due time.Time) {
+	const maxIdleWait = time.Second // the stats line still needs its ticks when idle
+	if len(d.later) > 0 && (next.IsZero() || d.later[0].at.Before(next)) {
+		next = d.later[0].at // tokens still streaming: hand them over first
+	}
+	if d.virtual {
+		if next.IsZero() {
+			select {
+			case <-d.wake:
+			case <-ctx.Done():
+			}
+			return time.Time{}
 		}
-		d.streamLater(start, each)
+		_ = d.clock.SleepUntil(ctx, next)
+		_ = d.deliverDue(ctx, next)
+		return time.Time{}
+	}
+	if next.IsZero() || next.Sub(now) > maxIdleWait {
+		next = now.Add(maxIdleWait)
+	} else {
+		due = next
+	}
+	d.idle(ctx, next)
+	_ = d.deliverDue(ctx, d.clock.Now())
+	return due
+}
+
+// collect takes what a step produced for its streams, and forgets the requests it finished.
+func (d *driver) collect(r *sim.StepResult) {
+	d.pending = d.pending[:0]
+	for _, out := range r.Outputs {
+		st := out.Seq.Tag.(*stream)
+		ev := event{token: out.Token, index: out.Index, finished: out.Finished, reason: out.Reason}
+		if len(out.Tokens) > 1 {
+			ev.more = append([]int(nil), out.Tokens[1:]...) // the engine reuses its buffer
+		}
+		d.pending = append(d.pending, delivery{st, ev})
+	}
+	for _, s := range r.Finished {
+		delete(d.live, s)
+	}
+}
+
+// finishStep hands the API server's loop the outputs of the step that ended at end: at once
+// where the loop costs nothing, else in its chunks. The step is observed (metrics, stats
+// line, balancer) when the loop takes it up, where vLLM's API server records it.
+func (d *driver) finishStep(r *sim.StepResult, end time.Time) {
+	d.mu.Lock()
+	start, each := d.engine.Streamed(end)
+	if each == 0 {
+		d.observe(r)
+		d.mu.Unlock()
+		d.deliver(d.pending)
+		return
+	}
+	obs := r.Clone() // the engine reuses its result
+	d.mu.Unlock()
+	d.streamLater(start, each, obs)
+}
+
+// observe hands a step, and the requests it finished, to the observers; d.mu is held.
+func (d *driver) observe(r *sim.StepResult) {
+	for _, o := range d.observers {
+		o.ObserveStep(r)
+	}
+	for _, s := range r.Finished {
+		for _, o := range d.observers {
+			o.ObserveEnded(s)
+		}
 	}
 }
 
 // streamLater queues the step's outputs in the chunks the API server's loop streams them in,
-// the first starting at start, each output taking each.
-func (d *driver) streamLater(start time.Time, each time.Duration) {
+// the first starting at start, each output taking each; the step is observed with the first.
+func (d *driver) streamLater(start time.Time, each time.Duration, obs *sim.StepResult) {
 	items := append([]delivery(nil), d.pending...) // d.pending is reused next step
 	for len(items) > 0 {
 		n := min(len(items), sim.OutputChunk)
 		start = start.Add(time.Duration(n) * each)
-		d.later = append(d.later, timedDeliveries{at: start, items: items[:n:n]})
-		items = items[n:]
+		d.later = append(d.later, timedDeliveries{at: start, items: items[:n:n], observe: obs})
+		items, obs = items[n:], nil
 	}
 }
 
@@ -270,6 +299,9 @@ func (d *driver) deliverDue(ctx context.Context, until time.Time) error {
 		d.later[0] = timedDeliveries{}
 		d.later = d.later[1:]
 		d.mu.Lock()
+		if c.observe != nil {
+			d.observe(c.observe)
+		}
 		items := c.items[:0]
 		for _, p := range c.items {
 			if !p.st.aborted {

@@ -21,8 +21,11 @@ func TestDriverStreamsOutputsChunkByChunk(t *testing.T) {
 		streams[i] = newStream()
 		d.pending = append(d.pending, delivery{streams[i], event{token: i}})
 	}
+	rec := &recordingObserver{clock: clock}
+	d.observers = append(d.observers, rec)
+	done := &sim.Sequence{}
 	start, each := t0.Add(5*time.Millisecond), 100*time.Microsecond
-	d.streamLater(start, each)
+	d.streamLater(start, each, &sim.StepResult{Finished: []*sim.Sequence{done}})
 	d.pending = d.pending[:0] // the next step reuses it
 	require.Len(t, d.later, 2)
 	first := start.Add(sim.OutputChunk * each)
@@ -32,6 +35,8 @@ func TestDriverStreamsOutputsChunkByChunk(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, d.deliverDue(ctx, first))
 	assert.Equal(t, first, clock.Now(), "the driver waited for the chunk")
+	assert.Equal(t, []time.Time{first}, rec.steps, "the step is observed with its first chunk, once")
+	assert.Equal(t, []time.Time{first}, rec.ended, "and the request it finished")
 	assert.Len(t, streams[0].drain(nil), 1)
 	assert.Len(t, streams[sim.OutputChunk-1].drain(nil), 1)
 	assert.Empty(t, streams[sim.OutputChunk].drain(nil), "the second chunk is not done yet")
@@ -44,4 +49,14 @@ func TestDriverStreamsOutputsChunkByChunk(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, sim.OutputChunk+1, got[0].token)
 	assert.Empty(t, d.later)
+	assert.Len(t, rec.steps, 1)
 }
+
+// recordingObserver notes when it was handed steps and ended requests.
+type recordingObserver struct {
+	clock        sim.Clock
+	steps, ended []time.Time
+}
+
+func (o *recordingObserver) ObserveStep(*sim.StepResult) { o.steps = append(o.steps, o.clock.Now()) }
+func (o *recordingObserver) ObserveEnded(*sim.Sequence)  { o.ended = append(o.ended, o.clock.Now()) }
