@@ -110,6 +110,10 @@ func Launch(s Spec) (*Server, error) {
 		if err := srv.Plan.Served(); err != nil {
 			return nil, &ArgsError{err}
 		}
+		if n := srv.Plan.DataParallelSize(); n > 1 {
+			// The virtual clock drives one engine; the served simulator runs n.
+			return nil, &ArgsError{fmt.Errorf("the virtual clock simulates one engine, not --data-parallel-size %d: use the wall clock (drop --sim-clock virtual)", n)}
+		}
 		srv.Target = predict.New(srv.Plan, s.Endpoint)
 	case InProcess:
 		opts := []serve.StartOption{serve.WithListener(s.Listener), serve.WithClock(s.Clock), serve.WithGrace(s.Grace)}

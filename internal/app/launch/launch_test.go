@@ -84,6 +84,10 @@ func TestVirtualAndErrors(t *testing.T) {
 
 	_, err := Launch(Spec{Command: []string{"vllm", "serve", "m"}, Mode: Virtual})
 	assert.ErrorIs(t, err, ErrNotSim)
+	_, err = Launch(Spec{Command: Sim(model, "--sim-gpu", "H100", "--data-parallel-size", "2"), Mode: Virtual})
+	var dp *ArgsError
+	require.ErrorAs(t, err, &dp, "one engine on the virtual clock, not two")
+	assert.Contains(t, err.Error(), "--data-parallel-size 2")
 	_, err = Launch(Spec{Command: Sim("--sim-gpu", "no-such-gpu")})
 	var bad *ArgsError
 	require.ErrorAs(t, err, &bad)

@@ -98,6 +98,9 @@ func ExitCode(err error) int {
 	return 1
 }
 
+// DataParallelSize is the number of engines the server runs (--data-parallel-size).
+func (p *Plan) DataParallelSize() int { return max(1, p.opts.DataParallelSize) }
+
 // Model is the simulated model's name (the --model or positional value).
 func (p *Plan) Model() string { return p.setup.Model }
 
