@@ -272,7 +272,9 @@ func exposition(k int, ttft, start float64, spec bool) string {
 	}
 	hist("time_to_first_token_seconds", []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1}, ttft)
 	hist("request_queue_time_seconds", []float64{0.3, 0.5, 0.8, 1, 1.5, 2}, 0.004)
-	hist("request_prefill_time_seconds", []float64{0.3, 0.5, 0.8, 1, 1.5, 2}, 0.021)
+	// The TTFT is the queue, the prefill and a few ms of the API server's, as in vLLM: a
+	// slower TTFT is a longer prefill here.
+	hist("request_prefill_time_seconds", []float64{0.3, 0.5, 0.8, 1, 1.5, 2}, max(0.021, ttft-0.014))
 	if spec {
 		w("# TYPE vllm:spec_decode_num_drafts counter\nvllm:spec_decode_num_drafts_total%s %d", l, 100*k)
 		w("# TYPE vllm:spec_decode_num_draft_tokens counter\nvllm:spec_decode_num_draft_tokens_total%s %d", l, 300*k)

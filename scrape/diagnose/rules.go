@@ -21,6 +21,7 @@ const (
 	RuleBatchTokenBound = "batch-token-bound"
 	RuleStalled         = "stalled"
 	RuleAdmissionBound  = "admission-bound"
+	RuleFrontendBound   = "frontend-bound"
 	RulePrefillBound    = "prefill-bound"
 	RuleQueueBound      = "queue-bound"
 	RuleErrors          = "errors"
@@ -33,14 +34,14 @@ const (
 
 // ruleOrder ranks rules of equal severity: causes before symptoms.
 var ruleOrder = []string{RuleDown, RuleStale, RuleRestarted, RuleStalled, RuleKVBound, RuleSeqBound,
-	RuleBatchTokenBound, RuleAdmissionBound, RulePrefillBound, RuleQueueBound, RuleImbalance, RuleErrors,
+	RuleBatchTokenBound, RuleAdmissionBound, RuleFrontendBound, RulePrefillBound, RuleQueueBound, RuleImbalance, RuleErrors,
 	RuleSLOTTFT, RuleSLOITL, RuleKVSkew, RuleClientBound}
 
 // capacityRules are the rules that name what limits a server's throughput, root causes first
 // (docs/monitoring.md#one-limit-one-advice): one server has one binding limit, so only the
 // first that fires is a verdict, and the others' evidence joins it.
 var capacityRules = []string{RuleKVBound, RuleSeqBound, RuleBatchTokenBound, RuleAdmissionBound,
-	RulePrefillBound, RuleQueueBound}
+	RuleFrontendBound, RulePrefillBound, RuleQueueBound}
 
 // The limits verdicts name, as a user changes them.
 const (
@@ -51,6 +52,7 @@ const (
 	LimitCompute = "GPU throughput"
 	LimitDecode  = "decode speed"
 	LimitClient  = "load generator"
+	LimitAPI     = "API server"
 )
 
 func ruleRank(name string) int {
@@ -81,6 +83,9 @@ type Thresholds struct {
 	// the queue that make a server prefill-bound or queue-bound.
 	PrefillShare float64
 	QueueShare   float64
+	// FrontendShare is the share of the mean TTFT spent outside the engine's queue and
+	// prefill (in the API server: input processing, streaming) that makes it frontend-bound.
+	FrontendShare float64
 	// LongPrompt is the mean prompt length (tokens) from which prefill time is expected to
 	// dominate TTFT.
 	LongPrompt float64
@@ -114,6 +119,7 @@ func DefaultThresholds() Thresholds {
 		PreemptionStorm:        1,
 		PrefillShare:           0.5,
 		QueueShare:             0.5,
+		FrontendShare:          0.5,
 		LongPrompt:             2048,
 		MinTTFTSeconds:         0.2,
 		ErrorsPerSec:           0.01,
@@ -188,8 +194,8 @@ func sortedByCapacity(vs []Verdict) []Verdict {
 
 type serverRule func(s *Signals, f Facts, th Thresholds) (Verdict, bool)
 
-var serverRules = []serverRule{kvBound, stalled, seqBound, batchTokenBound, admissionBound, prefillBound, queueBound,
-	errorsRule, sloTTFT, sloITL}
+var serverRules = []serverRule{kvBound, stalled, seqBound, batchTokenBound, admissionBound, frontendBound, prefillBound,
+	queueBound, errorsRule, sloTTFT, sloITL}
 
 func down(s *Signals) Verdict {
 	text := s.Subject + " is DOWN"
@@ -469,6 +475,34 @@ func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 		Advice: "raise --max-num-batched-tokens, or shorten the prompts (prefix caching)",
 		Text:   head + ", and TTFT grows with it: raise --max-num-batched-tokens and keep chunked prefill on",
 		Flags:  []string{"--max-num-batched-tokens"}, Evidence: ev}, true
+}
+
+// frontendBound: most of the TTFT is spent neither queued in the engine nor in prefill. vLLM's
+// TTFT runs from the API server's receipt of the request to its output handler's pick-up of
+// the first token, its queue and prefill times are the engine core's; what is left is the API
+// server's own time (input processing, the hop to the engine core, streaming the outputs), a
+// few milliseconds unless its one event loop cannot keep up.
+func frontendBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
+	t, q, p := s.TTFTMean, s.QueueMean, s.PrefillMean
+	if !q.OK || !p.OK {
+		return Verdict{}, false
+	}
+	outside := scrape.Some(max(0, t.V-q.V-p.V))
+	share, ok := ttftShare(t, outside, th, th.FrontendShare)
+	if !ok {
+		return Verdict{}, false
+	}
+	return Verdict{Rule: RuleFrontendBound, Severity: Warning, Subject: s.Subject, Limit: LimitAPI,
+		Advice: "raise --api-server-count, or add a replica",
+		Text: fmt.Sprintf("%s's requests spend %s of their TTFT (mean %s) outside the engine's queue and prefill: its API server cannot keep up with tokenising and streaming; raise --api-server-count, or add a replica",
+			s.Subject, formatValue(min(share, 1), "%"), formatSeconds(t.V)),
+		Flags: []string{"--api-server-count"},
+		Evidence: []Evidence{
+			{Name: "frontend_share_of_ttft", Value: share, Unit: "%", Threshold: "≥ " + formatValue(th.FrontendShare, "%")},
+			{Name: "ttft_mean", Value: t.V, Unit: "s", Threshold: "≥ " + formatSeconds(th.MinTTFTSeconds)},
+			{Name: "queue_time_mean", Value: q.V, Unit: "s"},
+			{Name: "prefill_time_mean", Value: p.V, Unit: "s"},
+		}}, true
 }
 
 // queueBound: requests spend most of their TTFT queued, and no engine limit named above

@@ -108,6 +108,9 @@ var scenarios = []scenario{
 		args: []string{llama, "--sim-gpu", "L4", "--max-model-len", "2048"}, load: [3]int{64, 64, 256},
 		th:   func(th *diagnose.Thresholds) { th.ITLP99 = 40 * time.Millisecond },
 		rule: diagnose.RuleSLOITL, limit: diagnose.LimitDecode, advice: "lower --max-num-seqs", overall: diagnose.Degraded},
+	{name: "frontend-bound: 512 clients of a 0.6B model on an H100 outrun the API server",
+		args: []string{"Qwen/Qwen3-0.6B", "--sim-gpu", "H100-SXM-80GB"}, load: [3]int{512, 128, 128},
+		rule: diagnose.RuleFrontendBound, limit: diagnose.LimitAPI, advice: "raise --api-server-count", overall: diagnose.Degraded},
 	{name: "client-bound: the load generator 2 s behind its schedule",
 		args: []string{"Qwen/Qwen3-0.6B"}, load: [3]int{1, 64, 16}, facts: diagnose.Facts{Lag: 2 * time.Second},
 		rule: diagnose.RuleClientBound, limit: diagnose.LimitClient, advice: "lower --request-rate", overall: diagnose.Degraded},
@@ -239,7 +242,7 @@ func checkScenario(t *testing.T, sc scenario, vs []diagnose.Verdict) {
 	for _, x := range vs {
 		switch x.Rule {
 		case diagnose.RuleKVBound, diagnose.RuleSeqBound, diagnose.RuleBatchTokenBound, diagnose.RuleAdmissionBound,
-			diagnose.RulePrefillBound, diagnose.RuleQueueBound:
+			diagnose.RuleFrontendBound, diagnose.RulePrefillBound, diagnose.RuleQueueBound:
 			capacity++
 		}
 		assert.NotContains(t, x.Text, "lower --max-num-seqs or raise", "no advice both ways")
