@@ -80,5 +80,30 @@ func (l *apiServerLoop) settle(t time.Time) (lastStart time.Time) {
 	return lastStart
 }
 
+// apiServersPerEngineRelease is the first release whose --api-server-count defaults to the
+// data-parallel size, one API server per engine (vllm/entrypoints/cli/serve.py logs
+// "Defaulting api_server_count to data_parallel_size"; before, one API server served them all).
+const apiServersPerEngineRelease = "0.15.0"
+
+// APIServers is the number of API server processes s runs: --api-server-count, or the
+// release's default.
+func (s *Setup) APIServers() int {
+	switch {
+	case s.APIServerCount > 0:
+		return s.APIServerCount
+	case s.Version.AtLeast(apiServersPerEngineRelease):
+		return max(1, s.DataParallelSize)
+	}
+	return 1
+}
+
+// apiLoopShare is how much of one API server's loop time an engine's requests take: the API
+// servers share every engine's load, so each engine's requests and outputs see the loop time
+// of APIServers / DataParallelSize servers. The simulator runs one loop per engine at that
+// speed: the same throughput as N loops side by side, a request's wait a little shorter.
+func apiLoopShare(s *Setup) float64 {
+	return float64(max(1, s.DataParallelSize)) / float64(s.APIServers())
+}
+
 // nanoseconds rounds a host cost to whole nanoseconds.
 func nanoseconds(ns float64) time.Duration { return time.Duration(math.Round(ns)) }

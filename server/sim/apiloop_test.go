@@ -110,3 +110,29 @@ func TestAPIServerLoopKeepsItsQueueOutOfTheSchedulersGauges(t *testing.T) {
 	require.Len(t, r.Finished, 1)
 	assert.Equal(t, start, first.Times.Reported, "its one token was its last")
 }
+
+// --api-server-count: the API servers share every engine's load, so an engine's loop runs at
+// APIServers / DataParallelSize times one server's speed; the default is one server before
+// 0.15 and one per engine from it.
+func TestAPIServersShareTheEnginesLoad(t *testing.T) {
+	for _, c := range []struct {
+		version       string
+		dp, asc, want int
+		share         float64
+	}{
+		{"0.19.0", 1, 0, 1, 1},
+		{"0.19.0", 1, 4, 4, 0.25},
+		{"0.19.0", 2, 0, 2, 1},
+		{"0.14.1", 2, 0, 1, 2},
+		{"0.14.1", 4, 2, 2, 2},
+	} {
+		s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: c.version, DataParallelSize: c.dp, APIServerCount: c.asc}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, s.APIServers(), "%+v", c)
+		e := NewEngine(s)
+		assert.Equal(t, nanoseconds(s.HostProfile.InputLoopMS*1e6*c.share), e.apiLoop.input, "%+v", c)
+		assert.Equal(t, nanoseconds(s.HostProfile.OutputLoopUS*1e3*c.share), e.apiLoop.output, "%+v", c)
+	}
+	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", APIServerCount: -1}, nil)
+	require.Error(t, err)
+}

@@ -49,7 +49,11 @@ type Config struct {
 	// cache. A mixture-of-experts model's routed experts span every engine's ranks all the
 	// same (experts.go), so the size changes what one rank holds.
 	DataParallelSize int
-	ExpertParallel   bool // --enable-expert-parallel: whole experts per rank, not slices of each
+	// APIServerCount is --api-server-count: the API server processes in front of the engines
+	// (0: the release's default, the data-parallel size from apiServersPerEngineRelease, else
+	// one).
+	APIServerCount int
+	ExpertParallel bool // --enable-expert-parallel: whole experts per rank, not slices of each
 	// RedundantExperts is --eplb-config's num_redundant_experts with --enable-eplb: copies of
 	// experts spread over the expert-parallel ranks on top of the model's own.
 	RedundantExperts int
@@ -339,6 +343,9 @@ func resolveLayout(cfg *Config, m Model) error {
 	}
 	if cfg.DataParallelSize < 0 || cfg.DataParallelSize > 64 {
 		return &ConfigError{fmt.Sprintf("--data-parallel-size must be between 1 and 64, got %d", cfg.DataParallelSize)}
+	}
+	if cfg.APIServerCount < 0 || cfg.APIServerCount > 256 {
+		return &ConfigError{fmt.Sprintf("--api-server-count must be between 1 and 256, got %d", cfg.APIServerCount)}
 	}
 	if cfg.ExpertParallel && !m.IsMoE() {
 		return &EngineConfigError{"Number of experts in the model must be greater than 0 when expert parallelism is enabled."}

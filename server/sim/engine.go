@@ -217,9 +217,9 @@ func NewEngine(s *Setup) *Engine {
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
 		apiLoop: apiServerLoop{
-			input:    nanoseconds(s.HostProfile.InputLoopMS * 1e6),
-			perToken: nanoseconds(s.HostProfile.InputLoopUSPerToken * 1e3),
-			output:   nanoseconds(s.HostProfile.OutputLoopUS * 1e3),
+			input:    nanoseconds(s.HostProfile.InputLoopMS * 1e6 * apiLoopShare(s)),
+			perToken: nanoseconds(s.HostProfile.InputLoopUSPerToken * 1e3 * apiLoopShare(s)),
+			output:   nanoseconds(s.HostProfile.OutputLoopUS * 1e3 * apiLoopShare(s)),
 		},
 		rng: uint64(s.Seed)*0x9E3779B97F4A7C15 + 1,
 	}

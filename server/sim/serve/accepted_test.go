@@ -53,8 +53,9 @@ func TestRestOfCurrentServeFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 0.8, o.Engine.GPUMemoryUtilization, 1e-9, "--device-memory-utilization is --gpu-memory-utilization")
 	assert.Equal(t, "fp8", o.Engine.Quantization, "-q is --quantization")
+	assert.Equal(t, 2, o.Engine.APIServerCount, "-asc is --api-server-count, which is simulated")
 	for _, name := range []string{"--disable-custom-all-reduce", "--expert-placement-strategy", "--data-parallel-hybrid-lb",
-		"--api-server-count", "--allowed-media-domains", "--ssl-keyfile", "--grpc"} {
+		"--allowed-media-domains", "--ssl-keyfile", "--grpc"} {
 		assert.Contains(t, o.NotSimulated, name)
 	}
 	_, err = ParseArgs([]string{"Qwen/Qwen3-8B", "-pcp", "2"}, noEnv)

@@ -222,13 +222,13 @@ func TestShowHiddenMetricsForVersion(t *testing.T) {
 func TestNotSimulatedFlagsListedAndLoggedOnce(t *testing.T) {
 	help := Help()
 	assert.Contains(t, help, "Accepted but not simulated")
-	for _, name := range []string{"api-server-count", "trust-remote-code", "max-lora-rank"} {
+	for _, name := range []string{"seed", "trust-remote-code", "max-lora-rank"} {
 		assert.Contains(t, help, "--"+name)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var logs syncBuffer
-	inst, err := Start(context.Background(), []string{"--sim-startup-seconds", "0", "--api-server-count", "4", "--trust-remote-code"}, noEnv,
+	inst, err := Start(context.Background(), []string{"--sim-startup-seconds", "0", "--seed", "4", "--trust-remote-code"}, noEnv,
 		WithListener(ln), WithLogs(&logs, &logs), WithGrace(time.Millisecond))
 	require.NoError(t, err)
 	require.Eventually(t, inst.Ready, 5*time.Second, time.Millisecond)
@@ -236,7 +236,7 @@ func TestNotSimulatedFlagsListedAndLoggedOnce(t *testing.T) {
 	out := logs.String()
 	assert.Equal(t, 1, strings.Count(out, "accepts but does not simulate"), out)
 	assert.Contains(t, out, "WARNING")
-	assert.Contains(t, out, "vllmtop sim accepts but does not simulate: --api-server-count, --trust-remote-code\n")
+	assert.Contains(t, out, "vllmtop sim accepts but does not simulate: --seed, --trust-remote-code\n")
 }
 
 func TestKVResidencyOfEvictedBlocks(t *testing.T) {

@@ -26,7 +26,7 @@ type LoRAModule struct {
 var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "disable-log-requests",
 	"enable-log-requests", "disable-frontend-multiprocessing", "enable-auto-tool-choice", "uvicorn-log-level",
 	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
-	"chat-template", "seed", "distributed-executor-backend", "api-server-count", "max-lora-rank",
+	"chat-template", "seed", "distributed-executor-backend", "max-lora-rank",
 	"max-num-queued-reqs", "max-num-queued-tokens", "no-enable-log-requests",
 	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval",
 	"optimization-level", "compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt",
@@ -80,7 +80,7 @@ func defineExtraFlags(fs *pflag.FlagSet, o *Options) *extraArgs {
 	fs.IntVar(&o.MaxLoras, "max-loras", 1, "Largest number of LoRA adapters in one batch (the max_lora label)")
 	fs.Int("max-lora-rank", 16, notSimulatedUsage)
 	x.loraModules = fs.StringArray("lora-modules", nil, `LoRA adapters as name=path or JSON {"name": ..., "path": ..., "base_model_name": ...}`)
-	fs.Int("api-server-count", 1, notSimulatedUsage)
+	fs.IntVarP(&o.Engine.APIServerCount, "api-server-count", "", 0, "API server processes, each one event loop that processes inputs and streams outputs (default: the data-parallel size from vLLM 0.15, else 1)")
 	fs.BoolVar(&o.Engine.LanguageModelOnly, "language-model-only", false, "Serve a multimodal model as text only: its encoders are neither loaded nor profiled (from vLLM 0.10.1)")
 	fs.Float64Var(&o.Engine.CPUOffloadGiB, "cpu-offload-gb", 0, "GiB of each GPU's decoder weights kept in host memory (their space goes to the KV cache)")
 	fs.Int("max-num-queued-reqs", 0, notSimulatedUsage)
