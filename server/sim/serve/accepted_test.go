@@ -58,6 +58,12 @@ func TestRestOfCurrentServeFlags(t *testing.T) {
 		"--allowed-media-domains", "--ssl-keyfile", "--grpc"} {
 		assert.Contains(t, o.NotSimulated, name)
 	}
+	for _, bad := range []string{"0", "-1"} {
+		_, err = ParseArgs([]string{"Qwen/Qwen3-8B", "--api-server-count", bad}, noEnv)
+		assert.ErrorContains(t, err, "--api-server-count "+bad+" starts no API server (vLLM runs headless)")
+	}
+	_, err = ParseArgs([]string{"Qwen/Qwen3-8B", "--api-server-count", "1000"}, noEnv)
+	assert.ErrorContains(t, err, "--api-server-count must be between 1 and 256, got 1000")
 	_, err = ParseArgs([]string{"Qwen/Qwen3-8B", "-pcp", "2"}, noEnv)
 	assert.ErrorContains(t, err, "--prefill-context-parallel-size 2 is not simulated")
 	assert.Contains(t, Help(), "--disable-custom-all-reduce", "--help names them in its list")

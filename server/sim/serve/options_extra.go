@@ -167,11 +167,26 @@ func checkAcceptedFlags(fs *pflag.FlagSet, release string) error {
 		case f.Name == "headless" && val == "true":
 			// vLLM's headless node runs engines for another node's API server.
 			err = &ConfigError{Msg: "--headless starts no API server, and the simulator is one: run it without --headless"}
+		case f.Name == "api-server-count":
+			err = checkAPIServerCount(val)
 		case f.Name == "max-num-partial-prefills" && val != "1" && verr == nil && v.V1Engine():
 			err = &sim.EngineConfigError{Msg: "Concurrent Partial Prefill is not supported. We recommend to remove Concurrent Partial Prefill from your config."}
 		}
 	})
 	return err
+}
+
+// checkAPIServerCount refuses what --api-server-count cannot simulate: fewer than one API
+// server is vllm serve's headless mode; more than 256 is out of the simulator's range.
+func checkAPIServerCount(val string) error {
+	n, _ := strconv.Atoi(val)
+	switch {
+	case n < 1:
+		return &ConfigError{Msg: fmt.Sprintf("--api-server-count %s starts no API server (vLLM runs headless), and the simulator is one: give 1 or more", val)}
+	case n > 256:
+		return &ConfigError{Msg: fmt.Sprintf("--api-server-count must be between 1 and 256, got %d", n)}
+	}
+	return nil
 }
 
 // quoteChoices lists choices as argparse does: 'a', 'b'.
