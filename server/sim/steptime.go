@@ -83,7 +83,7 @@ func NewStepModel(s *Setup) *StepModel {
 		expertFLOPs:  2 * routed / tp,
 		headFLOPs:    2 * head / tp,
 		gemmRate:     g.EtaGEMM * gemmPeakTFLOPS(s) * 1e12,
-		expertRate:   fusedMoEEfficiency * g.EtaGEMM * g.BF16TFLOPS * 1e12,
+		expertRate:   fusedMoERate(s, expertBytes(m, q, db)) * g.EtaGEMM * g.BF16TFLOPS * 1e12,
 		headRate:     g.EtaGEMM * g.BF16TFLOPS * 1e12,
 		attnRate:     g.EtaAttention * g.BF16TFLOPS * 1e12,
 		bandwidth:    bw,
@@ -119,12 +119,35 @@ func NewStepModel(s *Setup) *StepModel {
 }
 
 // fusedMoEEfficiency is the routed experts' GEMM rate as a share of the dense layers' 16-bit
-// one: the median of seven published timings of vLLM's Triton fused-MoE kernel at 1,024 to
-// 4,096 tokens (Mixtral-8x7B, Qwen3-30B-A3B in FP8 and Gemma 4 26B-A4B on H100 and H200,
-// 0.24 to 0.81 of 0.6 x the 16-bit peak). Many small GEMMs, one per expert, and the sorting of
-// tokens by expert keep it below a dense GEMM of the same FLOPs, and its FP8 path gains nothing
-// over 16 bits there (docs/calibration.md#fused-moe-kernel).
+// one where the kernel's timings do not say how it depends on the experts' width: the median of
+// seven published timings of vLLM's Triton fused-MoE kernel at 1,024 to 4,096 tokens
+// (Mixtral-8x7B, Qwen3-30B-A3B in FP8 and Gemma 4 26B-A4B on H100 and H200, 0.24 to 0.81 of
+// 0.6 x the 16-bit peak). Many small GEMMs, one per expert, and the sorting of tokens by expert
+// keep it below a dense GEMM of the same FLOPs (docs/calibration.md#fused-moe-kernel).
 const fusedMoEEfficiency = 0.44
+
+// The same seven timings, taken by the width of the experts a rank holds (N, the intermediate
+// size over the slices it is cut into): the kernel multiplies each expert's tokens by a K x N
+// slice, and the narrower the slice the fewer tiles keep the GPU busy. Least squares over the
+// timings' logarithms give efficiency = fusedMoEWidthCoef x N^fusedMoEWidthExp: 0.76 at N =
+// 7,168, 0.35 at 768, 0.24 at 256 (docs/calibration.md#fused-moe-kernel).
+const (
+	fusedMoEWidthCoef = 0.03656
+	fusedMoEWidthExp  = 0.3417
+)
+
+// fusedMoERate is the routed experts' GEMM rate as a share of the 16-bit dense rate, for the
+// experts of s stored at bytesPerParam: by the experts' width for 16- and 8-bit weights, the
+// Triton kernel the timings measured; the flat median for 4-bit formats (MXFP4, NVFP4, AWQ,
+// GPTQ), whose kernels are others and have no timings here.
+func fusedMoERate(s *Setup, bytesPerParam float64) float64 {
+	m := s.ModelProfile
+	if bytesPerParam < 1 || m.IntermediateSize <= 0 {
+		return fusedMoEEfficiency
+	}
+	n := float64(m.IntermediateSize) / float64(max(1, s.expertSlices()))
+	return min(1, fusedMoEWidthCoef*math.Pow(n, fusedMoEWidthExp))
+}
 
 // fusedMoEBandwidth is the share of the card's effective bandwidth at which the fused-MoE kernel
 // streams the experts a decode step touches, and fusedMoELatency its latency per routed layer
