@@ -32,6 +32,7 @@ func FromStats(gauges *scrape.Stats, r *scrape.Rates, windowSeconds float64) Sig
 	s.TTFTMean = mean(r.TTFTSeconds)
 	s.QueueMean = mean(r.QueueSeconds)
 	s.PrefillMean = mean(r.PrefillSeconds)
+	s.TTFTCount, s.QueueCount = count(r.TTFTSeconds), count(r.QueueSeconds)
 	s.PromptTokensMean = mean(r.PromptTokensPerRequest)
 	return s
 }
@@ -48,6 +49,13 @@ func p99(d *scrape.Dist) Quantile {
 		q.Bound = AtMost
 	}
 	return q
+}
+
+func count(d *scrape.Dist) scrape.Value {
+	if d == nil {
+		return scrape.Value{}
+	}
+	return scrape.Some(d.Count)
 }
 
 func mean(d *scrape.Dist) scrape.Value {

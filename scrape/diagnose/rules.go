@@ -430,14 +430,28 @@ func admissionBound(s *Signals, f Facts, th Thresholds) (Verdict, bool) {
 		Flags: []string{"--max-num-seqs"}, Evidence: queueEvidence(s, th)}, true
 }
 
-// ttftShare is part's share of the mean TTFT t, ok when both are known, t is long enough to
-// matter and the share reaches atLeast.
-func ttftShare(t, part scrape.Value, th Thresholds, atLeast float64) (share float64, ok bool) {
-	if !t.OK || !part.OK || t.V < th.MinTTFTSeconds {
+// ttftShare is part's share of s's mean TTFT t, ok when both are known, t is long enough to
+// matter, the means describe the same requests and the share reaches atLeast.
+func ttftShare(s *Signals, t, part scrape.Value, th Thresholds, atLeast float64) (share float64, ok bool) {
+	if !t.OK || !part.OK || t.V < th.MinTTFTSeconds || !sameRequests(s) {
 		return 0, false
 	}
 	share = part.V / t.V
 	return share, share >= atLeast
+}
+
+// sameRequests reports whether the window's TTFT and its queue and prefill times describe
+// about the same requests, so that their means add up: vLLM observes a TTFT at a request's
+// first token and its phase times at its end, and right after the load changes the window
+// holds first tokens of requests that have not ended, or ends of requests that began before
+// it. Counts not known are taken to agree.
+func sameRequests(s *Signals) bool {
+	t, q := s.TTFTCount, s.QueueCount
+	if !t.OK || !q.OK {
+		return true
+	}
+	hi, lo := max(t.V, q.V), min(t.V, q.V)
+	return hi-lo <= max(2, 0.2*hi)
 }
 
 // prefillBound: TTFT is mostly the prefill of long prompts. That alone is what long prompts
@@ -448,7 +462,7 @@ func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	if !n.OK || n.V < th.LongPrompt {
 		return Verdict{}, false
 	}
-	share, ok := ttftShare(t, s.PrefillMean, th, th.PrefillShare)
+	share, ok := ttftShare(s, t, s.PrefillMean, th, th.PrefillShare)
 	if !ok {
 		return Verdict{}, false
 	}
@@ -478,17 +492,17 @@ func prefillBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 }
 
 // frontendBound: most of the TTFT is spent neither queued in the engine nor in prefill. vLLM's
-// TTFT runs from the API server's receipt of the request to its output handler's pick-up of
-// the first token, its queue and prefill times are the engine core's; what is left is the API
-// server's own time (input processing, the hop to the engine core, streaming the outputs), a
-// few milliseconds unless its one event loop cannot keep up.
+// TTFT runs from the request's arrival_time, stamped as the API server starts on it, to its
+// output handler's pick-up of the first token; its queue and prefill times are the engine
+// core's. What is left is the API server's own time (input processing, the hop to the engine
+// core, streaming the outputs), a few milliseconds unless its one event loop cannot keep up.
 func frontendBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	t, q, p := s.TTFTMean, s.QueueMean, s.PrefillMean
 	if !q.OK || !p.OK {
 		return Verdict{}, false
 	}
 	outside := scrape.Some(max(0, t.V-q.V-p.V))
-	share, ok := ttftShare(t, outside, th, th.FrontendShare)
+	share, ok := ttftShare(s, t, outside, th, th.FrontendShare)
 	if !ok {
 		return Verdict{}, false
 	}
@@ -509,7 +523,7 @@ func frontendBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 // holds them: the GPU is doing all it can.
 func queueBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 	t, q := s.TTFTMean, s.QueueMean
-	share, ok := ttftShare(t, q, th, th.QueueShare)
+	share, ok := ttftShare(s, t, q, th, th.QueueShare)
 	if !ok {
 		return Verdict{}, false
 	}

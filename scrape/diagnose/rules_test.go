@@ -88,6 +88,12 @@ func TestRules(t *testing.T) {
 			rules: []string{RuleQueueBound}, text: "84% of their TTFT queued (mean 2.1s of 2.5s)"},
 		{name: "frontend-bound: the TTFT is neither queue nor prefill", edit: func(s *Signals) { s.TTFTMean, s.QueueMean, s.PrefillMean = v(2.5), v(0.01), v(0.04) },
 			rules: []string{RuleFrontendBound}, text: "98% of their TTFT (mean 2.5s) outside the engine's queue and prefill"},
+		{name: "first tokens of requests that have not ended say nothing of the TTFT's parts", edit: func(s *Signals) {
+			s.TTFTMean, s.QueueMean, s.PrefillMean, s.TTFTCount, s.QueueCount = v(2.5), v(0.01), v(0.04), v(36), v(2)
+		}, rules: nil},
+		{name: "counts within a fifth agree", edit: func(s *Signals) {
+			s.TTFTMean, s.QueueMean, s.PrefillMean, s.TTFTCount, s.QueueCount = v(2.5), v(0.01), v(0.04), v(100), v(82)
+		}, rules: []string{RuleFrontendBound}},
 		{name: "a fast TTFT's composition says nothing", edit: func(s *Signals) { s.TTFTMean, s.QueueMean, s.PrefillMean = v(0.15), v(0.01), v(0.04) },
 			rules: nil},
 		{name: "errors", edit: func(s *Signals) { s.ErrorsPerSec = v(0.5) }, rules: []string{RuleErrors}, text: "0.50 requests/s in error"},

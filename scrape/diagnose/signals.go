@@ -107,6 +107,11 @@ type Signals struct {
 	QueueMean        scrape.Value
 	PrefillMean      scrape.Value
 	PromptTokensMean scrape.Value // prompt length per request
+	// TTFTCount and QueueCount are the observations behind TTFTMean and QueueMean: vLLM
+	// observes a TTFT at a request's first token and its queue and prefill times at its end,
+	// so the two sets of requests differ while the load changes.
+	TTFTCount  scrape.Value
+	QueueCount scrape.Value
 
 	// The KV cache as vllm:cache_config_info describes it (absent: not exported).
 	KVCacheTokens        scrape.Value // this engine's capacity in tokens
