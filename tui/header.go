@@ -162,7 +162,8 @@ func (h *header) uptime() (time.Duration, bool) {
 
 // keyFlags are the server flags the header names, in order.
 var keyFlags = []string{"--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--tensor-parallel-size", "-tp",
-	"--kv-cache-dtype", "--quantization", "--max-num-batched-tokens", "--sim-gpu", "--speculative-config"}
+	"--kv-cache-dtype", "--quantization", "--max-num-batched-tokens", "--api-server-count", "--data-parallel-size", "-dp",
+	"--sim-gpu", "--speculative-config"}
 
 // commandSummary names the server command by its program (never a build path) and its
 // subcommand, with the key flags it was given: "vllmtop sim --gpu-memory-utilization 0.92".

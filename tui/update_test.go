@@ -396,6 +396,8 @@ func TestHeaderNamesTheCommandNotItsBuildPath(t *testing.T) {
 	assert.Equal(t, "vllmtop sim --gpu-memory-utilization 0.92", commandSummary(d.td.sup.status.Args))
 	assert.Equal(t, "vllm serve --max-num-seqs 8 --tensor-parallel-size=2",
 		commandSummary([]string{"/opt/venv/bin/vllm", "serve", "m", "--max-num-seqs", "8", "--tensor-parallel-size=2", "--api-key", "s3cret"}))
+	assert.Equal(t, "vllm serve --api-server-count 4 -dp 2", commandSummary([]string{"vllm", "serve", "m", "--api-server-count", "4", "-dp", "2"}),
+		"the API servers and engines a run had, which its throughput depends on")
 }
 
 func TestClientLagIsShownOnlyWhenThereIsSome(t *testing.T) {
