@@ -73,6 +73,10 @@ func (l *Logger) startupAPI(s *sim.Setup, nonDefaultArgs []KV) {
 	api := l.api()
 
 	at := l.openingLines()
+	if n := s.APIServers(); s.APIServerCount == 0 && n > 1 {
+		// vllm serve's own process, before it starts the API servers (0.15.1's line number).
+		l.record(proc{pid: l.apiPID}, Info, "serve.py:100", fmt.Sprintf("Defaulting api_server_count to data_parallel_size (%d).", n))
+	}
 	if at.banner {
 		l.record(api, Info, at.version, strings.Join([]string{
 			"",
