@@ -58,26 +58,26 @@ func (l *apiServerLoop) streamed(end time.Time) (time.Time, time.Duration) {
 	if l.output <= 0 || l.input <= 0 {
 		return end, 0
 	}
-	if start := l.settle(end); !start.IsZero() {
+	if start, ready := l.settle(end); ready.Equal(end) {
 		return start, l.output
 	}
-	return end, l.output
+	return end, l.output // the step had no outputs to stream
 }
 
 // settle runs the output jobs that became ready at or before t and returns when the last of
-// them started.
-func (l *apiServerLoop) settle(t time.Time) (lastStart time.Time) {
+// them started and when it became ready.
+func (l *apiServerLoop) settle(t time.Time) (lastStart, lastReady time.Time) {
 	i := 0
 	for ; i < len(l.pending) && !l.pending[i].ready.After(t); i++ {
 		j := l.pending[i]
 		if j.ready.After(l.free) {
 			l.free = j.ready
 		}
-		lastStart = l.free
+		lastStart, lastReady = l.free, j.ready
 		l.free = l.free.Add(j.work)
 	}
 	l.pending = append(l.pending[:0], l.pending[i:]...)
-	return lastStart
+	return lastStart, lastReady
 }
 
 // apiServersPerEngineRelease is the first release whose --api-server-count defaults to the

@@ -136,3 +136,15 @@ func TestAPIServersShareTheEnginesLoad(t *testing.T) {
 	_, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", APIServerCount: -1}, nil)
 	require.Error(t, err)
 }
+
+// A step with no outputs (a prefill chunk) gives the loop nothing to stream: its "streaming"
+// starts at its end, not at an earlier step's.
+func TestAPIServerLoopStepWithoutOutputs(t *testing.T) {
+	l := apiServerLoop{input: time.Millisecond, output: time.Millisecond}
+	l.stream(t0, t0.Add(10*time.Millisecond), 5)
+	l.admit(t0.Add(time.Millisecond), 0) // settles nothing: the step has not ended
+	start, each := l.streamed(t0.Add(20 * time.Millisecond))
+	assert.Equal(t, t0.Add(20*time.Millisecond), start, "the 10 ms step's job is not this step's")
+	assert.Equal(t, time.Millisecond, each)
+	assert.Equal(t, t0.Add(15*time.Millisecond), l.free, "the earlier job still ran, from its end")
+}

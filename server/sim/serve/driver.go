@@ -254,7 +254,7 @@ func (d *driver) collect(r *sim.StepResult) {
 func (d *driver) finishStep(r *sim.StepResult, end time.Time) {
 	d.mu.Lock()
 	start, each := d.engine.Streamed(end)
-	if each == 0 {
+	if each == 0 || len(d.pending) == 0 {
 		d.observe(r)
 		d.mu.Unlock()
 		d.deliver(d.pending)
