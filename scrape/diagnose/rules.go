@@ -507,8 +507,8 @@ func frontendBound(s *Signals, _ Facts, th Thresholds) (Verdict, bool) {
 		return Verdict{}, false
 	}
 	return Verdict{Rule: RuleFrontendBound, Severity: Warning, Subject: s.Subject, Limit: LimitAPI,
-		Advice: "raise --api-server-count, or add a replica",
-		Text: fmt.Sprintf("%s's requests spend %s of their TTFT (mean %s) outside the engine's queue and prefill: its API server cannot keep up with tokenising and streaming; raise --api-server-count, or add a replica",
+		Advice: "raise --api-server-count (where the release has it), or add a replica",
+		Text: fmt.Sprintf("%s's requests spend %s of their TTFT (mean %s) outside the engine's queue and prefill: its API server cannot keep up with tokenising and streaming; raise --api-server-count (where the release has it), or add a replica",
 			s.Subject, formatValue(min(share, 1), "%"), formatSeconds(t.V)),
 		Flags: []string{"--api-server-count"},
 		Evidence: []Evidence{

@@ -142,9 +142,56 @@ func TestAPIServersShareTheEnginesLoad(t *testing.T) {
 func TestAPIServerLoopStepWithoutOutputs(t *testing.T) {
 	l := apiServerLoop{input: time.Millisecond, output: time.Millisecond}
 	l.stream(t0, t0.Add(10*time.Millisecond), 5)
-	l.admit(t0.Add(time.Millisecond), 0) // settles nothing: the step has not ended
+	l.admit(t0.Add(time.Millisecond), 0, 0) // settles nothing: the step has not ended
 	start, each := l.streamed(t0.Add(20 * time.Millisecond))
 	assert.Equal(t, t0.Add(20*time.Millisecond), start, "the 10 ms step's job is not this step's")
 	assert.Equal(t, time.Millisecond, each)
 	assert.Equal(t, t0.Add(15*time.Millisecond), l.free, "the earlier job still ran, from its end")
+}
+
+// A request that arrives after a step's end may run the step's output job before the step's
+// owner asks when streaming started: the answer is still the job's start.
+func TestAPIServerLoopStreamedAfterALaterArrival(t *testing.T) {
+	e := loopEngine(t)
+	add(t, e, fixedPrompt(50, 0), 8, t0)
+	r := e.Step(e.Step(t0).NextReady)
+	require.False(t, r.Idle)
+	end := r.End
+	add(t, e, fixedPrompt(50, 1), 1, end.Add(-time.Millisecond))  // holds the loop to end + 1.05 ms
+	add(t, e, fixedPrompt(50, 2), 1, end.Add(2*time.Millisecond)) // runs the step's job first
+	start, _ := e.Streamed(end)
+	assert.WithinDuration(t, end.Add(1050*time.Microsecond), start, time.Microsecond)
+}
+
+// vLLM processes a request's input once and fans its n choices out: only the first choice
+// pays the loop, and the others reach the engine with it.
+func TestAPIServerLoopChoicesShareOneInput(t *testing.T) {
+	e := loopEngine(t)
+	var seqs []*Sequence
+	for c := range 4 {
+		s, err := e.Add(Request{Prompt: fixedPrompt(100, 0), MaxTokens: 4, IgnoreEOS: true, N: 4, Choice: c, Arrival: t0})
+		require.NoError(t, err)
+		seqs = append(seqs, s)
+	}
+	for _, s := range seqs[1:] {
+		assert.Equal(t, seqs[0].Times.Queued, s.Times.Queued)
+	}
+	next := add(t, e, fixedPrompt(100, 1), 4, t0)
+	assert.WithinDuration(t, seqs[0].Times.Queued.Add(2100*time.Microsecond), next.Times.Queued, time.Microsecond,
+		"the next request waits for one input, not four")
+}
+
+// With the API servers' time shared (here one server for two engines), the loop is half as
+// fast for an engine's load, but a request's own tokenizing is still one server's.
+func TestAPIServerLoopSharedKeepsARequestsOwnTokenizing(t *testing.T) {
+	s, err := Resolve(Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", VLLMVersion: "0.14.1", DataParallelSize: 2}, nil)
+	require.NoError(t, err)
+	s.HostProfile.InputMSPerActiveRequest = 0
+	s.HostProfile.InputLoopMS, s.HostProfile.InputLoopUSPerToken, s.HostProfile.OutputLoopUS = 2, 1, 100
+	e := NewEngine(s)
+	first := add(t, e, fixedPrompt(1000, 0), 4, t0)
+	assert.WithinDuration(t, t0.Add(e.queued+time.Millisecond), first.Times.Queued, time.Microsecond, "1,000 tokens at 1 us each")
+	second := add(t, e, fixedPrompt(1000, 1), 4, t0)
+	assert.WithinDuration(t, t0.Add(e.queued+2*3*time.Millisecond+time.Millisecond), second.Times.Queued, time.Microsecond,
+		"behind the first's 3 ms of loop time at half a server's speed")
 }

@@ -22,8 +22,10 @@ type Request struct {
 	MaxTokens int   // at least 1; prompt + MaxTokens must fit in max_model_len
 	MinTokens int
 	IgnoreEOS bool
-	// N is the n parameter of the API request this sequence is one choice of (1 if unset).
-	N int
+	// N is the n parameter of the API request this sequence is one choice of (1 if unset);
+	// Choice is which (0 first). vLLM processes a request's input once and fans its choices
+	// out, so only the first pays the API server's input processing.
+	N, Choice int
 	// Priority orders the waiting queue under --scheduling-policy priority (lower first).
 	Priority int
 	// Arrival is when the API server received the request; the scheduler sees it after the
@@ -217,6 +219,7 @@ func NewEngine(s *Setup) *Engine {
 		queued:    seconds((s.HostProfile.InputMS + s.HostProfile.OutputMS) * 1e-3),
 		perActive: s.HostProfile.InputMSPerActiveRequest * 1e6,
 		apiLoop: apiServerLoop{
+			share:    apiLoopShare(s),
 			input:    nanoseconds(s.HostProfile.InputLoopMS * 1e6 * apiLoopShare(s)),
 			perToken: nanoseconds(s.HostProfile.InputLoopUSPerToken * 1e3 * apiLoopShare(s)),
 			output:   nanoseconds(s.HostProfile.OutputLoopUS * 1e3 * apiLoopShare(s)),
@@ -305,7 +308,8 @@ func CheckLengths(maxModelLen, promptLen, maxTokens int) error {
 	return nil
 }
 
-// Streamed is called at a step's end, once every request that arrived before it was added:
+// Streamed is called at or after a step's end, once every request that arrived before the end
+// was added (requests that arrived after it may have been added too):
 // it returns when the API server's loop starts streaming the step's outputs and how long
 // each output takes (docs/calibration.md#the-api-servers-event-loop). vLLM streams them in chunks of
 // OutputChunk, each reaching its clients when the chunk is done.
@@ -340,7 +344,7 @@ func (e *Engine) Add(r Request) (*Sequence, error) {
 	s.rng = splitmix(uint64(e.setup.Seed) ^ (s.seqNo * 0x2545F4914F6CDD1D))
 	s.Times.Arrival = r.Arrival
 	active := len(e.waiting) + len(e.running)
-	wait := e.apiLoop.admit(r.Arrival, len(r.Prompt))
+	wait := e.apiLoop.admit(r.Arrival, len(r.Prompt), r.Choice)
 	s.Times.Queued = r.Arrival.Add(wait + e.queued + time.Duration(float64(active)*e.perActive))
 	s.target, s.eosStop = outputLength(&s.rng, r)
 	if e.pool.cache != nil {

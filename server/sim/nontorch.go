@@ -42,8 +42,15 @@ var a100NVLinkClass = map[string]bool{
 const (
 	a100NCCLCommPairGiB  = 544.0 / 1024
 	a100NCCLCommGroupGiB = 688.0 / 1024
-	v0TorchNCCLComms     = 2
 )
+
+// a100NCCLCommGiB is what one communicator of ranks GPUs holds on an A100 NVLink board.
+func a100NCCLCommGiB(ranks int) float64 {
+	if ranks <= 2 {
+		return a100NCCLCommPairGiB
+	}
+	return a100NCCLCommGroupGiB
+}
 
 // tensorParallelNonTorchGiB is what one rank at s's tensor-parallel size holds outside torch
 // besides the single-GPU figure: host.NonTorchTPGiB (fitted on A100 at 0.10.1.1) where the
@@ -61,10 +68,8 @@ func tensorParallelNonTorchGiB(s *Setup) float64 {
 	case nvlinkHopperClass[s.GPUProfile.Name]:
 		return nvlinkTPNonTorchGiB + nvlinkTPNonTorchPerPeerGiB*float64(tp-2)
 	case !s.Version.V1Engine() && a100NVLinkClass[s.GPUProfile.Name]:
-		if tp == 2 {
-			return v0TorchNCCLComms * a100NCCLCommPairGiB
-		}
-		return v0TorchNCCLComms * a100NCCLCommGroupGiB
+		// The default group spans every rank (TP x PP), the tensor-parallel group its TP.
+		return a100NCCLCommGiB(tp*max(1, s.PipelineParallelSize)) + a100NCCLCommGiB(tp)
 	}
 	return s.HostProfile.NonTorchTPGiB
 }

@@ -40,6 +40,10 @@ func TestTensorParallelNonTorchByReleaseAndGPU(t *testing.T) {
 			HostProfile: Host{NonTorchTPGiB: hostTP}, Version: MustVersion(c.version)}
 		assert.InDelta(t, c.want, tensorParallelNonTorchGiB(s), 1e-9, c.name)
 	}
+	// With pipeline stages the default group spans them all: TP 2 x PP 2 is a group of four.
+	pp := &Setup{Config: Config{TensorParallelSize: 2, PipelineParallelSize: 2}, GPUProfile: GPU{Name: "A100-SXM-80GB"},
+		HostProfile: Host{NonTorchTPGiB: hostTP}, Version: MustVersion("0.4.3")}
+	assert.InDelta(t, (688.0+544.0)/1024, tensorParallelNonTorchGiB(pp), 1e-9)
 }
 
 // The fit-split H100 logs of vLLM 0.19 (llm-d-planner sweep) log 2.06 and 2.13 GiB of

@@ -177,8 +177,8 @@ func (t *Target) Start(ctx context.Context, p loadgen.Prompt, sink loadgen.Token
 		ins = ins[:0]
 		for i, prompt := range a.Prompts {
 			req.res.PromptTokens += len(prompt)
-			for range a.N {
-				ins = append(ins, sim.Request{Prompt: prompt, MaxTokens: a.MaxTokens[i], MinTokens: a.MinTokens, IgnoreEOS: a.IgnoreEOS, N: a.N, Priority: a.Priority})
+			for c := range a.N {
+				ins = append(ins, sim.Request{Prompt: prompt, MaxTokens: a.MaxTokens[i], MinTokens: a.MinTokens, IgnoreEOS: a.IgnoreEOS, N: a.N, Choice: c, Priority: a.Priority})
 			}
 		}
 	} else {

@@ -391,7 +391,7 @@ func TestVirtualChoicesAreOneRequest(t *testing.T) {
 	results, s, err = benchCanceledAfterTen(t, target, w)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Len(t, results, 10+3, "each canceled request ends once, whatever its choices")
-	assert.Equal(t, 10, s.Completed)
+	assert.GreaterOrEqual(t, s.Completed, 10, "the tenth, and any that ended with it in one chunk")
 }
 
 // The virtual clock starts at the wall clock's now, so a run's times (a ramp's

@@ -80,7 +80,8 @@ type stepObserver interface {
 }
 
 // driver owns the engine and runs its steps on a clock: one timer per step, and the tokens of
-// every stream in a step delivered at the step's end.
+// every stream in a step delivered at its end, or, where the API server's loop costs time, in
+// the loop's chunks after it.
 type driver struct {
 	mu        sync.Mutex // guards engine and live
 	engine    *sim.Engine
@@ -185,7 +186,7 @@ func (d *driver) run(ctx context.Context) {
 		}
 		r := d.engine.Step(now)
 		if r.Idle {
-			d.observe(r) // the gauges
+			d.observeInOrder(r) // the gauges
 			next := r.NextReady
 			d.mu.Unlock()
 			due = d.waitIdle(ctx, now, next)
@@ -232,7 +233,8 @@ func (d *driver) waitIdle(ctx context.Context, now, next time.Time) (due time.Ti
 	return due
 }
 
-// collect takes what a step produced for its streams, and forgets the requests it finished.
+// collect takes what a step produced for its streams. The requests it finished stay live
+// until their last tokens are handed over (an abort until then still ends their streams).
 func (d *driver) collect(r *sim.StepResult) {
 	d.pending = d.pending[:0]
 	for _, out := range r.Outputs {
@@ -243,19 +245,18 @@ func (d *driver) collect(r *sim.StepResult) {
 		}
 		d.pending = append(d.pending, delivery{st, ev})
 	}
-	for _, s := range r.Finished {
-		delete(d.live, s)
-	}
 }
 
 // finishStep hands the API server's loop the outputs of the step that ended at end: at once
 // where the loop costs nothing, else in its chunks. The step is observed (metrics, stats
-// line, balancer) when the loop takes it up, where vLLM's API server records it.
+// line, balancer) with its first chunk, in step order; its latencies are stamped at the loop's
+// pick-up (StepResult.Streamed), where vLLM's output handler stamps them.
 func (d *driver) finishStep(r *sim.StepResult, end time.Time) {
 	d.mu.Lock()
 	start, each := d.engine.Streamed(end)
 	if each == 0 || len(d.pending) == 0 {
-		d.observe(r)
+		d.observeInOrder(r)
+		d.forgetFinished(d.pending)
 		d.mu.Unlock()
 		d.deliver(d.pending)
 		return
@@ -263,6 +264,26 @@ func (d *driver) finishStep(r *sim.StepResult, end time.Time) {
 	obs := r.Clone() // the engine reuses its result
 	d.mu.Unlock()
 	d.streamLater(start, each, obs)
+}
+
+// observeInOrder observes a step now, or, while earlier steps' outputs are still streaming,
+// after them, as vLLM's API server handles the engine's outputs in order; d.mu is held.
+func (d *driver) observeInOrder(r *sim.StepResult) {
+	if len(d.later) == 0 {
+		d.observe(r)
+		return
+	}
+	d.later = append(d.later, timedDeliveries{at: d.later[len(d.later)-1].at, observe: r.Clone()})
+}
+
+// forgetFinished drops the requests whose last event is among items from the live set;
+// d.mu is held.
+func (d *driver) forgetFinished(items []delivery) {
+	for _, p := range items {
+		if p.ev.finished {
+			delete(d.live, p.st.seq)
+		}
+	}
 }
 
 // observe hands a step, and the requests it finished, to the observers; d.mu is held.
@@ -302,6 +323,7 @@ func (d *driver) deliverDue(ctx context.Context, until time.Time) error {
 		if c.observe != nil {
 			d.observe(c.observe)
 		}
+		d.forgetFinished(c.items)
 		items := c.items[:0]
 		for _, p := range c.items {
 			if !p.st.aborted {

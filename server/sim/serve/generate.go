@@ -432,10 +432,11 @@ func (s *Server) startStream(w http.ResponseWriter, req *genRequest, c *chunker)
 func (s *Server) submitChoices(w http.ResponseWriter, reqs []sim.Request, c *chunker, sink *sseSink, lora string) (streams []*stream, ok bool) {
 	var owners []sim.Request
 	for _, req := range reqs {
-		for range req.N {
+		for c := range req.N {
 			st := newStream()
 			st.choice, st.sink, st.lora = len(streams), sink, lora
 			streams = append(streams, st)
+			req.Choice = c
 			owners = append(owners, req)
 		}
 	}
