@@ -256,3 +256,40 @@ func TestBandwidthEfficiencyFollowsStreamMeasurements(t *testing.T) {
 		assert.InDelta(t, want, g.EtaBandwidth, 0.006, "%s: %.0f GB/s of %.0f", tc.profile, tc.measured, g.BandwidthTBps*1000)
 	}
 }
+
+// TestGEMMEfficiencyFollowsMatmulMeasurements holds the GEMM efficiencies taken from published
+// torch matrix multiplies (the database of zzc0721/torch-performance-test-data at 9d828276; the
+// median where a card has several entries) to those measurements
+// (docs/calibration.md#gemm-efficiency): 0.77 of the multiply's share of the peak, the middle of
+// the three cards whose efficiency comes from vLLM's own steps or operators.
+func TestGEMMEfficiencyFollowsMatmulMeasurements(t *testing.T) {
+	profile := func(name string) GPU {
+		g, err := BuiltinProfiles().GPU(name)
+		require.NoError(t, err)
+		return g
+	}
+	var ratios []float64
+	for _, c := range []struct {
+		profile string
+		matmul  float64 // TF/s
+	}{{"H200", 790.29}, {"A100-SXM-80GB", 264.53}, {"L4", 70.89}} {
+		g := profile(c.profile)
+		ratios = append(ratios, g.EtaGEMM/(c.matmul/g.BF16TFLOPS))
+	}
+	sort.Float64s(ratios)
+	ratio := ratios[1]
+	assert.InDelta(t, 0.77, ratio, 0.005, "the calibrated cards' efficiency against their multiply: %v", ratios)
+	for _, tc := range []struct {
+		profile string
+		matmul  float64 // TF/s, BF16 (FP16 on the T4 and V100)
+	}{
+		{"L40S", 269.15}, {"RTX-4090", 165.26}, {"RTX-4060-8GB", 31.21}, {"RTX-3090", 76.58},
+		{"RTX-5090", 238.04}, {"RTX-A6000", 123.34}, {"T4", 41.93}, {"V100-16GB", 94.84},
+		{"V100-32GB", 94.84}, {"A100-PCIe-40GB", 234.14}, {"H100-PCIe-80GB", 495.93},
+		{"H100-NVL-94GB", 495.93 * 835 / 756}, // the PCIe card's share of its peak
+		{"H20", 142.06}, {"H20-141GB", 142.06}, {"B200", 1696.03},
+	} {
+		g := profile(tc.profile)
+		assert.InDelta(t, ratio*tc.matmul/g.BF16TFLOPS, g.EtaGEMM, 0.006, "%s: %.1f TF/s of %.1f", tc.profile, tc.matmul, g.BF16TFLOPS)
+	}
+}
