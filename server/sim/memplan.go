@@ -21,7 +21,8 @@ const (
 	// v0NonTorchGiB is the non-torch memory V0 logged on one GPU (vllm#10517: 0.35 GiB).
 	v0NonTorchGiB = 0.35
 	// v0ReservedFactor is the caching allocator's reserve over the allocated peak that V0
-	// counted before 0.6.4, when it read the peak from torch.cuda.mem_get_info.
+	// counted before 0.6.4, when it read the peak from torch.cuda.mem_get_info, for the
+	// sampler and the encoder; the forward's is replayed (v0ReservedForward).
 	v0ReservedFactor = 1.2
 	// fusedMoEChunk is VLLM_FUSED_MOE_CHUNK_SIZE's default (vllm/envs.py) from 0.6.0; it was
 	// 65,536 from the chunking's start in 0.5.1 (vllm#6029) until vllm#7995 halved it; before
@@ -181,7 +182,11 @@ func profileMemory(s *Setup) (activation, nonTorch int64) {
 		return int64(peak), 0
 	}
 	if !s.Version.AtLeast("0.6.4") {
-		peak = peak*v0ReservedFactor + heldAllReduceBytes(s)
+		// The free-memory reading counts the allocator's reserve: the forward's as the
+		// allocator lays it out, the sampler's and the encoder's at the fitted factor.
+		sampler := v0SamplerBytesPerSeqVocab * entries
+		forward := kept*v0ReservedFactor + v0ReservedForward(s)
+		peak = max(encoder*v0ReservedFactor, forward, sampler*v0ReservedFactor) + heldAllReduceBytes(s)
 	}
 	return int64(peak), int64(math.Round((v0NonTorchGiB + tensorParallelNonTorchGiB(s)) * gib))
 }

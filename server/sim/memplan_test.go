@@ -258,10 +258,11 @@ func TestMoEWorkspaceHeldThroughTheSampler(t *testing.T) {
 // TestMoEDenseLayersAndSharedExperts: a MoE model's forward peak is its widest layer's. With
 // DeepSeek-V2's first dense layer (intermediate 10,944 where an expert has 1,408) over a whole
 // 163,840-token V0 batch, the dense MLP tops the routed layers; the shared experts' output is
-// one more hidden-size tensor beside the fused kernel's buffers.
+// one more hidden-size tensor beside the fused kernel's buffers. 0.6.4 counts the allocated
+// peak (before, the allocator's reserve: TestV0ReservedForward).
 func TestMoEDenseLayersAndSharedExperts(t *testing.T) {
 	cfg := Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", TensorParallelSize: 2,
-		MaxModelLen: 163840, MaxNumBatchedTokens: 163840, VLLMVersion: "0.5.1"}
+		MaxModelLen: 163840, MaxNumBatchedTokens: 163840, VLLMVersion: "0.6.4"}
 	s, err := Resolve(cfg, nil)
 	require.NoError(t, err)
 	m := s.ModelProfile
@@ -274,15 +275,15 @@ func TestMoEDenseLayersAndSharedExperts(t *testing.T) {
 	require.Greater(t, dense, routed, "the dense layer is the wider one here")
 	sampler := v0SamplerBytesPerSeqVocab * float64(s.MaxNumSeqs) * float64(m.VocabSize)
 	act, _ := profileMemory(s)
-	assert.InDelta(t, math.Max(dense, sampler)*v0ReservedFactor+heldAllReduceBytes(s), float64(act), 1e6)
+	assert.InDelta(t, math.Max(dense, sampler), float64(act), 1e6)
 
 	// Without the dense layer, the routed layers set it, with the shared experts' output.
 	s.ModelProfile.DenseIntermediateSize = 0
 	act, _ = profileMemory(s)
-	assert.InDelta(t, math.Max(routed, sampler)*v0ReservedFactor+heldAllReduceBytes(s), float64(act), 1e6)
+	assert.InDelta(t, math.Max(routed, sampler), float64(act), 1e6)
 	// And without shared experts, four hidden-size tensors.
 	s.ModelProfile.SharedExpertIntermediateSize = 0
 	act, _ = profileMemory(s)
 	four := fusedMoEBufferBytes(s) + 4*tokens*h*2
-	assert.InDelta(t, math.Max(four, sampler)*v0ReservedFactor+heldAllReduceBytes(s), float64(act), 1e6)
+	assert.InDelta(t, math.Max(four, sampler), float64(act), 1e6)
 }

@@ -1,0 +1,57 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCachingAllocatorReusesSplitsAndMerges(t *testing.T) {
+	var a cachingAllocator
+	const mib = 1 << 20
+	x := a.malloc(100 * mib)
+	y := a.malloc(5 * mib)
+	assert.EqualValues(t, 120*mib, a.reserved, "a 100 MiB segment and a 20 MiB one for a request under 10 MiB")
+	a.release(x)
+	z := a.malloc(60 * mib)
+	assert.EqualValues(t, 120*mib, a.reserved, "the freed 100 MiB block is split for 60")
+	w := a.malloc(40 * mib)
+	assert.EqualValues(t, 120*mib, a.reserved, "and its 40 MiB rest serves the next request")
+	a.release(z)
+	a.release(w)
+	big := a.malloc(100 * mib)
+	assert.EqualValues(t, 120*mib, a.reserved, "the two halves merged back into one block")
+	a.release(big)
+	a.malloc(101 * mib)
+	assert.EqualValues(t, 222*mib, a.reserved, "a request larger than every free block takes a new segment, rounded to 2 MiB")
+	a.release(y)
+	a.malloc(1000)
+	assert.EqualValues(t, 224*mib, a.reserved, "a small request comes from the small pool")
+}
+
+// TestV0ReservedForward: the replay gives Llama-style layers about the 1.2 reserve fitted on
+// Mistral-7B's 0.4.2 log, and DeepSeek-V2's expanded attention and wide first MLP much more:
+// the MLP's tensors fit in none of the blocks the attention freed.
+func TestV0ReservedForward(t *testing.T) {
+	ratio := func(cfg Config) (reserved, inUse float64) {
+		s, err := Resolve(cfg, nil)
+		require.NoError(t, err)
+		m := s.ModelProfile
+		tokens := float64(s.MaxNumBatchedTokens)
+		width := float64(denseWidth(m)) / float64(s.TensorParallelSize)
+		inUse = tokens * s.activationBytes() * (3*float64(m.HiddenSize) + 3*width)
+		return v0ReservedForward(s), inUse
+	}
+	r, u := ratio(Config{Model: "teknium/OpenHermes-2.5-Mistral-7B", GPU: "RTX-A6000", VLLMVersion: "0.4.2", MaxModelLen: 32768})
+	assert.InDelta(t, 1.19, r/u, 0.02, "Mistral-7B at 32,768 tokens: %.2f GiB reserved", r/gib)
+	r, u = ratio(Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.5.1", MaxModelLen: 163840})
+	assert.Greater(t, r/u, 1.6, "DeepSeek-Coder-V2-Lite at TP 2 over 163,840 tokens: %.2f GiB reserved, %.2f in use at the MLP", r/gib, u/gib)
+	// By hand, in GiB of 163,840 tokens x 2 bytes: the attention block holds the residual and
+	// its input (0.625 each), q and k (0.469 each), the latent (0.176), its normalised part
+	// and the rotated query part (0.156 each), the expanded keys and values, the padded q, k
+	// and v, the backend's output and FlashAttention's own (0.625 each), 6.45 with the rotated
+	// key; the MLP's gate/up (3.34) and activation (1.67) fit in none of the freed blocks and
+	// add 5.01.
+	assert.InDelta(t, 6.45+5.01, r/gib, 0.03, "the attention's blocks and the dense MLP's new segments")
+}
