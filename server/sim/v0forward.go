@@ -9,26 +9,33 @@ func v0ReservedForward(s *Setup) float64 {
 	t := &forwardTape{tokens: float64(s.MaxNumBatchedTokens), bytes: s.activationBytes()}
 	h := float64(m.HiddenSize)
 	residual := t.tensor(h) // the embedding's output, then the residual added to in place
-	hidden := t.tensor(h)   // the first layer's RMSNorm output; later layers normalise in place
+	input := t.tensor(h)    // the first layer's RMSNorm output; later layers normalise in place
 	dense := m.NumLayers
 	if m.IsMoE() {
 		dense = m.NumLayers - m.RoutedLayers()
 	}
 	for layer := range m.NumLayers {
-		out := v0Attention(t, s)
-		t.drop(hidden)
-		hidden = out
+		attn := v0Attention(t, s)
+		if layer == 0 {
+			t.drop(input) // the layer's own normalised copy, rebound to the attention's output
+		}
+		var out *allocBlock
 		if layer < dense {
 			out = v0DenseMLP(t, s, denseWidth(m))
 		} else {
 			out = v0RoutedMLP(t, s)
 		}
-		if out != nil {
-			t.drop(hidden)
-			hidden = out
+		if out == nil {
+			out = attn // the experts wrote their output in place
+		} else {
+			t.drop(attn)
 		}
+		if layer > 0 {
+			t.drop(input) // the model's loop held the layer's input until the layer returned
+		}
+		input = out
 	}
-	t.drop(hidden, residual)
+	t.drop(input, residual)
 	return float64(t.alloc.reserved)
 }
 
@@ -51,36 +58,62 @@ func v0Attention(t *forwardTape, s *Setup) *allocBlock {
 	q := heads * float64(m.HeadDim)
 	kv := float64(max(1, m.NumKeyValueHeads/tp) * m.HeadDim)
 	qkv := t.tensor(q + 2*kv) // rotary embedding runs in place on its q and k
-	out := t.tensor(q)        // the backend's output, into which FlashAttention's is copied
-	t.drop(t.tensor(q))
+	out := t.tensor(q)        // the attention's output
+	if s.Version.AtLeast("0.4.0") {
+		// From 0.4.0 the backends allocate their output (torch.empty_like) and copy the
+		// kernel's own into it; before, the kernel's output was returned as it was.
+		t.drop(t.tensor(q))
+	}
 	o := t.tensor(float64(m.HiddenSize)) // all-reduced in place
 	t.drop(qkv, out)
 	return o
 }
 
 // v0ExpandedMLA replays DeepSeek-V2's attention as vLLM ran it before it cached the latent
-// (vllm/model_executor/models/deepseek_v2.py at 0.5.1): queries, the compressed latent and its
-// expansion to every head's keys and values, queries, keys and values padded to the
+// (DeepseekV2Attention.forward at 0.5.1): queries, the compressed latent, its normalised copy of
+// a contiguous copy, its expansion to every head's keys and values, the rotary embedding in
+// PyTorch operations, keys assembled from both, queries, keys and values padded to the
 // FlashAttention head size, and the output cut back to the value width.
 func v0ExpandedMLA(t *forwardTape, s *Setup, heads float64) *allocBlock {
 	m := s.ModelProfile
 	qk := float64(m.QKNopeHeadDim + m.QKRopeHeadDim)
-	rope := float64(m.QKRopeHeadDim)
-	q := t.tensor(heads * qk)
-	latent := t.tensor(float64(m.KVLoraRank) + rope)
-	normed := t.tensor(float64(m.KVLoraRank)) // kv_a made contiguous and normalised
+	rope, lora := float64(m.QKRopeHeadDim), float64(m.KVLoraRank)
+	q := t.tensor(heads * qk) // kept to the end by its q_nope view
+	latent := t.tensor(lora + rope)
+	contiguous := t.tensor(lora)
+	normed := t.tensor(lora)
+	t.drop(contiguous)
 	kv := t.tensor(heads * float64(m.QKNopeHeadDim+m.VHeadDim))
-	qPE, kPE := t.tensor(heads*rope), t.tensor(rope) // the rotated parts, new tensors
+	table, cos, sin := t.tensor(rope), t.tensor(rope), t.tensor(rope) // cos_sin_cache[positions], repeated
+	qPE, kPE := v0Rotate(t, heads*rope), v0Rotate(t, rope)
+	t.drop(table, cos, sin)
 	k := t.tensor(heads * qk)
 	pad := heads * mlaPaddedHeadSize
-	qp, kp, vp := t.tensor(pad), t.tensor(pad), t.tensor(pad)
+	qp := t.tensor(pad)
+	kp := t.tensor(pad)
+	t.drop(k) // rebound to its padded copy
+	vp := t.tensor(pad)
 	out := t.tensor(pad)
 	t.drop(t.tensor(pad)) // FlashAttention's own output, copied into the backend's
 	cut := t.tensor(heads * float64(m.VHeadDim))
 	t.drop(out)
 	o := t.tensor(float64(m.HiddenSize))
-	t.drop(q, latent, normed, kv, qPE, kPE, k, qp, kp, vp, cut)
+	t.drop(q, latent, normed, kv, qPE, kPE, qp, kp, vp, cut)
 	return o
+}
+
+// v0Rotate replays x*cos + rotate(x)*sin over width elements a token, the GPT-J rotation
+// built with a negated half and a stack: it returns the sum, its temporaries freed.
+func v0Rotate(t *forwardTape, width float64) *allocBlock {
+	a := t.tensor(width)
+	neg := t.tensor(width / 2)
+	stacked := t.tensor(width)
+	t.drop(neg)
+	b := t.tensor(width)
+	t.drop(stacked)
+	sum := t.tensor(width)
+	t.drop(a, b)
+	return sum
 }
 
 // v0DenseMLP replays a gated MLP: the gate/up projection, the activation's new tensor of half

@@ -112,25 +112,18 @@ func (a *cachingAllocator) remove(b *allocBlock) {
 // forwardTape replays a forward pass's activations: tensors of the batch's tokens times a
 // width, in the model's dtype, allocated and freed in the order the model code does.
 type forwardTape struct {
-	alloc        cachingAllocator
-	tokens       float64
-	bytes        float64 // per element
-	live, peakIn int64   // bytes in use, and their peak
+	alloc  cachingAllocator
+	tokens float64
+	bytes  float64 // per element
 }
 
 // tensor allocates tokens x width elements; fixed allocates n bytes whatever the batch.
 func (t *forwardTape) tensor(width float64) *allocBlock { return t.fixed(t.tokens * width * t.bytes) }
 
-func (t *forwardTape) fixed(n float64) *allocBlock {
-	b := t.alloc.malloc(int64(n))
-	t.live += b.size
-	t.peakIn = max(t.peakIn, t.live)
-	return b
-}
+func (t *forwardTape) fixed(n float64) *allocBlock { return t.alloc.malloc(int64(n)) }
 
 func (t *forwardTape) drop(bs ...*allocBlock) {
 	for _, b := range bs {
-		t.live -= b.size
 		t.alloc.release(b)
 	}
 }

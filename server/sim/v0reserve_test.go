@@ -47,11 +47,13 @@ func TestV0ReservedForward(t *testing.T) {
 	assert.InDelta(t, 1.19, r/u, 0.02, "Mistral-7B at 32,768 tokens: %.2f GiB reserved", r/gib)
 	r, u = ratio(Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.5.1", MaxModelLen: 163840})
 	assert.Greater(t, r/u, 1.6, "DeepSeek-Coder-V2-Lite at TP 2 over 163,840 tokens: %.2f GiB reserved, %.2f in use at the MLP", r/gib, u/gib)
-	// By hand, in GiB of 163,840 tokens x 2 bytes: the attention block holds the residual and
-	// its input (0.625 each), q and k (0.469 each), the latent (0.176), its normalised part
-	// and the rotated query part (0.156 each), the expanded keys and values, the padded q, k
-	// and v, the backend's output and FlashAttention's own (0.625 each), 6.45 with the rotated
-	// key; the MLP's gate/up (3.34) and activation (1.67) fit in none of the freed blocks and
-	// add 5.01.
-	assert.InDelta(t, 6.45+5.01, r/gib, 0.03, "the attention's blocks and the dense MLP's new segments")
+	// The MLP's gate/up (3.34 GiB) and activation (1.67) fit in none of the blocks the attention
+	// freed, the largest of which is 0.625 GiB (163,840 tokens x 2,048 x 2 bytes), so they add
+	// 5.01 GiB to the 6.9 the attention reserved. A replay of the same 0.5.1 code written apart
+	// from this one, in Python through the same allocator rules, reserves 11.94.
+	assert.InDelta(t, 11.9, r/gib, 0.05, "the attention's blocks and the dense MLP's new segments")
+	// A multi-head model at TP 2 keeps its layer input through the MLP, and the down projection's
+	// output, as wide as the hidden size, fits in none of the per-rank attention blocks.
+	r, u = ratio(Config{Model: "deepseek-ai/deepseek-coder-6.7b-instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.4.3"})
+	assert.InDelta(t, 1.31, r/u, 0.02, "deepseek-coder-6.7b at TP 2 over 65,536 tokens")
 }
