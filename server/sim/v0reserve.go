@@ -75,22 +75,23 @@ func (a *cachingAllocator) release(b *allocBlock) {
 	b.free = true
 	if p := b.prev; p != nil && p.free {
 		a.remove(p)
-		p.size += b.size
-		p.next = b.next
-		if b.next != nil {
-			b.next.prev = p
-		}
+		absorb(p, b)
 		b = p
 	}
 	if n := b.next; n != nil && n.free {
 		a.remove(n)
-		b.size += n.size
-		b.next = n.next
-		if n.next != nil {
-			n.next.prev = b
-		}
+		absorb(b, n)
 	}
 	a.insert(b)
+}
+
+// absorb merges n, the block after b in their segment, into b.
+func absorb(b, n *allocBlock) {
+	b.size += n.size
+	b.next = n.next
+	if n.next != nil {
+		n.next.prev = b
+	}
 }
 
 func (a *cachingAllocator) insert(b *allocBlock) {
