@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,5 +87,51 @@ func TestComputeCapabilityIsMajorMinor(t *testing.T) {
 		p := Profiles{GPUs: []GPU{{Name: "card", MemoryGiB: 16, BandwidthTBps: 0.3, BF16TFLOPS: 65, EtaBandwidth: 0.8, EtaGEMM: 0.5,
 			EtaAttention: 0.4, DefaultMaxNumBatchedTokens: 2048, DefaultMaxNumSeqs: 256, ComputeCapability: cc}}}
 		assert.ErrorContains(t, p.validate(), "compute_capability is major.minor", "%g", cc)
+	}
+}
+
+// The Triton attention backend refuses a KV-cache dtype the card cannot store (fp8 below
+// compute capability 8.9, bfloat16 below 8.0) from 0.23; the cache reaches it where FlashInfer
+// does not take it: below 7.5, below 8.0 from 0.24, without FlashInfer installed, or at a head
+// size FlashInfer lacks.
+func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
+	const t4FP8 = "ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla T4 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16."
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" where vLLM starts
+	}{
+		{"fp8 on a T4", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "fp8"}, t4FP8},
+		{"fp8_e5m2 on a T4", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "fp8_e5m2"}, t4FP8},
+		{"fp8 on a T4 at 0.23, through FlashInfer", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "fp8", VLLMVersion: "0.23.0"}, ""},
+		{"fp8 on a T4 before the guard", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "fp8", VLLMVersion: "0.22.0"}, ""},
+		{"fp8 on a V100 at 0.23", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "V100-32GB", KVCacheDType: "fp8", VLLMVersion: "0.23.0"},
+			"ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla V100-SXM2-32GB (compute capability 7.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16."},
+		{"bfloat16 on a T4", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "bfloat16"},
+			"ValueError: bfloat16 KV cache is not supported on Tesla T4 (compute capability 7.5); bfloat16 requires SM80+. Re-run with --kv-cache-dtype float16."},
+		{"int8 per token head on a T4", Config{Model: "Qwen/Qwen2.5-0.5B-Instruct", GPU: "T4", KVCacheDType: "int8_per_token_head"}, ""},
+		{"fp8 on an A10G, through FlashInfer", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A10G", KVCacheDType: "fp8"}, ""},
+		{"fp8 on an A10G without FlashInfer", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A10G", KVCacheDType: "fp8", FlashInfer: FlashInferAbsent},
+			"ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A10G (compute capability 8.6); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
+		{"fp8 on an A100 at head size 96", Config{Model: "microsoft/Phi-3.5-mini-instruct", GPU: "A100-SXM-80GB", KVCacheDType: "fp8"},
+			"ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A100-SXM4-80GB (compute capability 8.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
+		{"fp8 on an L4 without FlashInfer", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", KVCacheDType: "fp8", FlashInfer: FlashInferAbsent}, ""},
+		{"fp8 on an H100 at head size 96", Config{Model: "microsoft/Phi-3.5-mini-instruct", GPU: "H100-SXM-80GB", KVCacheDType: "fp8"}, ""},
+		{"an MLA model, other backends", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "A100-SXM-80GB", KVCacheDType: "fp8", FlashInfer: FlashInferAbsent}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.MaxModelLen = 4096
+			_, err := Resolve(cfg, nil)
+			var se *StartupError
+			if tc.want == "" {
+				assert.False(t, errors.As(err, &se) && se.Kind == KVDTypeUnsupported, "%v", err)
+				return
+			}
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, KVDTypeUnsupported, se.Kind)
+			assert.Equal(t, tc.want, se.Error())
+			assert.Positive(t, se.Capacity.WeightsBytes, "the plan is still drawn")
+		})
 	}
 }

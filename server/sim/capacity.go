@@ -63,6 +63,7 @@ const (
 	KVCacheOOM                             // a --kv-cache-memory-bytes cache does not fit on the GPU
 	DTypeUnsupported                       // the card cannot compute in the model's dtype
 	KVDTypeRefused                         // the weights' quantization refuses the KV cache dtype
+	KVDTypeUnsupported                     // the card cannot store the KV cache dtype
 )
 
 func (k StartupKind) String() string {
@@ -81,6 +82,8 @@ func (k StartupKind) String() string {
 		return "dtype not supported by the GPU"
 	case KVDTypeRefused:
 		return "KV cache dtype refused by the quantization"
+	case KVDTypeUnsupported:
+		return "KV cache dtype not supported by the GPU"
 	}
 	return "unknown"
 }
@@ -126,8 +129,7 @@ func computeCapacity(s *Setup) (Capacity, error) {
 	c.WeightsBytes = gpuWeightBytes(s)
 	c.ExpertsNote = expertsNote(s)
 	c.ActivationBytes, c.NonTorchBytes = profileMemory(s)
-	if err := e5m2KVError(s); err != nil {
-		// Raised by the first attention layer as the model is built, before its weights.
+	if err := attentionLayerError(s); err != nil {
 		err.Capacity = c
 		return c, err
 	}

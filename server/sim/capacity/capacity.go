@@ -378,13 +378,14 @@ func tooLong(cols []Column) (int, bool) {
 	return 0, false
 }
 
-// refusalGist is the part of vLLM's refusal a user acts on: its first sentence and the one
-// that names the longest max_model_len that would fit, if it has one.
+// refusalGist is the part of vLLM's refusal a user acts on: its first sentence, the one
+// that names the longest max_model_len that would fit, if it has one, and the flag it says to
+// re-run with.
 func refusalGist(msg string) string {
 	parts := strings.SplitAfter(msg, ". ")
 	out := parts[0]
 	for _, p := range parts[1:] {
-		if strings.Contains(p, "maximum model length") {
+		if strings.Contains(p, "maximum model length") || strings.HasPrefix(p, "Re-run with") {
 			out += p
 		}
 	}

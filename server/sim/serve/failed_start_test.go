@@ -33,6 +33,7 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 		{"bfloat16 on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--dtype", "bfloat16"}, sim.DTypeUnsupported, false, false},
 		{"fp8_e5m2 beside FP8 weights", []string{"--model", "Qwen/Qwen2.5-7B-Instruct", "--sim-gpu", "L4", "--max-model-len", "4096",
 			"--quantization", "fp8", "--kv-cache-dtype", "fp8_e5m2"}, sim.KVDTypeRefused, false, false},
+		{"an fp8 cache on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--kv-cache-dtype", "fp8"}, sim.KVDTypeUnsupported, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut syncBuffer
@@ -92,6 +93,11 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 				// The first attention layer raises it as the model is built.
 				log := out.String()
 				assert.Regexp(t, `attention\.py", line \d+, in _init_kv_cache_quant\r?\n.*\n.*ValueError: fp8_e5m2 kv-cache is not supported with fp8 checkpoints\.`, log)
+			}
+			if tc.kind == sim.KVDTypeUnsupported {
+				// The Triton backend's implementation raises it as the first attention layer is built.
+				log := out.String()
+				assert.Regexp(t, `triton_attn\.py", line \d+, in __init__\r?\n.*\n.*ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla T4 \(compute capability 7\.5\)`, log)
 			}
 			if tc.loaded {
 				assert.InDelta(t, float64(se.Setup.Capacity.WeightsBytes)/(1<<30), weights, 0.01, "the weights logged are the plan's")

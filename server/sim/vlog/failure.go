@@ -61,7 +61,7 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			{vllmPkg + "v1/worker/gpu_worker.py", 236, "init_device", "current_platform.check_if_supports_dtype(self.model_config.dtype)", ""},
 			{vllmPkg + "platforms/cuda.py", 520, "check_if_supports_dtype", "raise ValueError(", ""},
 		})
-	case sim.LoadOOM, sim.KVDTypeRefused:
+	case sim.LoadOOM, sim.KVDTypeRefused, sim.KVDTypeUnsupported:
 		fs = append(fs, executor...)
 		fs = append(fs,
 			frame{vllmPkg + "v1/executor/uniproc_executor.py", 48, "_init_executor", "self.driver_worker.load_model()", ""},
@@ -69,13 +69,20 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
 		)
 		fs = append(fs, loadFrames(err)...)
-		if err.Kind == sim.KVDTypeRefused {
+		switch err.Kind {
+		case sim.KVDTypeRefused:
 			// The first attention layer built refuses the KV cache dtype.
 			fs = append(fs,
 				frame{vllmPkg + "model_executor/layers/attention/attention.py", 298, "__init__", "_init_kv_cache_quant(self, quant_config, prefix)", ""},
 				frame{vllmPkg + "model_executor/layers/attention/attention.py", 213, "_init_kv_cache_quant", `raise ValueError("fp8_e5m2 kv-cache is not supported with fp8 checkpoints.")`, ""},
 			)
-		} else {
+		case sim.KVDTypeUnsupported:
+			// The first attention layer's Triton implementation refuses it.
+			fs = append(fs,
+				frame{vllmPkg + "model_executor/layers/attention/attention.py", 331, "__init__", "self.impl = impl_cls(", "impl_cls("},
+				frame{vllmPkg + "v1/attention/backends/triton_attn.py", 546, "__init__", "raise ValueError(", ""},
+			)
+		default:
 			// A parameter's allocation runs out of memory.
 			fs = append(fs, frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"})
 		}
