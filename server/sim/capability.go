@@ -96,10 +96,12 @@ func vllmConfigValueError(msg string, v Version) *ValidationError {
 }
 
 // The Triton attention backend's KV-cache dtype guard (vllm#43914, merged 2026-06-15, so from
-// 0.23) and FlashInfer's Ampere floor (vllm#45375: 0.23.0 ran FlashInfer on compute capability
-// 7.5, 0.24.0 no longer; vllm#47549). docs/vllm-behaviour.md#compute-capability.
+// 0.23), Triton MLA's copy of it (vllm#47060, merged 2026-07-16: 0.26 by our mapping, possibly
+// one release off) and FlashInfer's Ampere floor (vllm#45375: 0.23.0 ran FlashInfer on compute
+// capability 7.5, 0.24.0 no longer; vllm#47549). docs/vllm-behaviour.md#compute-capability.
 const (
 	tritonKVGuardRelease  = "0.23.0"
+	tritonMLAGuardRelease = "0.26.0"
 	flashInferSM80Release = "0.24.0"
 )
 
@@ -117,42 +119,54 @@ func attentionLayerError(s *Setup) *StartupError {
 	return kvDTypeCapabilityError(s)
 }
 
-// kvDTypeCapabilityError is the ValueError TritonAttentionImpl raises as the model is built when
-// the card cannot store its KV-cache dtype: fp8 below compute capability 8.9 (Triton's fp8e4nv),
-// bfloat16 below 8.0. The cache reaches Triton where no backend before it in vLLM's order takes
-// it: FlashAttention stores fp8 only through FA3 (Hopper) or FA4 (Blackwell) and needs 8.0;
-// FlashInfer needs 7.5 (8.0 from 0.24), an install that has it and head sizes of 64, 128 or
-// 256. Nil otherwise, on AMD cards (the guard is CUDA's) and for MLA models, whose backends are
-// other ones.
+// kvDTypeCapabilityError is the ValueError a Triton attention implementation raises as the model
+// is built when the card cannot store its KV-cache dtype: fp8 below compute capability 8.9
+// (Triton's fp8e4nv), bfloat16 below 8.0. An MLA model's cache reaches Triton MLA, its only
+// backend below Hopper; another's reaches the Triton backend where no backend before it in vLLM's
+// order takes it: FlashAttention stores fp8 only through FA3 (Hopper) or FA4 (Blackwell) and
+// needs 8.0; FlashInfer needs 7.5 (8.0 from 0.24), an install that has it and head sizes of 64,
+// 128 or 256. Nil otherwise and on AMD cards (the guard is CUDA's).
 func kvDTypeCapabilityError(s *Setup) *StartupError {
 	g := s.GPUProfile
 	cc := g.capabilityInt()
 	fp8 := strings.HasPrefix(s.KVDType, "fp8") && !strings.HasSuffix(s.KVDType, "_per_token_head")
 	bf16 := s.KVDType == "bfloat16" && cc < 80
-	if (!fp8 && !bf16) || cc == 0 || cc >= 89 || gpuArch(g) == archAMD ||
-		s.ModelProfile.IsMLA() || !s.Version.AtLeast(tritonKVGuardRelease) {
+	if (!fp8 && !bf16) || cc == 0 || cc >= 89 || gpuArch(g) == archAMD {
 		return nil
 	}
-	floor := 75
-	if s.Version.AtLeast(flashInferSM80Release) {
-		floor = 80
-	}
-	m := s.ModelProfile
-	// Each attention layer picks its backend: Gemma 4's global layers (512) go to Triton.
-	flashInferHeads := slices.Contains(flashInferHeadSizes, m.HeadDim) &&
-		(m.FullAttentionHeadDim == 0 || slices.Contains(flashInferHeadSizes, m.FullAttentionHeadDim))
-	if cc >= floor && s.FlashInfer != FlashInferAbsent && flashInferHeads {
-		return nil // FlashInfer takes the cache
+	backend, bf16Where := "Triton attention backend", ""
+	switch {
+	case s.ModelProfile.IsMLA():
+		if !s.Version.AtLeast(tritonMLAGuardRelease) {
+			return nil
+		}
+		backend, bf16Where = "Triton MLA backend", " by the Triton MLA backend"
+	case !s.Version.AtLeast(tritonKVGuardRelease), flashInferTakesCache(s, cc):
+		return nil
 	}
 	dev, capStr := g.torchDeviceName(), fmt.Sprintf("%d.%d", cc/10, cc%10)
 	if bf16 {
 		return &StartupError{Kind: KVDTypeUnsupported, Exception: "ValueError", Message: fmt.Sprintf(
-			"bfloat16 KV cache is not supported on %s (compute capability %s); bfloat16 requires SM80+. Re-run with --kv-cache-dtype float16.", dev, capStr)}
+			"bfloat16 KV cache is not supported%s on %s (compute capability %s); bfloat16 requires SM80+. Re-run with --kv-cache-dtype float16.", bf16Where, dev, capStr)}
 	}
 	suggested := "bfloat16"
 	if cc < 80 {
 		suggested = "float16"
 	}
 	return &StartupError{Kind: KVDTypeUnsupported, Exception: "ValueError", Message: fmt.Sprintf(
-		"FP8 KV cache is not supported by the Triton attention backend on %s (compute capability %s); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype %s.", dev, capStr, suggested)}
+		"FP8 KV cache is not supported by the %s on %s (compute capability %s); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype %s.", backend, dev, capStr, suggested)}
+}
+
+// flashInferTakesCache reports whether FlashInfer's attention backend takes every attention
+// layer's cache on a card of capability cc: each layer picks its backend, so Gemma 4's 512-wide
+// global layers go to Triton.
+func flashInferTakesCache(s *Setup, cc int) bool {
+	floor := 75
+	if s.Version.AtLeast(flashInferSM80Release) {
+		floor = 80
+	}
+	m := s.ModelProfile
+	heads := slices.Contains(flashInferHeadSizes, m.HeadDim) &&
+		(m.FullAttentionHeadDim == 0 || slices.Contains(flashInferHeadSizes, m.FullAttentionHeadDim))
+	return cc >= floor && s.FlashInfer != FlashInferAbsent && heads
 }

@@ -93,7 +93,7 @@ func TestComputeCapabilityIsMajorMinor(t *testing.T) {
 // The Triton attention backend refuses a KV-cache dtype the card cannot store (fp8 below
 // compute capability 8.9, bfloat16 below 8.0) from 0.23; the cache reaches it where FlashInfer
 // does not take it: below 7.5, below 8.0 from 0.24, without FlashInfer installed, or at a head
-// size FlashInfer lacks.
+// size FlashInfer lacks. An MLA model's reaches Triton MLA, which refuses it from 0.26.
 func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
 	const t4FP8 = "ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla T4 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16."
 	for _, tc := range []struct {
@@ -117,7 +117,12 @@ func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
 			"ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A100-SXM4-80GB (compute capability 8.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
 		{"fp8 on an L4 without FlashInfer", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "L4", KVCacheDType: "fp8", FlashInfer: FlashInferAbsent}, ""},
 		{"fp8 on an H100 at head size 96", Config{Model: "microsoft/Phi-3.5-mini-instruct", GPU: "H100-SXM-80GB", KVCacheDType: "fp8"}, ""},
-		{"an MLA model, other backends", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "A100-SXM-80GB", KVCacheDType: "fp8", FlashInfer: FlashInferAbsent}, ""},
+		{"fp8 for an MLA model on an A100, through Triton MLA", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "A100-SXM-80GB", KVCacheDType: "fp8"},
+			"ValueError: FP8 KV cache is not supported by the Triton MLA backend on NVIDIA A100-SXM4-80GB (compute capability 8.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
+		{"bfloat16 for an MLA model on a T4", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "T4", KVCacheDType: "bfloat16"},
+			"ValueError: bfloat16 KV cache is not supported by the Triton MLA backend on Tesla T4 (compute capability 7.5); bfloat16 requires SM80+. Re-run with --kv-cache-dtype float16."},
+		{"fp8 for an MLA model before Triton MLA's guard", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "A100-SXM-80GB", KVCacheDType: "fp8", VLLMVersion: "0.25.0"}, ""},
+		{"fp8 for an MLA model on an L4", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "L4", KVCacheDType: "fp8"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg

@@ -78,10 +78,12 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			)
 		case sim.KVDTypeUnsupported:
 			// The first attention layer's Triton implementation refuses it.
+			impl := frame{vllmPkg + "v1/attention/backends/triton_attn.py", 546, "__init__", "raise ValueError(", ""}
+			if strings.Contains(err.Message, "Triton MLA") {
+				impl.file, impl.line = vllmPkg+"v1/attention/backends/mla/triton_mla.py", 236
+			}
 			fs = append(fs,
-				frame{vllmPkg + "model_executor/layers/attention/attention.py", 331, "__init__", "self.impl = impl_cls(", "impl_cls("},
-				frame{vllmPkg + "v1/attention/backends/triton_attn.py", 546, "__init__", "raise ValueError(", ""},
-			)
+				frame{vllmPkg + "model_executor/layers/attention/attention.py", 331, "__init__", "self.impl = impl_cls(", "impl_cls("}, impl)
 		default:
 			// A parameter's allocation runs out of memory.
 			fs = append(fs, frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"})
