@@ -124,12 +124,13 @@ func attentionLayerError(s *Setup) *StartupError {
 // (Triton's fp8e4nv), bfloat16 below 8.0. An MLA model's cache reaches Triton MLA, its only
 // backend below Hopper; another's reaches the Triton backend where no backend before it in vLLM's
 // order takes it: FlashAttention stores fp8 only through FA3 (Hopper) or FA4 (Blackwell) and
-// needs 8.0; FlashInfer needs 7.5 (8.0 from 0.24), an install that has it and head sizes of 64,
-// 128 or 256. Nil otherwise and on AMD cards (the guard is CUDA's).
+// needs 8.0; FlashInfer needs 7.5 (8.0 from 0.24), an install that has it, head sizes of 64, 128
+// or 256 and no attention sinks. Nil otherwise and on AMD cards (the guard is CUDA's). An
+// explicit --attention-backend is not read (the simulator accepts it and says so).
 func kvDTypeCapabilityError(s *Setup) *StartupError {
 	g := s.GPUProfile
 	cc := g.capabilityInt()
-	fp8 := strings.HasPrefix(s.KVDType, "fp8") && !strings.HasSuffix(s.KVDType, "_per_token_head")
+	fp8 := strings.HasPrefix(s.KVDType, "fp8")
 	bf16 := s.KVDType == "bfloat16" && cc < 80
 	if (!fp8 && !bf16) || cc == 0 || cc >= 89 || gpuArch(g) == archAMD {
 		return nil
@@ -159,7 +160,8 @@ func kvDTypeCapabilityError(s *Setup) *StartupError {
 
 // flashInferTakesCache reports whether FlashInfer's attention backend takes every attention
 // layer's cache on a card of capability cc: each layer picks its backend, so Gemma 4's 512-wide
-// global layers go to Triton.
+// global layers go to Triton; the per-token-head caches run in Triton alone; attention sinks
+// (gpt-oss) only through FlashInfer's TensorRT-LLM kernels on Blackwell.
 func flashInferTakesCache(s *Setup, cc int) bool {
 	floor := 75
 	if s.Version.AtLeast(flashInferSM80Release) {
@@ -168,5 +170,6 @@ func flashInferTakesCache(s *Setup, cc int) bool {
 	m := s.ModelProfile
 	heads := slices.Contains(flashInferHeadSizes, m.HeadDim) &&
 		(m.FullAttentionHeadDim == 0 || slices.Contains(flashInferHeadSizes, m.FullAttentionHeadDim))
-	return cc >= floor && s.FlashInfer != FlashInferAbsent && heads
+	return cc >= floor && s.FlashInfer != FlashInferAbsent && heads &&
+		!strings.HasSuffix(s.KVDType, "_per_token_head") && !m.AttentionSinks
 }

@@ -88,7 +88,8 @@ type Config struct {
 	FlashInferSampler SamplerEnv
 	// FlashInfer is whether the imitated install has FlashInfer (--sim-flashinfer):
 	// FlashInferInstalled (default, as vLLM's images have it) or FlashInferAbsent (a pip wheel of
-	// 0.10.1 to 0.11.0, say), whose sampler then takes the PyTorch-native path.
+	// 0.10.1 to 0.11.0, say), whose sampler then takes the PyTorch-native path and whose
+	// attention layers fall to the Triton backend where FlashInfer would run them.
 	FlashInfer string
 	// DeepGEMM is whether the imitated install has DeepGEMM (--sim-deepgemm): DeepGEMMInstalled
 	// (default) or DeepGEMMAbsent, where block-scaled FP8 falls back to CUTLASS at the 16-bit

@@ -164,6 +164,14 @@ func TestHFConfigShapes(t *testing.T) {
 	assert.Equal(t, []int{32, 128, 65536}, []int{m.NumSlidingWindowLayers, m.HeadDim, m.MaxPositionEmbeddings})
 	assert.False(t, m.TieWordEmbeddings)
 	assert.InDelta(t, 7.24e9, m.Params, 0.01*7.24e9, "Mistral-7B's shapes")
+	assert.False(t, m.AttentionSinks)
+
+	gptOSS := `{"model_type": "gpt_oss", "num_hidden_layers": 24, "hidden_size": 2880, "num_attention_heads": 64,
+	  "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "vocab_size": 201088,
+	  "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}`
+	m, err = ModelFromHFConfig("t/oss", []byte(gptOSS))
+	require.NoError(t, err)
+	assert.True(t, m.AttentionSinks, "vLLM's gpt-oss attention carries a sink per head")
 }
 
 // TestHFConfigHostile: every bad config is a one-line error, and size is capped.

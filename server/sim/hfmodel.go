@@ -47,6 +47,7 @@ func (c *hfConfig) model(name string, top hfConfig) (Model, error) {
 		return Model{}, err
 	}
 	m.PartialRotaryFactor = c.partialRotary(m.HeadDim)
+	m.AttentionSinks = c.ModelType == "gpt_oss" // vLLM's GptOss attention always carries sinks
 	if s.sliding > 0 {
 		m.SlidingWindow, _ = hfInt("sliding_window", 1, 1<<28, 0, c.SlidingWindow)
 	}

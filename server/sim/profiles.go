@@ -107,6 +107,9 @@ type Model struct {
 	// num_global_key_value_heads); 0 means the model's head_dim and num_key_value_heads.
 	FullAttentionHeadDim int `json:"full_attention_head_dim,omitempty"`
 	FullAttentionKVHeads int `json:"full_attention_kv_heads,omitempty"`
+	// AttentionSinks: each attention head has a learned sink logit (gpt-oss), which limits the
+	// attention backends that can run the model.
+	AttentionSinks bool `json:"attention_sinks,omitempty"`
 	// Gated-DeltaNet ("linear_attention") layers keep a fixed-size state per request instead
 	// of a growing KV cache: a conv state in the model dtype and a temporal state in
 	// mamba_ssm_dtype.

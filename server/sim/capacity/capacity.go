@@ -356,10 +356,8 @@ func (r Report) Render(width int) string {
 		b.WriteString(wrapWords(fmt.Sprintf("A request of %s tokens is longer than --max-model-len %s where the table says so: vLLM "+
 			"answers it with HTTP 400 and runs none.", thousands(r.Workload.Tokens()), thousands(l)), width, "") + "\n")
 	}
-	for _, c := range r.Columns {
-		if c.Refused != "" {
-			b.WriteString(wrapWords("REFUSED "+c.Name+": "+refusalGist(c.Refused), width, "  ") + "\n")
-		}
+	for _, g := range refusalGroups(r.Columns) {
+		b.WriteString(wrapWords("REFUSED "+strings.Join(g.names, ", ")+": "+g.gist, width, "  ") + "\n")
 	}
 	for _, note := range r.Notes {
 		b.WriteString(wrapWords(note, width, "") + "\n")
@@ -376,6 +374,31 @@ func tooLong(cols []Column) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// refusalGroup is the settings vLLM refuses with the same words.
+type refusalGroup struct {
+	names []string
+	gist  string
+}
+
+// refusalGroups gathers the refused columns by the gist of their refusal, in column order, so
+// that one reason the card gives for every setting is written once.
+func refusalGroups(cols []Column) []refusalGroup {
+	var groups []refusalGroup
+	for _, c := range cols {
+		if c.Refused == "" {
+			continue
+		}
+		gist := refusalGist(c.Refused)
+		i := slices.IndexFunc(groups, func(g refusalGroup) bool { return g.gist == gist })
+		if i < 0 {
+			groups = append(groups, refusalGroup{gist: gist})
+			i = len(groups) - 1
+		}
+		groups[i].names = append(groups[i].names, c.Name)
+	}
+	return groups
 }
 
 // refusalGist is the part of vLLM's refusal a user acts on: its first sentence, the one

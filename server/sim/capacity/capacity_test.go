@@ -169,3 +169,19 @@ func TestRenderSpentBudget(t *testing.T) {
 	assert.NotContains(t, out, "over the budget")
 	assert.Contains(t, out, ". free 1.04")
 }
+
+// One reason given for several settings is written once, with the flag vLLM says to re-run
+// with kept beside its first sentence; different reasons stay apart, in column order.
+func TestRefusalsGroupedByReason(t *testing.T) {
+	triton := "ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla T4 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16."
+	r := Report{Model: "m", GPU: "g", Util: 0.9, Workload: Workload{384, 128}, Columns: []Column{
+		{Name: "as given", Refused: triton},
+		{Name: "fp8 weights", Refused: "The quantization method fp8 is not supported for the current GPU. Minimum capability: 80."},
+		{Name: "awq", Refused: triton},
+	}}
+	out := r.Render(300)
+	assert.Contains(t, out, "REFUSED as given, awq: "+triton+"\n")
+	assert.Contains(t, out, "REFUSED fp8 weights: The quantization method fp8 is not supported for the current GPU.\n")
+	assert.Less(t, strings.Index(out, "REFUSED as given"), strings.Index(out, "REFUSED fp8 weights"))
+	assert.Equal(t, 2, strings.Count(out, "\nREFUSED "), "one line a reason")
+}
