@@ -38,7 +38,7 @@ func renderFit(st *Styles, r capacity.Report, width int) []string {
 	case len(r.Columns) > 0:
 		col := r.Columns[0]
 		if col.Refused != "" {
-			out = append(out, st.Bad.Render(truncate("as given, vLLM would refuse to start: "+col.Refused, width)))
+			out = append(out, refusalLines(st, "as given, vLLM would refuse to start: "+col.Refused, width)...)
 		} else {
 			out = append(out, limits(r.Fit.V, false))
 		}
@@ -148,10 +148,23 @@ func whatIfColumns(st *Styles, cols []capacity.Column, width int) []string {
 	}
 	for i, c := range cols[:shown] {
 		if c.Refused != "" {
-			out = append(out, st.Bad.Render(truncate(fmt.Sprintf("REFUSED %s: %s", cols[i].Name, c.Refused), width)))
+			out = append(out, refusalLines(st, fmt.Sprintf("REFUSED %s: %s", cols[i].Name, c.Refused), width)...)
 		}
 	}
 	return out
+}
+
+// refusalLines is vLLM's refusal on at most two lines of width: its advice (the dtype to re-run
+// with, the length that fits) often comes last.
+func refusalLines(st *Styles, s string, width int) []string {
+	lines := wrapWords(s, width)
+	if len(lines) > 2 {
+		lines = append(lines[:1], truncate(strings.Join(lines[1:], " "), width))
+	}
+	for i := range lines {
+		lines[i] = st.Bad.Render(lines[i])
+	}
+	return lines
 }
 
 func maxLen(xs []string) int {

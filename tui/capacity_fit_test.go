@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/lipgloss"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/vllmtop/vllmtop/server/sim/capacity"
@@ -34,4 +35,20 @@ func TestFitMoreSaysWhatIsCut(t *testing.T) {
 	assert.Equal(t, "a", strings.TrimSpace(got[0]))
 	assert.Contains(t, got[2], "… 3 more")
 	assert.NotContains(t, fitMore(&st, "a\nb\nc\n\n", 10, 3), "more", "trailing blank lines are not content")
+}
+
+// A refusal too long for one line takes two, so vLLM's advice at its end is read; a longer one
+// is cut on the second.
+func TestRefusalKeepsItsAdviceOnTwoLines(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	st := NewStyles(th, true)
+	msg := "REFUSED fp8 KV: ValueError: FP8 KV cache is not supported by the Triton attention backend on Tesla T4 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype float16."
+	lines := refusalLines(&st, msg, 120)
+	assert.Len(t, lines, 2)
+	assert.Contains(t, lines[1], "Re-run with --kv-cache-dtype float16.")
+	for _, l := range refusalLines(&st, msg, 60) {
+		assert.LessOrEqual(t, lipgloss.Width(l), 60, l)
+	}
+	assert.Len(t, refusalLines(&st, msg, 60), 2)
+	assert.Len(t, refusalLines(&st, "REFUSED awq: short", 60), 1)
 }
