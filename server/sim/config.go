@@ -144,7 +144,10 @@ type Setup struct {
 	// DTypeFellBack: the automatic dtype was bfloat16 and the card has none, so vLLM runs in
 	// float16 and warns (DTypeFallbackLines).
 	DTypeFellBack bool
-	Capacity      Capacity
+	// KVDTypeFromCheckpoint: --kv-cache-dtype was automatic and the checkpoint's declared FP8
+	// cache set KVDType (checkpointKVDType).
+	KVDTypeFromCheckpoint bool
+	Capacity              Capacity
 	// Version is the vLLM release imitated.
 	Version Version
 	stage   *ppStage // set on one pipeline stage's view (pipeline.go)
@@ -391,6 +394,9 @@ func resolveDTypes(s *Setup, cfg Config) (*StartupError, error) {
 	if s.KVDType, err = resolveKVDType(cfg.KVCacheDType, s.ModelDType); err != nil {
 		return nil, &ConfigError{err.Error()}
 	}
+	if kv := checkpointKVDType(s, cfg); kv != "" {
+		s.KVDType, s.KVDTypeFromCheckpoint = kv, true
+	}
 	if strings.HasPrefix(s.KVDType, "fp8") && !s.Version.AtLeast(fp8KVRelease) {
 		return nil, &ConfigError{fmt.Sprintf("argument --kv-cache-dtype: invalid choice: '%s' (choose from 'auto'): an FP8 KV cache came with vLLM 0.3.0", cfg.KVCacheDType)}
 	}
@@ -501,6 +507,30 @@ func resolveModelDType(flag, checkpoint string) (string, error) {
 		return "float32", nil
 	}
 	return "", fmt.Errorf("argument --dtype: invalid choice: '%s' (choose from auto, half, float16, bfloat16, float, float32)", flag)
+}
+
+// checkpointKVRelease is the first release whose automatic KV-cache dtype follows a checkpoint
+// that declares an FP8 cache: ModelOpt's kv_cache_quant_algo as the engine config is built
+// (vllm#30785, merged December 2025), compressed-tensors' kv_cache_scheme as each attention layer
+// is built (vllm#30141, opened December 2025); 0.14 by our mapping, possibly one release off.
+const checkpointKVRelease = "0.14.0"
+
+// checkpointKVDType is the cache dtype vLLM takes from the checkpoint when --kv-cache-dtype is
+// left automatic: fp8_e4m3 for ModelOpt (its name in vLLM's map), fp8 for compressed-tensors;
+// "" where the flag, the release or a what-if build (--sim-checkpoint-quantization) decides.
+func checkpointKVDType(s *Setup, cfg Config) string {
+	m, flag := s.ModelProfile, cfg.KVCacheDType
+	if (flag != "" && flag != "auto") || !m.KVCacheScheme || !s.Version.AtLeast(checkpointKVRelease) ||
+		cfg.CheckpointQuantization != "" { // a build quantized another way declares no cache of its own
+		return ""
+	}
+	switch strings.ToLower(m.CheckpointFormat) {
+	case "modelopt":
+		return "fp8_e4m3"
+	case "compressed-tensors":
+		return "fp8"
+	}
+	return ""
 }
 
 func resolveKVDType(flag, modelDType string) (string, error) {

@@ -64,8 +64,9 @@ func TestE5M2KVCacheBesideKVScales(t *testing.T) {
 	}
 }
 
-// A config.json's quantization_config names the checkpoint's format and, for
-// compressed-tensors, whether it declares KV-cache scales.
+// A config.json's quantization_config names the checkpoint's format and whether it declares an
+// FP8 KV cache with its scales: compressed-tensors' kv_cache_scheme, ModelOpt's
+// kv_cache_quant_algo.
 func TestHFQuantizationFormat(t *testing.T) {
 	base := `"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 4,
 		"num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 2048, "torch_dtype": "bfloat16"`
@@ -80,6 +81,8 @@ func TestHFQuantizationFormat(t *testing.T) {
 		{`{"quant_method": "compressed-tensors", ` + ctGroups + `, "kv_cache_scheme": {"num_bits": 8, "type": "float"}}`, "fp8", "compressed-tensors", true},
 		{`{"quant_method": "fbgemm_fp8"}`, "fp8", "fbgemm_fp8", false},
 		{`{"quant_method": "modelopt_fp4"}`, "nvfp4", "modelopt", false},
+		{`{"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}`, "nvfp4", "modelopt", true},
+		{`{"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": null}`, "fp8", "modelopt", false},
 		{`{"quant_method": "awq", "bits": 4}`, "awq", "", false},
 	} {
 		m, err := ModelFromHFConfig("acme/m", []byte(`{`+base+`, "quantization_config": `+tc.quant+`}`))
@@ -88,4 +91,46 @@ func TestHFQuantizationFormat(t *testing.T) {
 		assert.Equal(t, tc.format, m.CheckpointFormat, tc.quant)
 		assert.Equal(t, tc.scheme, m.KVCacheScheme, tc.quant)
 	}
+}
+
+// Left automatic, the KV-cache dtype follows a checkpoint that declares an FP8 cache from 0.14:
+// ModelOpt's as fp8_e4m3 in the engine config, compressed-tensors' as fp8 when the attention
+// layers are built (the engine config still says auto). An explicit dtype wins, and the cache
+// holds twice the tokens of the 16-bit one.
+func TestCheckpointDeclaredFP8KVCache(t *testing.T) {
+	base := `"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 16,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"`
+	ctGroups := `"config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}`
+	p := BuiltinProfiles()
+	for name, quant := range map[string]string{
+		"acme/ct-kv":       `{"quant_method": "compressed-tensors", ` + ctGroups + `, "kv_cache_scheme": {"num_bits": 8, "type": "float"}}`,
+		"acme/modelopt-kv": `{"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}`,
+		"acme/ct":          `{"quant_method": "compressed-tensors", ` + ctGroups + `}`,
+	} {
+		m, err := ModelFromHFConfig(name, []byte(`{`+base+`, "quantization_config": `+quant+`}`))
+		require.NoError(t, err)
+		p.Prefer(m)
+	}
+	resolve := func(model, kv, version string) *Setup {
+		s, err := Resolve(Config{Model: model, GPU: "H100-SXM-80GB", KVCacheDType: kv, VLLMVersion: version, MaxModelLen: 8192}, p)
+		require.NoError(t, err, "%s %s %s", model, kv, version)
+		return s
+	}
+	for _, tc := range []struct {
+		model, kv, version, want string
+		fromCheckpoint           bool
+	}{
+		{"acme/ct-kv", "", "", "fp8", true},
+		{"acme/ct-kv", "auto", "0.14.0", "fp8", true},
+		{"acme/ct-kv", "", "0.13.0", "bfloat16", false},
+		{"acme/ct-kv", "bfloat16", "", "bfloat16", false},
+		{"acme/modelopt-kv", "", "", "fp8_e4m3", true},
+		{"acme/ct", "", "", "bfloat16", false},
+	} {
+		s := resolve(tc.model, tc.kv, tc.version)
+		assert.Equal(t, tc.want, s.KVDType, "%+v", tc)
+		assert.Equal(t, tc.fromCheckpoint, s.KVDTypeFromCheckpoint, "%+v", tc)
+	}
+	fp8, bf16 := resolve("acme/ct-kv", "", ""), resolve("acme/ct-kv", "bfloat16", "")
+	assert.InDelta(t, 2, float64(fp8.Capacity.KVCacheTokens)/float64(bf16.Capacity.KVCacheTokens), 0.01)
 }

@@ -130,6 +130,7 @@ type hfLinear struct {
 type hfQuant struct {
 	Method        string         `json:"quant_method"`
 	KVCacheScheme map[string]any `json:"kv_cache_scheme"`
+	KVQuantAlgo   any            `json:"kv_cache_quant_algo"`
 	Bits          *float64       `json:"bits"`
 	QuantAlgo     string         `json:"quant_algo"`
 	ConfigGroups  map[string]any `json:"config_groups"`

@@ -106,6 +106,8 @@ func quantize(m *Model, q *hfQuant) error {
 		} else {
 			method = "fp8"
 		}
+		algo, _ := q.KVQuantAlgo.(string)
+		m.KVCacheScheme = strings.EqualFold(algo, "fp8") || len(q.KVCacheScheme) > 0
 	case "compressed-tensors":
 		method = compressedTensorsMethod(q.ConfigGroups)
 		m.KVCacheScheme = len(q.KVCacheScheme) > 0

@@ -77,8 +77,9 @@ type Model struct {
 	Quantization string `json:"quantization,omitempty"`
 	// CheckpointFormat is the quant_method of a quantized checkpoint's config where it is not
 	// Quantization ("compressed-tensors", "fbgemm_fp8", "modelopt"): vLLM loads KV-cache
-	// scales for some formats and not others. KVCacheScheme is a compressed-tensors
-	// checkpoint's kv_cache_scheme, set when the checkpoint stores KV-cache scales.
+	// scales for some formats and not others. KVCacheScheme is set where the checkpoint declares
+	// an FP8 KV cache and stores its scales: a compressed-tensors kv_cache_scheme, or ModelOpt's
+	// kv_cache_quant_algo FP8 in the config's quantization_config.
 	CheckpointFormat string `json:"checkpoint_format,omitempty"`
 	KVCacheScheme    bool   `json:"kv_cache_scheme,omitempty"`
 	// WeightBlockSize is a block-scaled FP8 checkpoint's quantization_config.weight_block_size

@@ -18,7 +18,12 @@ func cacheConfigLabels(s *sim.Setup, engine string, f features) prometheus.Label
 	c := s.Capacity
 	l := c.Layout
 	cacheDType := strings.ToLower(s.KVCacheDType)
-	if cacheDType == "" {
+	switch {
+	case s.KVDTypeFromCheckpoint:
+		// Set from the checkpoint's declaration by the time the engine reports its config:
+		// ModelOpt's in the engine config, compressed-tensors' by the attention layers.
+		cacheDType = s.KVDType
+	case cacheDType == "":
 		cacheDType = "auto"
 	}
 	override := "None"

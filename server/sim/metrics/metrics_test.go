@@ -675,3 +675,12 @@ func TestLatenciesEndWhereTheAPIServerTookTheOutputUp(t *testing.T) {
 	assert.InDelta(t, 0.01, histogram(t, fams, "vllm:time_to_first_token_seconds").GetSampleSum(), 1e-9, "the engine's time")
 	assert.InDelta(t, 0.01, histogram(t, fams, "vllm:e2e_request_latency_seconds").GetSampleSum(), 1e-9)
 }
+
+// A cache dtype the checkpoint chose is the one cache_config_info reports.
+func TestCacheConfigInfoNamesTheCheckpointsKVDType(t *testing.T) {
+	setup := resolve(t, sim.Config{MaxModelLen: 8192})
+	setup.KVDType, setup.KVDTypeFromCheckpoint = "fp8_e4m3", true
+	mf := scrape(t, New(setup, modelName, true))["vllm:cache_config_info"]
+	require.NotNil(t, mf)
+	assert.Equal(t, "fp8_e4m3", labelMap(mf.GetMetric()[0])["cache_dtype"])
+}

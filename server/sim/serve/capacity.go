@@ -70,6 +70,29 @@ func parseForCapacity(args []string, getenv func(string) string) (*Options, *sim
 	return opts, profiles, nil
 }
 
+// setupNotes are what the plan of s says beside its table: a cold compile's peak, a request
+// longer than the context, a KV-cache dtype the checkpoint chose, a model sized from a file.
+func setupNotes(s *sim.Setup) []string {
+	var notes []string
+	if note := s.ColdCompileNote(); note != "" {
+		notes = append(notes, note)
+	}
+	if note := partialRequestNote(s); note != "" {
+		notes = append(notes, note)
+	}
+	if s.KVDTypeFromCheckpoint {
+		notes = append(notes, "The checkpoint declares an FP8 KV cache, which vLLM takes when --kv-cache-dtype is left automatic: the cache is "+
+			s.KVDType+" (--kv-cache-dtype "+s.ModelDType+" keeps it in the model's dtype).")
+	}
+	if src, ok := strings.CutPrefix(s.ModelProfile.Source, "config.json at "); ok {
+		// Sized from a file (--sim-model-config, a model directory, the Hugging Face cache),
+		// whatever the catalogue holds under the same name.
+		path, _, _ := strings.Cut(src, "; ")
+		notes = append(notes, "The model is sized from "+sanitize.Text(path)+", not from the catalogue.")
+	}
+	return notes
+}
+
 // planReport is CapacityReport for the engine configuration base.
 func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (capacity.Report, error) {
 	first := column("as given", base, profiles, w)
@@ -91,18 +114,7 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 			r.Layout = append(r.Layout, fmt.Sprintf("--max-model-len auto: a request of the model's %s tokens does not fit the KV cache; vLLM fits the context to %s",
 				textfmt.Thousands(int64(from)), textfmt.Thousands(int64(first.setup.MaxModelLen))))
 		}
-		if note := first.setup.ColdCompileNote(); note != "" {
-			r.Notes = append(r.Notes, note)
-		}
-		if note := partialRequestNote(first.setup); note != "" {
-			r.Notes = append(r.Notes, note)
-		}
-		if src, ok := strings.CutPrefix(first.setup.ModelProfile.Source, "config.json at "); ok {
-			// Sized from a file (--sim-model-config, a model directory, the Hugging Face cache),
-			// whatever the catalogue holds under the same name.
-			path, _, _ := strings.Cut(src, "; ")
-			r.Notes = append(r.Notes, "The model is sized from "+sanitize.Text(path)+", not from the catalogue.")
-		}
+		r.Notes = append(r.Notes, setupNotes(first.setup)...)
 	} else if first.startup != nil {
 		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
 		if first.startup.Kind == sim.KVDTypeRefused {
@@ -114,7 +126,8 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		apply func(*sim.Config)
 		skip  bool
 	}{
-		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8")},
+		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8") ||
+			first.setup != nil && first.setup.KVDTypeFromCheckpoint},
 		// A quantized build of the model: its checkpoint's method, not a flag vLLM refuses on
 		// a 16-bit checkpoint.
 		{"awq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, "awq")},

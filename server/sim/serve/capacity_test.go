@@ -3,6 +3,8 @@ package serve
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,4 +239,25 @@ func TestPrintCapacityNotesLessThanOneFullRequest(t *testing.T) {
 	r, err = CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "H100"}, emptyEnv, w)
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(r.Notes, "\n"), "does not fit")
+}
+
+// A config whose checkpoint declares an FP8 KV cache is planned with it, and the plan says so;
+// the fp8 KV what-if, the same setting, is left out.
+func TestPrintCapacityNamesTheCheckpointsKVCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+		"intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+		"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}},
+		"kv_cache_scheme": {"num_bits": 8, "type": "float"}}}`), 0o600))
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"acme/llama-kv", "--sim-model-config", path, "--sim-gpu", "H100", "--max-model-len", "8192", "--print-capacity"}, &out, &errb, emptyEnv)
+	require.Equal(t, 0, code, errb.String())
+	text := strings.Join(strings.Fields(out.String()), " ")
+	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache, which vLLM takes when --kv-cache-dtype is left automatic: the cache is fp8 (--kv-cache-dtype bfloat16 keeps it in the model's dtype).")
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "as given") {
+			assert.NotContains(t, line, "fp8 KV", "no what-if column repeats the setting as given")
+		}
+	}
 }

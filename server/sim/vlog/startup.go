@@ -416,7 +416,10 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		specCfg = fmt.Sprintf("SpeculativeConfig(method=%s, model=%s, num_spec_tokens=%d)", pyStr(sp.Method), model, sp.NumSpeculativeTokens)
 	}
 	kv := strings.ToLower(s.KVCacheDType)
-	if kv == "" {
+	switch {
+	case s.KVDTypeFromCheckpoint && s.KVDType == "fp8_e4m3":
+		kv = s.KVDType // ModelOpt's, resolved as the engine config is built
+	case kv == "":
 		kv = "auto"
 	}
 	fields := []string{

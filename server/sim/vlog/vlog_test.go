@@ -783,3 +783,29 @@ func TestV2RunnerLoadingLineByRelease(t *testing.T) {
 		}
 	}
 }
+
+// The engine config line names the KV-cache dtype a ModelOpt checkpoint's kv_cache_quant_algo
+// set as the config was built; compressed-tensors' is set later, as the layers are built, and
+// the line still says auto.
+func TestEngineConfigNamesTheCheckpointsKVDType(t *testing.T) {
+	base := `"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 16,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"`
+	p := sim.BuiltinProfiles()
+	for name, want := range map[string]string{
+		`{"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}`:                                                                                          "kv_cache_dtype=fp8_e4m3, ",
+		`{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}, "kv_cache_scheme": {"num_bits": 8, "type": "float"}}`: "kv_cache_dtype=auto, ",
+	} {
+		m, err := sim.ModelFromHFConfig("acme/m", []byte(`{`+base+`, "quantization_config": `+name+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Prefer(m)
+		s, err := sim.Resolve(sim.Config{Model: "acme/m", GPU: "H100-SXM-80GB", MaxModelLen: 8192}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := engineConfig(s, 1); !strings.Contains(line, want) {
+			t.Errorf("%s: engine config lacks %q: %s", name, want, line)
+		}
+	}
+}
