@@ -509,28 +509,67 @@ func resolveModelDType(flag, checkpoint string) (string, error) {
 	return "", fmt.Errorf("argument --dtype: invalid choice: '%s' (choose from auto, half, float16, bfloat16, float, float32)", flag)
 }
 
-// checkpointKVRelease is the first release whose automatic KV-cache dtype follows a checkpoint
-// that declares an FP8 cache: ModelOpt's kv_cache_quant_algo as the engine config is built
-// (vllm#30785, merged December 2025), compressed-tensors' kv_cache_scheme as each attention layer
-// is built (vllm#30141, opened December 2025); 0.14 by our mapping, possibly one release off.
-const checkpointKVRelease = "0.14.0"
+// Releases whose KV-cache dtype follows a checkpoint that declares an FP8 cache (0.14 and 0.21
+// by our mapping, possibly one release off): from checkpointKVRelease ModelOpt's
+// kv_cache_quant_algo as the engine config is built (vllm#30785, merged December 2025) and
+// compressed-tensors' kv_cache_scheme as each attention layer is built (vllm#30141, opened
+// December 2025), whatever --kv-cache-dtype says short of an FP8 one; from
+// explicitKVWinsRelease an explicit dtype wins over the latter (vllm#42782, merged May 2026).
+const (
+	checkpointKVRelease   = "0.14.0"
+	explicitKVWinsRelease = "0.21.0"
+)
 
-// checkpointKVDType is the cache dtype vLLM takes from the checkpoint when --kv-cache-dtype is
-// left automatic: fp8_e4m3 for ModelOpt (its name in vLLM's map), fp8 for compressed-tensors;
-// "" where the flag, the release or a what-if build (--sim-checkpoint-quantization) decides.
+// checkpointKVDType is the cache dtype vLLM takes from the checkpoint: fp8_e4m3 for ModelOpt
+// (its name in vLLM's map) where --kv-cache-dtype is automatic, fp8 for compressed-tensors
+// where it is automatic or, before explicitKVWinsRelease, 16-bit; never for an MLA model's
+// compressed-tensors declaration (MLAAttention has no such override), nor for a what-if build
+// quantized another way (--sim-checkpoint-quantization). "" where the flag decides.
 func checkpointKVDType(s *Setup, cfg Config) string {
 	m, flag := s.ModelProfile, cfg.KVCacheDType
-	if (flag != "" && flag != "auto") || !m.KVCacheScheme || !s.Version.AtLeast(checkpointKVRelease) ||
-		cfg.CheckpointQuantization != "" { // a build quantized another way declares no cache of its own
+	auto := flag == "" || flag == "auto"
+	if !m.DeclaredKVFP8 || !s.Version.AtLeast(checkpointKVRelease) || cfg.CheckpointQuantization != "" {
 		return ""
 	}
 	switch strings.ToLower(m.CheckpointFormat) {
 	case "modelopt":
-		return "fp8_e4m3"
+		if auto {
+			return "fp8_e4m3"
+		}
 	case "compressed-tensors":
-		return "fp8"
+		overridden := auto || (!s.Version.AtLeast(explicitKVWinsRelease) && !strings.HasPrefix(flag, "fp8"))
+		if overridden && !m.IsMLA() {
+			return "fp8"
+		}
 	}
 	return ""
+}
+
+// CheckpointKVNote says where the checkpoint's declaration chose the KV cache's dtype, and what
+// keeps the model's dtype instead; "" where it did not.
+func (s *Setup) CheckpointKVNote() string {
+	if !s.KVDTypeFromCheckpoint {
+		return ""
+	}
+	keep := "--kv-cache-dtype " + s.ModelDType + " keeps it in the model's dtype"
+	if strings.EqualFold(s.ModelProfile.CheckpointFormat, "compressed-tensors") && !s.Version.AtLeast(explicitKVWinsRelease) {
+		keep = "before 0.21 no 16-bit --kv-cache-dtype keeps the model's dtype"
+	}
+	return "The checkpoint declares an FP8 KV cache, which vLLM takes: the cache is " + s.KVDType + " (" + keep + ")."
+}
+
+// EngineConfigKVDType is the cache dtype the engine's config names, in its start-up line and in
+// cache_config_info: the flag (auto where none was given), or the dtype a ModelOpt checkpoint set
+// as the config was built. A compressed-tensors declaration changes the cache only later, in the
+// worker's attention layers, so the API server's config keeps the flag.
+func (s *Setup) EngineConfigKVDType() string {
+	if s.KVDTypeFromCheckpoint && s.KVDType == "fp8_e4m3" {
+		return s.KVDType
+	}
+	if kv := strings.ToLower(s.KVCacheDType); kv != "" {
+		return kv
+	}
+	return "auto"
 }
 
 func resolveKVDType(flag, modelDType string) (string, error) {

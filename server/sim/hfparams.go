@@ -107,10 +107,11 @@ func quantize(m *Model, q *hfQuant) error {
 			method = "fp8"
 		}
 		algo, _ := q.KVQuantAlgo.(string)
-		m.KVCacheScheme = strings.EqualFold(algo, "fp8") || len(q.KVCacheScheme) > 0
+		m.DeclaredKVFP8 = strings.EqualFold(algo, "fp8") || floatScheme(q.KVCacheScheme, true)
 	case "compressed-tensors":
 		method = compressedTensorsMethod(q.ConfigGroups)
 		m.KVCacheScheme = len(q.KVCacheScheme) > 0
+		m.DeclaredKVFP8 = floatScheme(q.KVCacheScheme, false)
 	case "fbgemm_fp8":
 		method = "fp8"
 	default:
@@ -188,4 +189,13 @@ func compressedTensorsMethod(groups map[string]any) string {
 		}
 	}
 	return "fp8"
+}
+
+// floatScheme reports whether a kv_cache_scheme declares 8-bit floats (static ones where
+// static, as ModelOpt's mapping asks: get_kv_cache_quant_algo_string in vllm/utils/torch_utils.py).
+func floatScheme(scheme map[string]any, static bool) bool {
+	bits, _ := scheme["num_bits"].(float64)
+	typ, _ := scheme["type"].(string)
+	dynamic, _ := scheme["dynamic"].(bool)
+	return bits == 8 && strings.EqualFold(typ, "float") && (!static || !dynamic)
 }

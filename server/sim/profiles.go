@@ -77,11 +77,14 @@ type Model struct {
 	Quantization string `json:"quantization,omitempty"`
 	// CheckpointFormat is the quant_method of a quantized checkpoint's config where it is not
 	// Quantization ("compressed-tensors", "fbgemm_fp8", "modelopt"): vLLM loads KV-cache
-	// scales for some formats and not others. KVCacheScheme is set where the checkpoint declares
-	// an FP8 KV cache and stores its scales: a compressed-tensors kv_cache_scheme, or ModelOpt's
-	// kv_cache_quant_algo FP8 in the config's quantization_config.
+	// scales for some formats and not others. KVCacheScheme is a compressed-tensors
+	// checkpoint's kv_cache_scheme, set when the checkpoint stores KV-cache scales.
+	// DeclaredKVFP8 is set where the checkpoint declares an 8-bit float KV cache, the one vLLM
+	// takes for an automatic --kv-cache-dtype: a compressed-tensors kv_cache_scheme of 8-bit
+	// floats, or ModelOpt's kv_cache_quant_algo FP8 (or its static 8-bit float kv_cache_scheme).
 	CheckpointFormat string `json:"checkpoint_format,omitempty"`
 	KVCacheScheme    bool   `json:"kv_cache_scheme,omitempty"`
+	DeclaredKVFP8    bool   `json:"declared_kv_fp8,omitempty"`
 	// WeightBlockSize is a block-scaled FP8 checkpoint's quantization_config.weight_block_size
 	// ([128, 128] for DeepSeek-V3 and the Qwen3 FP8 releases): one scale per block of weights,
 	// which vLLM multiplies with other kernels than per-tensor or per-channel FP8

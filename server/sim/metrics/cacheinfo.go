@@ -17,15 +17,7 @@ import (
 func cacheConfigLabels(s *sim.Setup, engine string, f features) prometheus.Labels {
 	c := s.Capacity
 	l := c.Layout
-	cacheDType := strings.ToLower(s.KVCacheDType)
-	switch {
-	case s.KVDTypeFromCheckpoint:
-		// Set from the checkpoint's declaration by the time the engine reports its config:
-		// ModelOpt's in the engine config, compressed-tensors' by the attention layers.
-		cacheDType = s.KVDType
-	case cacheDType == "":
-		cacheDType = "auto"
-	}
+	cacheDType := s.EngineConfigKVDType()
 	override := "None"
 	if s.NumGPUBlocksOverride > 0 {
 		override = strconv.Itoa(s.NumGPUBlocksOverride)

@@ -676,11 +676,25 @@ func TestLatenciesEndWhereTheAPIServerTookTheOutputUp(t *testing.T) {
 	assert.InDelta(t, 0.01, histogram(t, fams, "vllm:e2e_request_latency_seconds").GetSampleSum(), 1e-9)
 }
 
-// A cache dtype the checkpoint chose is the one cache_config_info reports.
+// cache_config_info names the cache dtype of the API server's config: the one a ModelOpt
+// checkpoint set as it was built, but auto for a compressed-tensors declaration, which only the
+// worker's attention layers apply.
 func TestCacheConfigInfoNamesTheCheckpointsKVDType(t *testing.T) {
-	setup := resolve(t, sim.Config{MaxModelLen: 8192})
-	setup.KVDType, setup.KVDTypeFromCheckpoint = "fp8_e4m3", true
-	mf := scrape(t, New(setup, modelName, true))["vllm:cache_config_info"]
-	require.NotNil(t, mf)
-	assert.Equal(t, "fp8_e4m3", labelMap(mf.GetMetric()[0])["cache_dtype"])
+	base := `"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 16,
+		"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"`
+	for quant, want := range map[string]string{
+		`{"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}`:                                                                                          "fp8_e4m3",
+		`{"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}, "kv_cache_scheme": {"num_bits": 8, "type": "float"}}`: "auto",
+	} {
+		m, err := sim.ModelFromHFConfig("acme/m", []byte(`{`+base+`, "quantization_config": `+quant+`}`))
+		require.NoError(t, err)
+		p := sim.BuiltinProfiles()
+		p.Prefer(m)
+		setup, err := sim.Resolve(sim.Config{Model: "acme/m", GPU: "H100-SXM-80GB", MaxModelLen: 8192}, p)
+		require.NoError(t, err)
+		require.True(t, setup.KVDTypeFromCheckpoint, quant)
+		mf := scrape(t, New(setup, modelName, true))["vllm:cache_config_info"]
+		require.NotNil(t, mf)
+		assert.Equal(t, want, labelMap(mf.GetMetric()[0])["cache_dtype"], quant)
+	}
 }

@@ -80,9 +80,8 @@ func setupNotes(s *sim.Setup) []string {
 	if note := partialRequestNote(s); note != "" {
 		notes = append(notes, note)
 	}
-	if s.KVDTypeFromCheckpoint {
-		notes = append(notes, "The checkpoint declares an FP8 KV cache, which vLLM takes when --kv-cache-dtype is left automatic: the cache is "+
-			s.KVDType+" (--kv-cache-dtype "+s.ModelDType+" keeps it in the model's dtype).")
+	if note := s.CheckpointKVNote(); note != "" {
+		notes = append(notes, note)
 	}
 	if src, ok := strings.CutPrefix(s.ModelProfile.Source, "config.json at "); ok {
 		// Sized from a file (--sim-model-config, a model directory, the Hugging Face cache),
@@ -117,6 +116,9 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		r.Notes = append(r.Notes, setupNotes(first.setup)...)
 	} else if first.startup != nil {
 		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
+		if s := first.startup.Setup; s != nil && s.CheckpointKVNote() != "" {
+			r.Notes = append(r.Notes, s.CheckpointKVNote())
+		}
 		if first.startup.Kind == sim.KVDTypeRefused {
 			r.Notes = append(r.Notes, "vLLM refuses fp8_e5m2 beside weights whose quantization loads KV-cache scales; --kv-cache-dtype fp8 (e4m3) is accepted.")
 		}
@@ -126,13 +128,12 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		apply func(*sim.Config)
 		skip  bool
 	}{
-		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8") ||
-			first.setup != nil && first.setup.KVDTypeFromCheckpoint},
+		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8") || kvFromCheckpoint(first.setup, first.startup)},
 		// A quantized build of the model: its checkpoint's method, not a flag vLLM refuses on
 		// a 16-bit checkpoint.
-		{"awq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, "awq")},
-		{"gptq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "gptq" }, quantizedAs(base, "gptq")},
-		{"fp8 weights", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "fp8" }, quantizedAs(base, "fp8")},
+		{"awq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, first.setup, "awq")},
+		{"gptq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "gptq" }, quantizedAs(base, first.setup, "gptq")},
+		{"fp8 weights", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "fp8" }, quantizedAs(base, first.setup, "fp8")},
 	}
 	if s := first.setup; s != nil || first.startup != nil {
 		maxLen := base.MaxModelLen
@@ -271,10 +272,21 @@ func resolvedGPUAndUtil(base sim.Config, profiles *sim.Profiles) (string, float6
 	return gpu, util
 }
 
+// kvFromCheckpoint reports whether the checkpoint chose the KV cache's dtype of the setting as
+// given, whether it started (setup) or not (startup).
+func kvFromCheckpoint(setup *sim.Setup, startup *sim.StartupError) bool {
+	if setup == nil && startup != nil {
+		setup = startup.Setup
+	}
+	return setup != nil && setup.KVDTypeFromCheckpoint
+}
+
 // quantizedAs reports whether the configured server already runs weights quantized with method
-// (by flag or by its checkpoint), so a what-if of that method would show the same plan.
-func quantizedAs(c sim.Config, method string) bool {
-	return strings.EqualFold(c.Quantization, method) || strings.EqualFold(c.CheckpointQuantization, method)
+// (by flag, by --sim-checkpoint-quantization or as the catalogue's checkpoint is), so a what-if of
+// that method would be the same weights.
+func quantizedAs(c sim.Config, s *sim.Setup, method string) bool {
+	return strings.EqualFold(c.Quantization, method) || strings.EqualFold(c.CheckpointQuantization, method) ||
+		s != nil && strings.EqualFold(s.ModelProfile.Quantization, method)
 }
 
 // partialRequestNote says where the cache's whole blocks hold less than one request of the full

@@ -254,10 +254,24 @@ func TestPrintCapacityNamesTheCheckpointsKVCache(t *testing.T) {
 	code := Main(context.Background(), []string{"acme/llama-kv", "--sim-model-config", path, "--sim-gpu", "H100", "--max-model-len", "8192", "--print-capacity"}, &out, &errb, emptyEnv)
 	require.Equal(t, 0, code, errb.String())
 	text := strings.Join(strings.Fields(out.String()), " ")
-	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache, which vLLM takes when --kv-cache-dtype is left automatic: the cache is fp8 (--kv-cache-dtype bfloat16 keeps it in the model's dtype).")
+	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache, which vLLM takes: the cache is fp8 (--kv-cache-dtype bfloat16 keeps it in the model's dtype).")
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.Contains(line, "as given") {
 			assert.NotContains(t, line, "fp8 KV", "no what-if column repeats the setting as given")
 		}
 	}
+
+	// Before 0.21 a 16-bit flag did not keep it; where the setting is refused, the note stays.
+	out.Reset()
+	code = Main(context.Background(), []string{"acme/llama-kv", "--sim-model-config", path, "--sim-gpu", "H100", "--max-model-len", "8192",
+		"--sim-vllm-version", "0.20.0", "--kv-cache-dtype", "bfloat16", "--print-capacity"}, &out, &errb, emptyEnv)
+	require.Equal(t, 0, code, errb.String())
+	assert.Contains(t, strings.Join(strings.Fields(out.String()), " "), "the cache is fp8 (before 0.21 no 16-bit --kv-cache-dtype keeps the model's dtype)")
+	out.Reset()
+	code = Main(context.Background(), []string{"acme/llama-kv", "--sim-model-config", path, "--sim-gpu", "A10G", "--max-model-len", "8192",
+		"--sim-flashinfer", "absent", "--print-capacity"}, &out, &errb, emptyEnv)
+	assert.Equal(t, 1, code, "the fp8 cache reaches Triton on an A10G without FlashInfer")
+	text = strings.Join(strings.Fields(out.String()), " ")
+	assert.Contains(t, text, "REFUSED as given")
+	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache, which vLLM takes: the cache is fp8")
 }

@@ -415,13 +415,7 @@ func engineConfig(s *sim.Setup, dpSize int) string {
 		}
 		specCfg = fmt.Sprintf("SpeculativeConfig(method=%s, model=%s, num_spec_tokens=%d)", pyStr(sp.Method), model, sp.NumSpeculativeTokens)
 	}
-	kv := strings.ToLower(s.KVCacheDType)
-	switch {
-	case s.KVDTypeFromCheckpoint && s.KVDType == "fp8_e4m3":
-		kv = s.KVDType // ModelOpt's, resolved as the engine config is built
-	case kv == "":
-		kv = "auto"
-	}
+	kv := s.EngineConfigKVDType()
 	fields := []string{
 		"model=" + pyStr(s.Model),
 		"speculative_config=" + specCfg,
