@@ -95,9 +95,9 @@ func vllmConfigValueError(msg string, v Version) *ValidationError {
 	return &ValidationError{Class: "VllmConfig", Constraint: valueError, Input: input, Message: msg}
 }
 
-// The Triton attention backend's KV-cache dtype guard (vllm#43914, merged 2026-06-15, so from
-// 0.23), Triton MLA's copy of it (vllm#47060, merged 2026-07-16: 0.26 by our mapping, possibly
-// one release off) and FlashInfer's Ampere floor (vllm#45375: 0.23.0 ran FlashInfer on compute
+// The Triton attention backend's KV-cache dtype guard (vllm#43914, merged 2026-06-15), Triton
+// MLA's copy of it (vllm#47060, merged 2026-07-16): 0.23 and 0.26 by our mapping, possibly one
+// release off; and FlashInfer's Ampere floor (vllm#45375: 0.23.0 ran FlashInfer on compute
 // capability 7.5, 0.24.0 no longer; vllm#47549). docs/vllm-behaviour.md#compute-capability.
 const (
 	tritonKVGuardRelease  = "0.23.0"

@@ -144,8 +144,8 @@ type Setup struct {
 	// DTypeFellBack: the automatic dtype was bfloat16 and the card has none, so vLLM runs in
 	// float16 and warns (DTypeFallbackLines).
 	DTypeFellBack bool
-	// KVDTypeFromCheckpoint: --kv-cache-dtype was automatic and the checkpoint's declared FP8
-	// cache set KVDType (checkpointKVDType).
+	// KVDTypeFromCheckpoint: the checkpoint's declared FP8 cache set KVDType, over an automatic
+	// --kv-cache-dtype or one vLLM overrode (checkpointKVDType).
 	KVDTypeFromCheckpoint bool
 	Capacity              Capacity
 	// Version is the vLLM release imitated.
