@@ -5,8 +5,14 @@ package sim
 // the V0 model code allocates and frees them, on one tensor-parallel rank
 // (docs/calibration.md#v0-reserved-memory).
 func v0ReservedForward(s *Setup) float64 {
+	return float64(v0ReplayForward(s, false).alloc.reserved)
+}
+
+// v0ReplayForward replays the profile forward of s through the allocator model, recording the
+// requests where record is set.
+func v0ReplayForward(s *Setup, record bool) *forwardTape {
 	m := s.ModelProfile
-	t := &forwardTape{tokens: float64(s.MaxNumBatchedTokens), bytes: s.activationBytes()}
+	t := &forwardTape{tokens: float64(s.MaxNumBatchedTokens), bytes: s.activationBytes(), record: record}
 	h := float64(m.HiddenSize)
 	residual := t.tensor(h) // the embedding's output, then the residual added to in place
 	input := t.tensor(h)    // the first layer's RMSNorm output; later layers normalise in place
@@ -36,7 +42,7 @@ func v0ReservedForward(s *Setup) float64 {
 		input = out
 	}
 	t.drop(input, residual)
-	return float64(t.alloc.reserved)
+	return t
 }
 
 // denseWidth is the MLP width of a layer that does not route.

@@ -116,15 +116,43 @@ type forwardTape struct {
 	alloc  cachingAllocator
 	tokens float64
 	bytes  float64 // per element
+	// trace, where record is set, is the sequence of requests the allocator saw, for replaying it
+	// through PyTorch's own allocator (docs/measurements/v0-allocator); live names each block's
+	// tensor in it.
+	record bool
+	trace  []tapeEvent
+	live   map[*allocBlock]int
+}
+
+// tapeEvent is one request of a recorded tape: tensor ID allocated with Bytes, or freed.
+type tapeEvent struct {
+	Free  bool  `json:"free,omitempty"`
+	ID    int   `json:"id"`
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // tensor allocates tokens x width elements; fixed allocates n bytes whatever the batch.
 func (t *forwardTape) tensor(width float64) *allocBlock { return t.fixed(t.tokens * width * t.bytes) }
 
-func (t *forwardTape) fixed(n float64) *allocBlock { return t.alloc.malloc(int64(n)) }
+func (t *forwardTape) fixed(n float64) *allocBlock {
+	b := t.alloc.malloc(int64(n))
+	if t.record {
+		if t.live == nil {
+			t.live = map[*allocBlock]int{}
+		}
+		id := len(t.trace)
+		t.live[b] = id
+		t.trace = append(t.trace, tapeEvent{ID: id, Bytes: int64(n)})
+	}
+	return b
+}
 
 func (t *forwardTape) drop(bs ...*allocBlock) {
 	for _, b := range bs {
+		if t.record {
+			t.trace = append(t.trace, tapeEvent{Free: true, ID: t.live[b]})
+			delete(t.live, b)
+		}
 		t.alloc.release(b)
 	}
 }

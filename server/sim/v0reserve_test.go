@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +58,50 @@ func TestV0ReservedForward(t *testing.T) {
 	// output, as wide as the hidden size, fits in none of the per-rank attention blocks.
 	r, u = ratio(Config{Model: "deepseek-ai/deepseek-coder-6.7b-instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.4.3"})
 	assert.InDelta(t, 1.31, r/u, 0.02, "deepseek-coder-6.7b at TP 2 over 65,536 tokens")
+}
+
+// v0TraceCases are the profile forwards whose allocation sequences are replayed through
+// PyTorch's own allocator on a GPU (docs/measurements/v0-allocator).
+var v0TraceCases = []struct {
+	Name string
+	Cfg  Config
+}{
+	{"mistral-7b-32768", Config{Model: "teknium/OpenHermes-2.5-Mistral-7B", GPU: "RTX-A6000", VLLMVersion: "0.4.2", MaxModelLen: 32768}},
+	{"deepseek-v2-lite-tp2-163840", Config{Model: "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.5.1", MaxModelLen: 163840}},
+	{"deepseek-coder-6.7b-tp2-65536", Config{Model: "deepseek-ai/deepseek-coder-6.7b-instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.4.3"}},
+}
+
+// A recorded forward frees every tensor it allocates, and the same requests replayed through a
+// fresh allocator reserve what the replay did; with VLLMTOP_V0_TRACE_OUT=FILE the traces are
+// written there for the GPU replay.
+func TestV0ForwardTraces(t *testing.T) {
+	type trace struct {
+		Name     string      `json:"name"`
+		Reserved int64       `json:"model_reserved_bytes"`
+		Events   []tapeEvent `json:"events"`
+	}
+	var out []trace
+	for _, c := range v0TraceCases {
+		s, err := Resolve(c.Cfg, nil)
+		require.NoError(t, err)
+		tape := v0ReplayForward(s, true)
+		assert.Empty(t, tape.live, c.Name)
+		var again cachingAllocator
+		blocks := map[int]*allocBlock{}
+		for _, e := range tape.trace {
+			if e.Free {
+				again.release(blocks[e.ID])
+				continue
+			}
+			blocks[e.ID] = again.malloc(e.Bytes)
+		}
+		assert.Equal(t, tape.alloc.reserved, again.reserved, c.Name)
+		assert.EqualValues(t, v0ReservedForward(s), tape.alloc.reserved, c.Name)
+		out = append(out, trace{c.Name, tape.alloc.reserved, tape.trace})
+	}
+	if path := os.Getenv("VLLMTOP_V0_TRACE_OUT"); path != "" {
+		data, err := json.Marshal(out)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+	}
 }
