@@ -71,9 +71,9 @@ var v0TraceCases = []struct {
 	{"deepseek-coder-6.7b-tp2-65536", Config{Model: "deepseek-ai/deepseek-coder-6.7b-instruct", GPU: "H200", TensorParallelSize: 2, VLLMVersion: "0.4.3"}},
 }
 
-// A recorded forward frees every tensor it allocates, and the same requests replayed through a
-// fresh allocator reserve what the replay did; with VLLMTOP_V0_TRACE_OUT=FILE the traces are
-// written there for the GPU replay.
+// A recorded forward frees every tensor it allocates, the same requests replayed through a
+// fresh allocator reserve what the replay did, and the traces committed for the GPU replay are
+// the replay's (VLLMTOP_V0_TRACE_OUT=FILE writes them).
 func TestV0ForwardTraces(t *testing.T) {
 	type trace struct {
 		Name     string      `json:"name"`
@@ -99,9 +99,14 @@ func TestV0ForwardTraces(t *testing.T) {
 		assert.EqualValues(t, v0ReservedForward(s), tape.alloc.reserved, c.Name)
 		out = append(out, trace{c.Name, tape.alloc.reserved, tape.trace})
 	}
+	data, err := json.Marshal(out)
+	require.NoError(t, err)
 	if path := os.Getenv("VLLMTOP_V0_TRACE_OUT"); path != "" {
-		data, err := json.Marshal(out)
-		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, data, 0o644))
+		return
 	}
+	committed, err := os.ReadFile("../../docs/measurements/v0-allocator/traces.json")
+	require.NoError(t, err)
+	assert.JSONEq(t, string(committed), string(data),
+		"the committed traces are the replay's: VLLMTOP_V0_TRACE_OUT=$PWD/docs/measurements/v0-allocator/traces.json go test ./server/sim -run TestV0ForwardTraces")
 }
