@@ -44,6 +44,13 @@ func renderFit(st *Styles, r capacity.Report, width int) []string {
 		}
 		out = append(out, memoryBar(st, col.Memory, width)...)
 		out = append(out, whatIfColumns(st, r.Columns, width)...)
+		for _, note := range r.Notes {
+			// What the plan says beside its table (a cache dtype the checkpoint chose, a model
+			// sized from a file, a cold compile), two lines at most each.
+			for _, l := range twoLines(note, width) {
+				out = append(out, st.Muted.Render(l))
+			}
+		}
 	case r.Fit.Known():
 		out = append(out, limits(r.Fit.V, true))
 	default:
@@ -157,12 +164,18 @@ func whatIfColumns(st *Styles, cols []capacity.Column, width int) []string {
 // refusalLines is vLLM's refusal on at most two lines of width: its advice (the dtype to re-run
 // with, the length that fits) often comes last.
 func refusalLines(st *Styles, s string, width int) []string {
-	lines := wrapWords(s, width)
-	if len(lines) > 2 {
-		lines = append(lines[:1], truncate(strings.Join(lines[1:], " "), width))
-	}
+	lines := twoLines(s, width)
 	for i := range lines {
 		lines[i] = st.Bad.Render(lines[i])
+	}
+	return lines
+}
+
+// twoLines wraps plain text s to width, the second line cut where it needs more.
+func twoLines(s string, width int) []string {
+	lines := wrapWords(clean(s), width)
+	if len(lines) > 2 {
+		lines = append(lines[:1], truncate(strings.Join(lines[1:], " "), width))
 	}
 	return lines
 }

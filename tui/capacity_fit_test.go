@@ -52,3 +52,15 @@ func TestRefusalKeepsItsAdviceOnTwoLines(t *testing.T) {
 	assert.Len(t, refusalLines(&st, msg, 60), 2)
 	assert.Len(t, refusalLines(&st, "REFUSED awq: short", 60), 1)
 }
+
+// The plan's notes follow its what-ifs, muted, two lines each at most.
+func TestFitShowsThePlansNotes(t *testing.T) {
+	th, _ := themes.ByName("dark")
+	st := NewStyles(th, true)
+	r := capacity.Report{Workload: capacity.Workload{PromptTokens: 256, OutputTokens: 128},
+		Columns: []capacity.Column{{Name: "as given", KVTokens: 1000}},
+		Notes:   []string{"The checkpoint declares an FP8 KV cache, which vLLM takes: the cache is fp8 (--kv-cache-dtype bfloat16 keeps it in the model's dtype)."}}
+	text := strings.Join(renderFit(&st, r, 60), "\n")
+	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache")
+	assert.Contains(t, text, "(--kv-cache-dtype bfloat16 keeps it in")
+}

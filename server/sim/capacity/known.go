@@ -138,7 +138,7 @@ func Build(k Known) Report {
 		case err != nil:
 			r.PlanErr = err.Error()
 		case len(plan.Columns) > 0:
-			r.Model, r.GPU, r.Columns = plan.Model, plan.GPU, plan.Columns
+			r.Model, r.GPU, r.Columns, r.Notes = plan.Model, plan.GPU, plan.Columns, plan.Notes
 		}
 	}
 	r.figures(k, util)

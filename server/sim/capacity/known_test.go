@@ -138,3 +138,12 @@ func TestSourceWords(t *testing.T) {
 		assert.Equal(t, s == FromLog || s == FromCacheConfig, s.Reported(), s.String())
 	}
 }
+
+// What the simulator's plan says beside its table reaches the report the Capacity view draws.
+func TestBuildKeepsThePlansNotes(t *testing.T) {
+	m := &Model{Plan: func(u float64, w Workload) (Report, error) {
+		return Report{Columns: []Column{{Name: "as given"}}, Notes: []string{"The checkpoint declares an FP8 KV cache"}}, nil
+	}}
+	r := Build(Known{Util: 0.9, Workload: Workload{PromptTokens: 256, OutputTokens: 128}, Sim: m})
+	assert.Equal(t, []string{"The checkpoint declares an FP8 KV cache"}, r.Notes)
+}
