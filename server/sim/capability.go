@@ -125,8 +125,8 @@ func attentionLayerError(s *Setup) *StartupError {
 // backend below Hopper; another's reaches the Triton backend where no backend before it in vLLM's
 // order takes it: FlashAttention stores fp8 only through FA3 (Hopper) or FA4 (Blackwell) and
 // needs 8.0; FlashInfer needs 7.5 (8.0 from 0.24), an install that has it, head sizes of 64, 128
-// or 256 and no attention sinks. Nil otherwise and on AMD cards (the guard is CUDA's). An
-// explicit --attention-backend is not read (the simulator accepts it and says so).
+// or 256 and no attention sinks; --attention-backend TRITON_ATTN sends every layer there. Nil
+// otherwise and on AMD cards (the guard is CUDA's).
 func kvDTypeCapabilityError(s *Setup) *StartupError {
 	g := s.GPUProfile
 	cc := g.capabilityInt()
@@ -171,5 +171,6 @@ func flashInferTakesCache(s *Setup, cc int) bool {
 	heads := slices.Contains(flashInferHeadSizes, m.HeadDim) &&
 		(m.FullAttentionHeadDim == 0 || slices.Contains(flashInferHeadSizes, m.FullAttentionHeadDim))
 	return cc >= floor && s.FlashInfer != FlashInferAbsent && heads &&
-		!strings.HasSuffix(s.KVDType, "_per_token_head") && !m.AttentionSinks
+		!strings.HasSuffix(s.KVDType, "_per_token_head") && !m.AttentionSinks &&
+		!strings.EqualFold(s.AttentionBackend, "TRITON_ATTN")
 }

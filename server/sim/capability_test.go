@@ -129,6 +129,10 @@ func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
 		{"fp8 for Gemma 4 on an A100: its global layers' 512", Config{Model: "google/gemma-4-26B-A4B", GPU: "A100-SXM-80GB", KVCacheDType: "fp8"},
 			"ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A100-SXM4-80GB (compute capability 8.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
 		{"bfloat16 in Triton on an A100", Config{Model: "microsoft/Phi-3.5-mini-instruct", GPU: "A100-SXM-80GB", KVCacheDType: "bfloat16"}, ""},
+		{"fp8 on an A10G with Triton asked for", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A10G", KVCacheDType: "fp8", AttentionBackend: "TRITON_ATTN"},
+			"ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A10G (compute capability 8.6); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype bfloat16."},
+		{"fp8 on an H100 with Triton asked for", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "H100-SXM-80GB", KVCacheDType: "fp8", AttentionBackend: "TRITON_ATTN"}, ""},
+		{"fp8 on an A10G with FlashInfer asked for", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A10G", KVCacheDType: "fp8", AttentionBackend: "FLASHINFER"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg

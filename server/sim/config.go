@@ -34,8 +34,11 @@ type Config struct {
 	PerformanceMode string
 	BlockSize       int    // --block-size (default 16)
 	KVCacheDType    string // --kv-cache-dtype (default "auto": the model dtype)
-	DType           string // --dtype (default "auto": the checkpoint dtype)
-	Quantization    string // --quantization: "", "awq", "gptq", "fp8"
+	// AttentionBackend is --attention-backend ("": vLLM's choice); TRITON_ATTN sends every
+	// attention layer to the Triton backend and its KV-cache dtype checks.
+	AttentionBackend string
+	DType            string // --dtype (default "auto": the checkpoint dtype)
+	Quantization     string // --quantization: "", "awq", "gptq", "fp8"
 	// CheckpointQuantization is the checkpoint's own quantization method where it is not the
 	// catalogue entry's: a quantized build of a catalogue model, sized from its base
 	// (--sim-checkpoint-quantization).

@@ -28,7 +28,7 @@ var notSimulated = []string{"trust-remote-code", "disable-uvicorn-access-log", "
 	"download-dir", "load-format", "tokenizer", "revision", "max-log-len", "generation-config", "tool-call-parser",
 	"chat-template", "seed", "distributed-executor-backend", "max-lora-rank",
 	"max-num-queued-reqs", "max-num-queued-tokens", "no-enable-log-requests",
-	"reasoning-parser", "attention-backend", "moe-backend", "stream-interval",
+	"reasoning-parser", "moe-backend", "stream-interval",
 	"optimization-level", "compilation-config", "max-cudagraph-capture-size", "limit-mm-per-prompt",
 	"mamba-ssm-cache-dtype", "hf-overrides", "override-generation-config", "long-prefill-token-threshold",
 	"max-num-partial-prefills", "max-long-partial-prefills", "cuda-graph-sizes",

@@ -237,6 +237,10 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 	o, err := ParseArgs([]string{"-O3"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"--optimization-level"}, o.NotSimulated)
+	o, err = ParseArgs([]string{"--attention-backend", "TRITON_ATTN"}, noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, "TRITON_ATTN", o.Engine.AttentionBackend, "read for the Triton backend's KV-cache checks")
+	assert.Empty(t, o.NotSimulated)
 
 	// A list flag takes the values up to the next option (argparse's nargs="+"): 0.10's
 	// --cuda-graph-sizes and its successor.
