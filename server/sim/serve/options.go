@@ -326,6 +326,9 @@ func nonDefault(f *pflag.Flag) (nv NamedValue, ok bool) {
 		return NamedValue{key, f.Value.String() == "true"}, true
 	}
 	var v any = f.Value.String()
+	if slices.Contains(intAcceptedFlags, f.Name) {
+		v, _ = strconv.Atoi(f.Value.String()) // checked by checkIntLists
+	}
 	if list, ok := f.Value.(pflag.SliceValue); ok {
 		v = list.GetSlice() // argparse's nargs="+": a Python list
 		if slices.Contains(intListFlags, f.Name) {

@@ -236,11 +236,23 @@ var listFlags = func() map[string]bool {
 	return m
 }()
 
-// checkIntLists refuses a value of an integer list flag that is not an integer, as argparse's
-// type=int does.
+// intAcceptedFlags are the accepted, not simulated flags vLLM types as integers (type=int):
+// argparse refuses another value, and the non-default args log the number.
+var intAcceptedFlags = []string{"seed", "max-log-len", "max-cudagraph-capture-size", "long-prefill-token-threshold",
+	"max-num-partial-prefills", "max-long-partial-prefills", "stream-interval", "decode-context-parallel-size",
+	"max-lora-rank", "max-num-queued-reqs", "max-num-queued-tokens"}
+
+// checkIntLists refuses a value of an integer flag or integer list flag that is not an
+// integer, as argparse's type=int does.
 func checkIntLists(fs *pflag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *pflag.Flag) {
+		if slices.Contains(intAcceptedFlags, f.Name) && err == nil {
+			if _, e := strconv.Atoi(f.Value.String()); e != nil {
+				err = &UsageError{fmt.Sprintf("argument --%s: invalid int value: '%s'", f.Name, f.Value.String())}
+			}
+			return
+		}
 		list, ok := f.Value.(pflag.SliceValue)
 		if !ok || !slices.Contains(intListFlags, f.Name) || err != nil {
 			return

@@ -105,6 +105,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"Qwen/Qwen3-0.6B", "--swap-space", "4"}, "unrecognized arguments: --swap-space (removed in vLLM 0.18; --sim-vllm-version is 0.33.0)"},
 		{[]string{"a", "b"}, "unrecognized arguments: b"},
 		{[]string{"--port", "abc"}, "argument --port: invalid int value: 'abc'"},
+		{[]string{"--seed", "abc"}, "argument --seed: invalid int value: 'abc'"},
 		{[]string{"--gpu-memory-utilization", "lots"}, "argument --gpu-memory-utilization: invalid float value: 'lots'"},
 		{[]string{"--port"}, "argument --port: expected one argument"},
 		{[]string{"--max-model-len", "big"}, "argument --max-model-len: invalid value"},
@@ -237,6 +238,10 @@ func TestCurrentServeFlagsAccepted(t *testing.T) {
 	o, err := ParseArgs([]string{"-O3"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"--optimization-level"}, o.NotSimulated)
+	o, err = ParseArgs([]string{"--seed", "3", "--stream-interval", "2"}, noEnv)
+	require.NoError(t, err)
+	assert.Contains(t, o.NonDefault, NamedValue{"seed", 3}, "an integer flag is logged as the number vLLM parsed")
+	assert.Contains(t, o.NonDefault, NamedValue{"stream_interval", 2})
 	o, err = ParseArgs([]string{"--attention-backend", "TRITON_ATTN"}, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, "TRITON_ATTN", o.Engine.AttentionBackend, "read for the Triton backend's KV-cache checks")
