@@ -110,3 +110,40 @@ func TestV0ForwardTraces(t *testing.T) {
 	assert.JSONEq(t, string(committed), string(data),
 		"the committed traces are the replay's: VLLMTOP_V0_TRACE_OUT=$PWD/docs/measurements/v0-allocator/traces.json go test ./server/sim -run TestV0ForwardTraces")
 }
+
+// The allocation sequences replayed through PyTorch 2.11's own allocator on an H100
+// (docs/measurements/v0-allocator/replay.json) left exactly the segments the model reserves,
+// and torch's allocated peak is the largest sum of the live requests, rounded to 512 bytes.
+func TestV0ReplayMatchesPyTorchsAllocator(t *testing.T) {
+	data, err := os.ReadFile("../../docs/measurements/v0-allocator/replay.json")
+	require.NoError(t, err)
+	var measured struct {
+		Results []struct {
+			Name     string `json:"name"`
+			Reserved int64  `json:"reserved_bytes"`
+			Peak     int64  `json:"peak_allocated_bytes"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(data, &measured))
+	require.Len(t, measured.Results, len(v0TraceCases))
+	for i, c := range v0TraceCases {
+		m := measured.Results[i]
+		require.Equal(t, c.Name, m.Name)
+		s, err := Resolve(c.Cfg, nil)
+		require.NoError(t, err)
+		tape := v0ReplayForward(s, true)
+		assert.Equal(t, m.Reserved, tape.alloc.reserved, "%s: reserved", c.Name)
+		var live, peak int64
+		sizes := map[int]int64{}
+		for _, e := range tape.trace {
+			if e.Free {
+				live -= sizes[e.ID]
+				continue
+			}
+			sizes[e.ID] = max(allocRound, (e.Bytes+allocRound-1)/allocRound*allocRound)
+			live += sizes[e.ID]
+			peak = max(peak, live)
+		}
+		assert.Equal(t, m.Peak, peak, "%s: allocated peak", c.Name)
+	}
+}
