@@ -344,9 +344,7 @@ func (r Report) Render(width int) string {
 		}
 	}
 	writeTable(&b, rows, width)
-	b.WriteString("\n" + wrapWords("What-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are a build of the model "+
-		"quantized that way (--sim-checkpoint-quantization); max-len N is --max-model-len N. Requests are "+
-		"counted at their largest (prompt + output, in whole blocks).", width, "") + "\n")
+	b.WriteString("\n" + wrapWords(whatIfLegend(r.Columns)+"Requests are counted at their largest (prompt + output, in whole blocks).", width, "") + "\n")
 	if tokensFollowLength(r.Columns) {
 		b.WriteString(wrapWords("KV cache tokens is vLLM's figure: the --max-model-len requests that fit, times that length. A "+
 			"request's blocks in sliding-window or linear-attention layers stop growing with its length, so the same blocks give "+
@@ -363,6 +361,46 @@ func (r Report) Render(width int) string {
 		b.WriteString(wrapWords(note, width, "") + "\n")
 	}
 	return b.String()
+}
+
+// whatIfLegend says what the table's what-if columns are, naming only those it has.
+func whatIfLegend(cols []Column) string {
+	var kv, maxLen string
+	var builds []string
+	for _, c := range cols[1:] {
+		switch {
+		case c.Name == "fp8 KV":
+			kv = "fp8 KV is --kv-cache-dtype fp8"
+		case c.Name == "awq" || c.Name == "gptq" || c.Name == "fp8 weights":
+			builds = append(builds, c.Name)
+		case strings.HasPrefix(c.Name, "max-len "):
+			maxLen = c.Name + " is --max-model-len " + strings.TrimPrefix(c.Name, "max-len ")
+		}
+	}
+	var parts []string
+	if kv != "" {
+		parts = append(parts, kv)
+	}
+	if len(builds) == 1 {
+		parts = append(parts, builds[0]+" is a build of the model quantized that way (--sim-checkpoint-quantization)")
+	} else if len(builds) > 1 {
+		parts = append(parts, joinAnd(builds)+" are builds of the model quantized that way (--sim-checkpoint-quantization)")
+	}
+	if maxLen != "" {
+		parts = append(parts, maxLen)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "What-ifs: " + strings.Join(parts, "; ") + ". "
+}
+
+// joinAnd joins names as a sentence lists them: "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // tooLong reports whether the request is longer than a column's --max-model-len, and the

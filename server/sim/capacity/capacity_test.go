@@ -185,3 +185,19 @@ func TestRefusalsGroupedByReason(t *testing.T) {
 	assert.Less(t, strings.Index(out, "REFUSED as given"), strings.Index(out, "REFUSED fp8 weights"))
 	assert.Equal(t, 2, strings.Count(out, "\nREFUSED "), "one line a reason")
 }
+
+// The legend under the table names the what-ifs the table shows and no other: a model built
+// with AWQ has no awq column, a server already on fp8 KV no fp8 KV column.
+func TestWhatIfLegendNamesOnlyTheColumnsShown(t *testing.T) {
+	col := func(name string) Column { return Column{Name: name, Limits: Limits{BlockSize: 16}} }
+	all := Report{Columns: []Column{col("as given"), col("fp8 KV"), col("awq"), col("gptq"), col("fp8 weights"), col("max-len 2048")}}.Render(200)
+	assert.Contains(t, all, "What-ifs: fp8 KV is --kv-cache-dtype fp8; awq, gptq and fp8 weights are builds of the model quantized that way")
+	assert.Contains(t, all, "max-len 2048 is --max-model-len 2048.")
+	some := Report{Columns: []Column{col("as given"), col("gptq"), col("max-len 4096")}}.Render(200)
+	assert.Contains(t, some, "What-ifs: gptq is a build of the model quantized that way (--sim-checkpoint-quantization); max-len 4096 is --max-model-len 4096.")
+	assert.NotContains(t, some, "fp8 KV")
+	assert.NotContains(t, some, "awq")
+	alone := Report{Columns: []Column{col("as given")}}.Render(200)
+	assert.NotContains(t, alone, "What-ifs")
+	assert.Contains(t, alone, "Requests are counted at their largest")
+}
