@@ -424,8 +424,14 @@ func (s *Setup) weightQuantization() string {
 	if q == ckpt && (m.ExpertBytesPerParam > 0 || m.LoadedWeightsGiB > 0) {
 		return ""
 	}
+	if family, ok := sameMethodAs[q]; (q == "gptq" || ok && family == "gptq") && ckpt == "gptq" && m.QuantizationBits == 8 && s.CheckpointQuantization == "" {
+		return gptqInt8
+	}
 	return storageMethod(q)
 }
+
+// gptqInt8 is the storage of an 8-bit GPTQ checkpoint.
+const gptqInt8 = "gptq-int8"
 
 // mxfp4ExpertBytesPerRank is what vLLM's MXFP4 MoE method allocates for the experts on one
 // rank: per layer and expert, a gate/up weight of 2 x I x h values and a down weight of h x I,
@@ -454,12 +460,16 @@ func expertBytes(m Model, quantization string, modelBytes float64) float64 {
 }
 
 // linearWeightBytes is the bytes per parameter of the transformer's linear layers: 4-bit
-// AWQ/GPTQ keep a scale and zero point per group of 128, FP8 is one byte. Embeddings and the
+// AWQ/GPTQ keep a scale and zero point per group of 128 (8-bit GPTQ the same beside a byte a
+// weight), FP8 is one byte. Embeddings and the
 // LM head stay in the model dtype, as in vLLM.
 func linearWeightBytes(quantization string, modelBytes float64) float64 {
 	switch quantization {
 	case "awq", "gptq", "awq_marlin", "gptq_marlin", "auto_awq", "auto_gptq":
 		return 0.5 + 4.0/128
+	case gptqInt8:
+		// One byte a weight, with the 4-bit builds' allowance for each group of 128.
+		return 1 + 4.0/128
 	case "fp8", "w8a8", "int8":
 		return 1
 	case "nvfp4":

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -202,6 +203,7 @@ func TestConfigErrors(t *testing.T) {
 		{"a suffix past a known model", Config{Model: "Qwen/Qwen3-8B-Base"}, "(did you mean Qwen/Qwen3-8B?)"},
 		{"a quantized build of a known model", Config{Model: "Qwen/Qwen3-8B-AWQ"}, "(a build of Qwen/Qwen3-8B quantized with awq? --model Qwen/Qwen3-8B --sim-checkpoint-quantization awq)"},
 		{"an FP8 build, maybe block-scaled", Config{Model: "Qwen/Qwen3-30B-A3B-FP8"}, "--sim-checkpoint-quantization fp8 for per-channel scales; for block-scaled weights give its config.json with --sim-model-config)"},
+		{"an 8-bit GPTQ build", Config{Model: "Qwen/Qwen3-8B-GPTQ-Int8"}, "(an 8-bit GPTQ build of Qwen/Qwen3-8B? give its config.json with --sim-model-config; --sim-checkpoint-quantization gptq sizes 4-bit weights)"},
 		{"a dynamic FP8 build", Config{Model: "Qwen/Qwen3-8B-FP8-dynamic"}, "(a build of Qwen/Qwen3-8B quantized with fp8? --model Qwen/Qwen3-8B --sim-checkpoint-quantization fp8)"},
 		{"a name lower case makes shorter", Config{Model: "ȺȺȺȺȺȺ-awq"}, "known models are listed by vllmtop help sim"},
 		{"a misspelt GPU", Config{GPU: "MI300"}, "unknown GPU \"MI300\" (did you mean MI300X?); known GPUs: H200"},
@@ -382,4 +384,29 @@ func TestPerformanceModeThroughputDoublesTheDefaults(t *testing.T) {
 	_, err = Resolve(Config{Model: "Qwen/Qwen3-0.6B", PerformanceMode: "fast"}, nil)
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, ce.Error(), "choose from balanced, interactivity, throughput")
+}
+
+// An 8-bit GPTQ checkpoint stores a byte a weight, not the four bits of every other AWQ or
+// GPTQ build: Qwen2.5-7B-Instruct-GPTQ-Int8, which vLLM 0.31.0 loads as 8.29 GiB
+// (docs/calibration.md#quantized-weights). A what-if of another method is that method's.
+func TestEightBitGPTQWeights(t *testing.T) {
+	gib := func(s *Setup) float64 { return float64(s.Capacity.WeightsBytes) / (1 << 30) }
+	eight := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "A40"})
+	assert.InDelta(t, 8.29, gib(eight), 0.05, "a byte a weight, fp16 embeddings and LM head")
+	marlin := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "A40", Quantization: "gptq_marlin"})
+	assert.Equal(t, eight.Capacity.WeightsBytes, marlin.Capacity.WeightsBytes, "the kernel does not change the storage")
+	int4 := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A40", CheckpointQuantization: "gptq"})
+	assert.InDelta(t, 5.3, gib(int4), 0.1, "--sim-checkpoint-quantization gptq is 4-bit")
+	awq := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ", GPU: "A40"})
+	assert.InDelta(t, gib(int4), gib(awq), 0.01)
+
+	base := `"architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+		"num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768, "torch_dtype": "float16"`
+	for bits, want := range map[int]int{4: 0, 8: 8} {
+		cfg := fmt.Sprintf(`{%s, "quantization_config": {"quant_method": "gptq", "bits": %d, "group_size": 128}}`, base, bits)
+		m, err := ModelFromHFConfig("acme/q", []byte(cfg))
+		require.NoError(t, err)
+		assert.Equal(t, "gptq", m.Quantization)
+		assert.Equal(t, want, m.QuantizationBits, "bits %d", bits)
+	}
 }

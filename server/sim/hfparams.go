@@ -118,6 +118,9 @@ func quantize(m *Model, q *hfQuant) error {
 		return fmt.Errorf("quantization %q is not simulated (awq, gptq, fp8, fbgemm_fp8, bitsandbytes, mxfp4, compressed-tensors, modelopt)", oneLine(q.Method))
 	}
 	m.Quantization = method
+	if method == "gptq" && q.Bits != nil && *q.Bits == 8 {
+		m.QuantizationBits = 8
+	}
 	if method == "fp8" {
 		block := q.BlockSize
 		if block == nil && strings.ToLower(q.Method) == "compressed-tensors" {

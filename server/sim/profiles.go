@@ -75,6 +75,9 @@ type Model struct {
 	DType      string      `json:"dtype"`
 	// Quantization is the checkpoint's quantization_config method ("mxfp4" for gpt-oss), if any.
 	Quantization string `json:"quantization,omitempty"`
+	// QuantizationBits is a GPTQ checkpoint's quantization_config.bits where it is 8 (Qwen's
+	// GPTQ-Int8 releases); 0 is the 4 bits of every other AWQ and GPTQ checkpoint.
+	QuantizationBits int `json:"quantization_bits,omitempty"`
 	// CheckpointFormat is the quant_method of a quantized checkpoint's config where it is not
 	// Quantization ("compressed-tensors", "fbgemm_fp8", "modelopt"): vLLM loads KV-cache
 	// scales for some formats and not others. KVCacheScheme is a compressed-tensors
@@ -541,7 +544,11 @@ func (p *Profiles) Model(name string) (Model, error) {
 	hint := didYouMean(modelKey(name), cands)
 	if base, method := quantizedBuildOf(name, p); base != "" {
 		hint = fmt.Sprintf(" (a build of %s quantized with %s? --model %s --sim-checkpoint-quantization %s)", base, method, base, method)
-		if method == "fp8" && !strings.HasSuffix(strings.ToLower(name), "-dynamic") {
+		switch {
+		case method == gptqInt8:
+			// The flag's gptq is 4-bit; the checkpoint's config gives the bits.
+			hint = fmt.Sprintf(" (an 8-bit GPTQ build of %s? give its config.json with --sim-model-config; --sim-checkpoint-quantization gptq sizes 4-bit weights)", base)
+		case method == "fp8" && !strings.HasSuffix(strings.ToLower(name), "-dynamic"):
 			// Qwen's, DeepSeek's and MiniMax's own FP8 releases scale by block, which the
 			// flag does not say (docs/calibration.md#fp8-gemms).
 			hint = fmt.Sprintf(" (a build of %s quantized with fp8? --model %s --sim-checkpoint-quantization fp8 for per-channel scales; for block-scaled weights give its config.json with --sim-model-config)", base, base)
@@ -554,7 +561,7 @@ func (p *Profiles) Model(name string) (Model, error) {
 // suffix such checkpoints carry ("Qwen/Qwen3-8B-AWQ"): the catalogue's name and the method, or "".
 func quantizedBuildOf(name string, p *Profiles) (base, method string) {
 	for _, suffix := range []struct{ s, method string }{
-		{"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq-int8", "gptq"}, {"-gptq", "gptq"},
+		{"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq-int8", gptqInt8}, {"-gptq", "gptq"},
 		{"-fp8-dynamic", "fp8"}, {"-fp8", "fp8"}, {"-nvfp4", "nvfp4"}, {"-bnb-4bit", "bitsandbytes"},
 	} {
 		// The suffixes are ASCII: compare the name's last bytes, not a lower-cased copy whose
