@@ -39,10 +39,15 @@ type KVCacheMemory struct {
 }
 
 // KVCacheSize is the KV cache's capacity: Tokens from "GPU KV cache size: N tokens", or Blocks from
-// the older "# GPU blocks: N" and "num_gpu_blocks is: N". The other field is 0.
+// the older "# GPU blocks: N" and "num_gpu_blocks is: N". The other field is 0. From vLLM 0.27
+// the tokens line goes on with the maximum concurrency ("GPU KV cache size: N tokens, Maximum
+// concurrency for M tokens per request: X.XXx"), which fills Concurrency and TokensPerRequest
+// as a MaxConcurrency event would; on the older two lines they are 0.
 type KVCacheSize struct {
-	Tokens int
-	Blocks int
+	Tokens           int
+	Blocks           int
+	Concurrency      float64
+	TokensPerRequest int
 }
 
 // MaxConcurrency is "Maximum concurrency for N tokens per request: X.XXx": how many requests of
@@ -244,7 +249,7 @@ var (
 	reKVMemory      = regexp.MustCompile(`Available KV cache memory: ` + num + ` GiB`)
 	reKVMemoryBytes = regexp.MustCompile(`reserved ` + num + ` GiB memory for KV Cache as specified by kv_cache_memory_bytes`)
 	reKVMemoryV0    = regexp.MustCompile(`^Memory profiling results: .*\bkv_cache_size=` + num + `GiB`)
-	reKVTokens      = regexp.MustCompile(`GPU KV cache size: ` + count + ` tokens`)
+	reKVTokens      = regexp.MustCompile(`GPU KV cache size: ` + count + ` tokens(?:, Maximum concurrency for ` + count + ` tokens per request: ` + unum + `x)?`)
 	reKVBlocks      = regexp.MustCompile(`^# GPU blocks: (\d+)`)
 	reKVBlocksInfo  = regexp.MustCompile(`cache_config_info with initialization after num_gpu_blocks is: (\d+)$`)
 	reConcurrency   = regexp.MustCompile(`Maximum concurrency for ` + count + ` tokens per request: ` + unum + `x`)
@@ -313,7 +318,12 @@ var matchers = []matcher{
 	{"kv_cache_size=", onMatch(reKVMemoryV0, kvMemory)},
 	{"GPU KV cache size", onMatch(reKVTokens, func(g []string) (Event, bool) {
 		n, ok := integer(g[1])
-		return KVCacheSize{Tokens: n}, ok
+		ev := KVCacheSize{Tokens: n}
+		if g[2] != "" {
+			per, perOK := integer(g[2])
+			ev.Concurrency, ev.TokensPerRequest, ok = toFloat(g[3]), per, ok && perOK
+		}
+		return ev, ok
 	})},
 	{"# GPU blocks", onMatch(reKVBlocks, kvBlocks)},
 	{"num_gpu_blocks is", onMatch(reKVBlocksInfo, kvBlocks)},

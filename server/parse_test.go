@@ -55,6 +55,8 @@ func TestParseLogLine(t *testing.T) {
 			KVCacheSize{Tokens: 1221776}},
 		{"KV tokens, small", "(EngineCore pid=1) INFO 07-24 10:15:35 [kv_cache_utils.py:2214] GPU KV cache size: 912 tokens",
 			KVCacheSize{Tokens: 912}},
+		{"KV tokens and concurrency on one line, 0.27 on", "(EngineCore pid=721647) INFO 10-08 18:24:15 [kv_cache_utils.py:2464] GPU KV cache size: 453,248 tokens, Maximum concurrency for 4,096 tokens per request: 110.66x",
+			KVCacheSize{Tokens: 453248, Concurrency: 110.66, TokensPerRequest: 4096}},
 		{"KV blocks, V0 and early V1", "INFO 03-06 18:15:33 gpu_executor.py:122] # GPU blocks: 3581, # CPU blocks: 1365",
 			KVCacheSize{Blocks: 3581}},
 		{"KV blocks, 0.10 cache_config_info", "(APIServer pid=1671) INFO 09-04 01:04:33 [loggers.py:142] Engine 000: vllm cache_config_info with initialization after num_gpu_blocks is: 5867",

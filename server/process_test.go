@@ -389,10 +389,10 @@ func TestSimStartReadyStop(t *testing.T) {
 
 	want := predicted(t, 0.5)
 	kv := rec.waitFor(t, "KV cache size", 5*time.Second, func(ev Event) bool { _, ok := ev.(KVCacheSize); return ok })
-	assert.Equal(t, KVCacheSize{Tokens: want.KVCacheTokens}, kv)
-	mc := rec.waitFor(t, "max concurrency", 5*time.Second, func(ev Event) bool { _, ok := ev.(MaxConcurrency); return ok }).(MaxConcurrency)
-	assert.InDelta(t, want.MaxConcurrency, mc.Concurrency, 0.005)
-	assert.Equal(t, 40960, mc.TokensPerRequest)
+	size := kv.(KVCacheSize)
+	assert.Equal(t, want.KVCacheTokens, size.Tokens)
+	assert.InDelta(t, want.MaxConcurrency, size.Concurrency, 0.005, "the current release logs the concurrency on the same line")
+	assert.Equal(t, 40960, size.TokensPerRequest)
 	rec.waitFor(t, "model loaded", 5*time.Second, func(ev Event) bool { _, ok := ev.(ModelLoaded); return ok })
 	rec.waitFor(t, "startup complete", 5*time.Second, func(ev Event) bool { _, ok := ev.(StartupComplete); return ok })
 	addr := rec.waitFor(t, "address", 5*time.Second, func(ev Event) bool { _, ok := ev.(ServerAddress); return ok })
@@ -400,6 +400,8 @@ func TestSimStartReadyStop(t *testing.T) {
 
 	st := s.Status()
 	assert.Equal(t, want.KVCacheTokens, st.KVCacheTokens)
+	assert.InDelta(t, want.MaxConcurrency, st.MaxConcurrency, 0.005)
+	assert.Equal(t, 40960, st.MaxModelLen)
 	assert.Equal(t, "http://127.0.0.1:"+port, st.URL)
 	assert.Greater(t, st.KVCacheGiB, 0.0)
 	assert.Greater(t, st.ModelGiB, 0.0)

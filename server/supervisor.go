@@ -536,6 +536,9 @@ func (s *Supervisor) applyLocked(r *run, ev Event) {
 		if e.Blocks > 0 {
 			st.KVCacheBlocks = e.Blocks
 		}
+		if e.TokensPerRequest > 0 {
+			st.MaxConcurrency, st.MaxModelLen = e.Concurrency, e.TokensPerRequest
+		}
 	case MaxConcurrency:
 		st.MaxConcurrency, st.MaxModelLen = e.Concurrency, e.TokensPerRequest
 	case CUDAGraphMemory:

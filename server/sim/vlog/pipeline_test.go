@@ -10,7 +10,8 @@ import (
 )
 
 // TestPipelineStartupLines: three stages of a 28-layer model split 9,10,9, which every stage
-// notes; each stage reports its own KV budget; the cache lines come once per worker.
+// notes; each stage reports its own KV budget; the cache lines come once, and before 0.27 once
+// per worker.
 func TestPipelineStartupLines(t *testing.T) {
 	ls := startupLines(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PipelineParallelSize: 3, TensorParallelSize: 2})
 	uneven := grep(ls, "Hidden layers were unevenly partitioned: [9,10,9]. This can be manually overridden using the VLLM_PP_LAYER_PARTITION environment variable")
@@ -21,7 +22,9 @@ func TestPipelineStartupLines(t *testing.T) {
 	for i, w := range []string{"(Worker_PP0_TP0 pid=", "(Worker_PP1_TP0 pid=", "(Worker_PP2_TP0 pid="} {
 		assert.Contains(t, avail[i], w)
 	}
-	assert.Len(t, grep(ls, "GPU KV cache size: "), 6, "world size 2 x 3")
+	assert.Len(t, grep(ls, "GPU KV cache size: "), 1, "one line once the scheduler's configuration is resolved")
+	old := startupLines(t, sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PipelineParallelSize: 3, TensorParallelSize: 2, VLLMVersion: "0.26.0"})
+	assert.Len(t, grep(old, "GPU KV cache size: "), 6, "before 0.27, once per worker: world size 2 x 3")
 	assert.Len(t, grep(ls, "pipeline_parallel_size=3, "), 1)
 	s, err := sim.Resolve(sim.Config{Model: "Qwen/Qwen3-0.6B", GPU: "H100", PipelineParallelSize: 3, TensorParallelSize: 2}, nil)
 	require.NoError(t, err)

@@ -165,11 +165,7 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		l.record(eng, Info, "kv_cache_utils.py:1373", fmt.Sprintf("Auto-fit max_model_len: reduced from %d to %d to fit in available GPU memory (%s GiB available for KV cache)",
 			c.AutoFitFrom, s.MaxModelLen, sim.FormatGiB(c.AvailableKVBytes)))
 	}
-	// The engine reports the unified cache once per worker (get_kv_cache_configs).
-	for range s.WorldSize() {
-		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", commas(c.KVCacheTokens)))
-		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", commas(s.MaxModelLen), c.MaxConcurrency))
-	}
+	l.kvCapacityLines(s, eng)
 	l.graphCaptureLines(s, wrk, t)
 	l.memoryAdviceLine(s, wrk, profiled)
 	initEngine := fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f s (compilation: %.2f s)", t.InitEngine, t.Compilation)
@@ -177,6 +173,27 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		initEngine = fmt.Sprintf("init engine (profile, create kv cache, warmup model) took %.2f seconds", t.InitEngine)
 	}
 	l.record(eng, Info, "core.py:340", initEngine)
+}
+
+// kvCapacityRelease is the first release that reports the KV cache's capacity on one line, once
+// the scheduler's configuration is resolved (vllm#50462, merged 2026-07-30); the 0.31.0 logs
+// show it (docs/vllm-behaviour.md#startup-log-lines).
+const kvCapacityRelease = "0.27.0"
+
+// kvCapacityLines reports the cache's tokens and the maximum concurrency: on one line from
+// kvCapacityRelease, before it on two lines, once per worker (get_kv_cache_configs). The
+// caller holds l.mu.
+func (l *Logger) kvCapacityLines(s *sim.Setup, eng proc) {
+	c := s.Capacity
+	tokens, perRequest := commas(c.KVCacheTokens), commas(s.MaxModelLen)
+	if s.Version.AtLeast(kvCapacityRelease) {
+		l.record(eng, Info, "kv_cache_utils.py:2464", fmt.Sprintf("GPU KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx", tokens, perRequest, c.MaxConcurrency))
+		return
+	}
+	for range s.WorldSize() {
+		l.record(eng, Info, "kv_cache_utils.py:2214", fmt.Sprintf("GPU KV cache size: %s tokens", tokens))
+		l.record(eng, Info, "kv_cache_utils.py:2215", fmt.Sprintf("Maximum concurrency for %s tokens per request: %.2fx", perRequest, c.MaxConcurrency))
+	}
 }
 
 // loadWorker is the process of the model runner's lines: the first worker, or with pipeline

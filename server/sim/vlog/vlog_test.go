@@ -617,7 +617,8 @@ func TestTensorParallelWorkerLines(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"(Worker_TP0 pid=4311) INFO 07-24 10:15:01 [gpu_worker.py:547] Available KV cache memory: " + sim.FormatGiB(s.Capacity.AvailableKVBytes) + " GiB\n",
-		"(EngineCore pid=4310) INFO 07-24 10:15:01 [kv_cache_utils.py:2214] GPU KV cache size: " + commas(s.Capacity.KVCacheTokens) + " tokens\n",
+		"(EngineCore pid=4310) INFO 07-24 10:15:01 [kv_cache_utils.py:2464] GPU KV cache size: " + commas(s.Capacity.KVCacheTokens) +
+			" tokens, Maximum concurrency for 40,960 tokens per request: " + fmt.Sprintf("%.2fx", s.Capacity.MaxConcurrency) + "\n",
 		"tensor_parallel_size=2, ",
 	} {
 		if !strings.Contains(out, want) {
