@@ -167,7 +167,7 @@ func ParseArgs(args []string, getenv func(string) string) (*Options, error) {
 	fs.Visit(func(f *pflag.Flag) {
 		if nv, ok := nonDefault(f); ok {
 			o.NonDefault = append(o.NonDefault, nv)
-			if f.Value.String() == f.DefValue {
+			if f.Value.String() == f.DefValue || atReleaseDefault(f, o.Engine.VLLMVersion) {
 				if o.atDefault == nil {
 					o.atDefault = map[string]bool{}
 				}
@@ -279,6 +279,21 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	defineCompatFlags(fs)
 	r.help = fs.BoolP("help", "h", false, "Show this help")
 	return r
+}
+
+// atReleaseDefault reports whether f holds the value vLLM's parser defaults it to where the
+// flag's own default here stands for "the release's": --seed 0 (vLLM's default seed) and
+// --gpu-memory-utilization at the release's default, neither of which vLLM logs as non-default.
+func atReleaseDefault(f *pflag.Flag, release string) bool {
+	switch f.Name {
+	case "seed":
+		return f.Value.String() == "0"
+	case "gpu-memory-utilization":
+		v, err := sim.ParseVersion(release)
+		x, _ := strconv.ParseFloat(f.Value.String(), 64)
+		return err == nil && x == sim.DefaultUtilization(v)
+	}
+	return false
 }
 
 // setModel sets the model from --model or the positional model_tag, which overrides it as in

@@ -52,6 +52,27 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	}
 	assert.Equal(t, []string{"model_tag", "model", "max_num_seqs"}, logged)
 
+	// vLLM's seed defaults to 0 and the utilisation to the release's: given those, they are not
+	// logged (the 0.31.0 logs of a harness passing --seed 0 and 0.9 list neither seed nor
+	// anything at 0.92); another release's default is.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--seed", "0", "--gpu-memory-utilization", "0.92"}, []string{"model_tag", "model"}},
+		{[]string{"--seed", "3", "--gpu-memory-utilization", "0.9"}, []string{"model_tag", "model", "seed", "gpu_memory_utilization"}},
+		{[]string{"--gpu-memory-utilization", "0.9", "--sim-vllm-version", "0.19.0"}, []string{"model_tag", "model"}},
+		{[]string{"--gpu-memory-utilization", "0.92", "--sim-vllm-version", "0.19.0"}, []string{"model_tag", "model", "gpu_memory_utilization"}},
+	} {
+		o, err = ParseArgs(append([]string{"Qwen/Qwen3-0.6B"}, tc.args...), noEnv)
+		require.NoError(t, err)
+		logged = logged[:0]
+		for _, kv := range loggedArgs(o) {
+			logged = append(logged, kv.Key)
+		}
+		assert.Equal(t, tc.want, logged, "%v", tc.args)
+	}
+
 	d, err := ParseArgs(nil, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, sim.DefaultModel, d.Engine.Model)
