@@ -264,7 +264,7 @@ func TestBenchCannotRunExit1(t *testing.T) {
 	code, _, errOut = benchRun(t, "--sim", "--", "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--sim-gpu", "V100-32GB")
 	assert.Equal(t, 1, code)
 	line := benchErrorLine(t, errOut)
-	assert.Contains(t, line, "the simulated server (Qwen/Qwen2.5-7B-Instruct-AWQ on V100-32GB) failed to start: The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70.")
+	assert.Contains(t, line, "the simulated server (Qwen/Qwen2.5-7B-Instruct-AWQ on V100-32GB) failed to start: The quantization method auto_awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70.")
 	assert.NotContains(t, line, "pydantic")
 }
 

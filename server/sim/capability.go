@@ -68,8 +68,9 @@ func (s *Setup) DTypeFallbackLines() []string {
 
 // quantMinCapability is get_min_capability() of the quantization methods the simulator
 // sizes, where it is certain: AWQ's kernels need Turing (7.5), GPTQ's Pascal (6.0), FP8 and
-// the Marlin kernels Ampere (8.0; FP8 runs weight-only through Marlin below Ada).
-var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80}
+// the Marlin kernels Ampere (8.0; FP8 runs weight-only through Marlin below Ada); auto_awq and
+// auto_gptq keep AWQ's and GPTQ's floors.
+var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80, "auto_awq": 75, "auto_gptq": 60}
 
 // quantizationSupportError is VllmConfig's refusal of a quantization method the card cannot
 // run, as it checks every method's minimum capability while the engine config is built; nil

@@ -50,16 +50,20 @@ func TestQuantizationNeedsItsCapability(t *testing.T) {
 	cases := []struct {
 		model, gpu string
 		q          string // --quantization
+		release    string
 		refused    string
 	}{
-		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "V100-32GB", "", "The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70."},
-		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "", ""},
-		{"Qwen/Qwen2.5-7B-Instruct", "T4", "fp8", "The quantization method fp8 is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
-		{"Qwen/Qwen2.5-7B-Instruct", "A10G", "fp8", ""},
-		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "awq_marlin", "The quantization method awq_marlin is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "V100-32GB", "", "0.19.0", "The quantization method awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70."},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "", "0.19.0", ""},
+		{"Qwen/Qwen2.5-7B-Instruct", "T4", "fp8", "0.19.0", "The quantization method fp8 is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
+		{"Qwen/Qwen2.5-7B-Instruct", "A10G", "fp8", "0.19.0", ""},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "awq_marlin", "0.19.0", "The quantization method awq_marlin is not supported for the current GPU. Minimum capability: 80. Current capability: 75."},
+		// From 0.24 every AWQ spelling is auto_awq, with AWQ's floor of 7.5.
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "V100-32GB", "", "", "The quantization method auto_awq is not supported for the current GPU. Minimum capability: 75. Current capability: 70."},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "T4", "awq_marlin", "", ""},
 	}
 	for _, tc := range cases {
-		_, err := Resolve(Config{Model: tc.model, GPU: tc.gpu, Quantization: tc.q, MaxModelLen: 4096}, nil)
+		_, err := Resolve(Config{Model: tc.model, GPU: tc.gpu, Quantization: tc.q, MaxModelLen: 4096, VLLMVersion: tc.release}, nil)
 		if tc.refused == "" {
 			assert.NoError(t, err, "%s on %s", tc.model, tc.gpu)
 			continue

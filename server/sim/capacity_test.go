@@ -318,17 +318,26 @@ func TestQuantizationMustMatchTheCheckpoint(t *testing.T) {
 }
 
 // The method vLLM's engine config line names: an AWQ or GPTQ checkpoint runs on the Marlin
-// kernels where the GPU has them, unless the flag names the plain method.
+// kernels where the GPU has them, unless the flag names the plain method; from 0.22 (GPTQ) and
+// 0.24 (AWQ) it is auto_gptq or auto_awq.
 func TestQuantizationMethodMovesToMarlin(t *testing.T) {
-	for _, c := range []struct{ gpu, ckpt, flag, want string }{
-		{"L4", "awq", "", "awq_marlin"},
-		{"H100", "gptq", "", "gptq_marlin"},
-		{"T4", "awq", "", "awq"},
-		{"L4", "awq", "awq", "awq"},
-		{"L4", "", "fp8", "fp8"},
-		{"L4", "", "", ""},
+	for _, c := range []struct{ gpu, ckpt, flag, release, want string }{
+		{"L4", "awq", "", "0.19.0", "awq_marlin"},
+		{"H100", "gptq", "", "0.19.0", "gptq_marlin"},
+		{"T4", "awq", "", "0.19.0", "awq"},
+		{"L4", "awq", "awq", "0.19.0", "awq"},
+		{"L4", "", "fp8", "0.19.0", "fp8"},
+		{"L4", "", "", "0.19.0", ""},
+		// One method each from 0.22 (GPTQ) and 0.24 (AWQ), whatever the flag's spelling or the GPU.
+		{"H100", "gptq", "", "0.21.0", "gptq_marlin"},
+		{"H100", "gptq", "", "0.22.0", "auto_gptq"},
+		{"T4", "gptq", "gptq", "0.31.0", "auto_gptq"},
+		{"L4", "awq", "", "0.23.0", "awq_marlin"},
+		{"L4", "awq", "awq_marlin", "0.24.0", "auto_awq"},
+		{"T4", "awq", "", "0.31.0", "auto_awq"},
+		{"L4", "", "fp8", "0.31.0", "fp8"},
 	} {
-		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: c.gpu, MaxModelLen: 4096, CheckpointQuantization: c.ckpt, Quantization: c.flag}, nil)
+		s, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: c.gpu, MaxModelLen: 4096, CheckpointQuantization: c.ckpt, Quantization: c.flag, VLLMVersion: c.release}, nil)
 		require.NoError(t, err, "%+v", c)
 		assert.Equal(t, c.want, s.QuantizationMethod(), "%+v", c)
 	}

@@ -105,11 +105,29 @@ func (s *Setup) QuantizationMethod() string {
 	if q == "" {
 		q, fromCheckpoint = checkpointMethod(s.ModelProfile), true
 	}
-	if fromCheckpoint && (q == "awq" || q == "gptq") && marlinGPU(s.GPUProfile) && s.Version.AtLeast("0.6.0") {
-		q += "_marlin"
+	family := q
+	if f, ok := sameMethodAs[q]; ok {
+		family = f
+	}
+	switch {
+	case family == "gptq" && s.Version.AtLeast(autoGPTQRelease):
+		return "auto_gptq"
+	case family == "awq" && s.Version.AtLeast(autoAWQRelease):
+		return "auto_awq"
+	case fromCheckpoint && (q == "awq" || q == "gptq") && marlinGPU(s.GPUProfile) && s.Version.AtLeast("0.6.0"):
+		return q + "_marlin"
 	}
 	return q
 }
+
+// The releases from which vLLM runs every GPTQ and AWQ checkpoint, and every spelling of
+// their flags, through one method each, named auto_gptq and auto_awq whatever the GPU: vllm#38288
+// (merged 2026-05-15, in 0.22.0's release notes) and vllm#42727 (merged 2026-06-18, in 0.24.0's
+// notes; the rename is read from its diff). Logs of 0.26 to 0.31 show both names.
+const (
+	autoGPTQRelease = "0.22.0"
+	autoAWQRelease  = "0.24.0"
+)
 
 // checkpointMethod is the quant_method a quantized checkpoint's config names, which vLLM
 // compares --quantization with and logs: the toolkit's format where it is recorded
