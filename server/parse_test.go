@@ -544,3 +544,29 @@ func FuzzParseLogLine(f *testing.F) {
 		_ = Message(line)
 	})
 }
+
+// The supervisor's status gets the maximum concurrency and max_model_len from either form of
+// vLLM's capacity log: the two lines before 0.27, folded one at a time, or the one line after.
+func TestStatusFoldsBothCapacityLineForms(t *testing.T) {
+	for name, lines := range map[string][]string{
+		"two lines, before 0.27": {
+			"(EngineCore pid=1) INFO 07-24 10:15:35 [kv_cache_utils.py:2214] GPU KV cache size: 453,248 tokens",
+			"(EngineCore pid=1) INFO 07-24 10:15:35 [kv_cache_utils.py:2215] Maximum concurrency for 4,096 tokens per request: 110.66x",
+		},
+		"one line, from 0.27": {
+			"(EngineCore pid=1) INFO 10-08 18:24:15 [kv_cache_utils.py:2464] GPU KV cache size: 453,248 tokens, Maximum concurrency for 4,096 tokens per request: 110.66x",
+		},
+	} {
+		s, err := New([]string{"vllm", "serve", "m"})
+		require.NoError(t, err, name)
+		r := &run{id: 1}
+		s.run = r
+		for _, l := range lines {
+			s.handleLine(r, Stdout, l, false)
+		}
+		st := s.Status()
+		assert.Equal(t, 453248, st.KVCacheTokens, name)
+		assert.Equal(t, 110.66, st.MaxConcurrency, name)
+		assert.Equal(t, 4096, st.MaxModelLen, name)
+	}
+}

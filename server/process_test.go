@@ -437,7 +437,7 @@ func TestSimRestartWithAnotherUtilisation(t *testing.T) {
 	assert.Contains(t, strings.Join(s.Args(), " "), "--gpu-memory-utilization 0.8")
 	assert.NotContains(t, strings.Join(s.Args(), " "), "0.5")
 	require.Eventually(t, func() bool { st := s.Status(); return st.KVCacheTokens == high.KVCacheTokens && st.MaxConcurrency > 0 }, 5*time.Second, 5*time.Millisecond,
-		"the restarted engine reports the KV cache the engine predicts for 0.8 (two log lines, folded one at a time)")
+		"the restarted engine reports the KV cache the engine predicts for 0.8")
 	st := s.Status()
 	assert.Equal(t, 2, st.Run)
 	assert.InDelta(t, high.MaxConcurrency, st.MaxConcurrency, 0.005)

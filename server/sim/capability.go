@@ -69,7 +69,8 @@ func (s *Setup) DTypeFallbackLines() []string {
 // quantMinCapability is get_min_capability() of the quantization methods the simulator
 // sizes, where it is certain: AWQ's kernels need Turing (7.5), GPTQ's Pascal (6.0), FP8 and
 // the Marlin kernels Ampere (8.0; FP8 runs weight-only through Marlin below Ada); auto_awq and
-// auto_gptq keep AWQ's and GPTQ's floors.
+// auto_gptq keep AWQ's and GPTQ's floors (their get_min_capability). Which kernel auto_gptq then
+// picks on a card below 7.5, where Marlin has no types, is not checked.
 var quantMinCapability = map[string]int{"awq": 75, "gptq": 60, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80, "auto_awq": 75, "auto_gptq": 60}
 
 // quantizationSupportError is VllmConfig's refusal of a quantization method the card cannot

@@ -413,8 +413,8 @@ func ropeCacheBytes(s *Setup) float64 {
 }
 
 // weightQuantization is the storage of the linear weights: the --quantization flag, else the
-// checkpoint's own method; "" where the profile's sizes already describe it (a logged weight
-// size, or expert storage such as gpt-oss's MXFP4).
+// checkpoint's own method, gptqInt8 for a GPTQ checkpoint of 8 bits; "" where the profile's
+// sizes already describe it (a logged weight size, or expert storage such as gpt-oss's MXFP4).
 func (s *Setup) weightQuantization() string {
 	m := s.ModelProfile
 	q, ckpt := strings.ToLower(s.Quantization), strings.ToLower(m.Quantization)
@@ -424,7 +424,9 @@ func (s *Setup) weightQuantization() string {
 	if q == ckpt && (m.ExpertBytesPerParam > 0 || m.LoadedWeightsGiB > 0) {
 		return ""
 	}
-	if family, ok := sameMethodAs[q]; (q == "gptq" || ok && family == "gptq") && ckpt == "gptq" && m.QuantizationBits == 8 && s.CheckpointQuantization == "" {
+	// The flag's family agrees with the checkpoint's (resolveQuantization checks it); a what-if
+	// of another method stores that method's bits.
+	if ckpt == "gptq" && m.QuantizationBits == 8 && (s.CheckpointQuantization == "" || strings.EqualFold(s.CheckpointQuantization, "gptq")) {
 		return gptqInt8
 	}
 	return storageMethod(q)

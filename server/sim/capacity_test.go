@@ -341,6 +341,13 @@ func TestQuantizationMethodMovesToMarlin(t *testing.T) {
 		require.NoError(t, err, "%+v", c)
 		assert.Equal(t, c.want, s.QuantizationMethod(), "%+v", c)
 	}
+	// The new names are not flags of the releases before them.
+	_, err := Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ", GPU: "L4", Quantization: "auto_awq", VLLMVersion: "0.23.0"}, nil)
+	assert.ErrorContains(t, err, "invalid choice: 'auto_awq': it is in vLLM 0.24 at the earliest (--sim-vllm-version is 0.23.0)")
+	_, err = Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "L4", Quantization: "auto_gptq", VLLMVersion: "0.21.0"}, nil)
+	assert.ErrorContains(t, err, "invalid choice: 'auto_gptq': it is in vLLM 0.22 at the earliest")
+	_, err = Resolve(Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "L4", Quantization: "auto_gptq", VLLMVersion: "0.22.0"}, nil)
+	assert.NoError(t, err)
 }
 
 func TestAutoFitMaxModelLen(t *testing.T) {
@@ -408,6 +415,10 @@ func TestEightBitGPTQWeights(t *testing.T) {
 	assert.InDelta(t, 5.3, gib(int4), 0.1, "--sim-checkpoint-quantization gptq is 4-bit")
 	awq := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-AWQ", GPU: "A40"})
 	assert.InDelta(t, gib(int4), gib(awq), 0.01)
+	same := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "A40", CheckpointQuantization: "gptq"})
+	assert.Equal(t, eight.Capacity.WeightsBytes, same.Capacity.WeightsBytes, "naming the checkpoint's own method keeps its bits")
+	other := mustResolve(t, Config{Model: "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", GPU: "A40", CheckpointQuantization: "awq"})
+	assert.InDelta(t, gib(awq), gib(other), 0.01, "a what-if of another method stores that method's bits")
 
 	base := `"architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
 		"num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768, "torch_dtype": "float16"`

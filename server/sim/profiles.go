@@ -558,7 +558,8 @@ func (p *Profiles) Model(name string) (Model, error) {
 }
 
 // quantizedBuildOf reads a name the catalogue lacks as a quantized build of one it has, by the
-// suffix such checkpoints carry ("Qwen/Qwen3-8B-AWQ"): the catalogue's name and the method, or "".
+// suffix such checkpoints carry ("Qwen/Qwen3-8B-AWQ"): the catalogue's name and the method
+// (gptqInt8 for an 8-bit GPTQ build, which the flag cannot say), or "".
 func quantizedBuildOf(name string, p *Profiles) (base, method string) {
 	for _, suffix := range []struct{ s, method string }{
 		{"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq-int8", gptqInt8}, {"-gptq", "gptq"},

@@ -63,6 +63,12 @@ func resolveQuantization(cfg *Config, m Model, v Version) error {
 	}
 	_, shorthand := onlineShorthands[q]
 	switch {
+	case q == "auto_gptq" && !v.AtLeast(autoGPTQRelease), q == "auto_awq" && !v.AtLeast(autoAWQRelease):
+		first := autoGPTQRelease
+		if q == "auto_awq" {
+			first = autoAWQRelease
+		}
+		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(first, ".0"), v)}
 	case shorthand && !v.AtLeast(onlineShorthandRelease):
 		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(onlineShorthandRelease, ".0"), v)}
 	case shorthand, q == checkpointMethod(m), q == "", q == "awq", q == "gptq", q == "fp8", q == "awq_marlin", q == "gptq_marlin", q == "auto_awq", q == "auto_gptq", q == "mxfp4":

@@ -363,18 +363,29 @@ func (r Report) Render(width int) string {
 	return b.String()
 }
 
+// The what-if columns' names: the first setting as given, then these.
+const (
+	WhatIfFP8KV      = "fp8 KV"
+	WhatIfAWQ        = "awq"
+	WhatIfGPTQ       = "gptq"
+	WhatIfFP8Weights = "fp8 weights"
+	WhatIfMaxLen     = "max-len " // followed by the length
+)
+
 // whatIfLegend says what the table's what-if columns are, naming only those it has.
 func whatIfLegend(cols []Column) string {
 	var kv, maxLen string
 	var builds []string
 	for _, c := range cols[1:] {
-		switch {
-		case c.Name == "fp8 KV":
-			kv = "fp8 KV is --kv-cache-dtype fp8"
-		case c.Name == "awq" || c.Name == "gptq" || c.Name == "fp8 weights":
+		switch c.Name {
+		case WhatIfFP8KV:
+			kv = WhatIfFP8KV + " is --kv-cache-dtype fp8"
+		case WhatIfAWQ, WhatIfGPTQ, WhatIfFP8Weights:
 			builds = append(builds, c.Name)
-		case strings.HasPrefix(c.Name, "max-len "):
-			maxLen = c.Name + " is --max-model-len " + strings.TrimPrefix(c.Name, "max-len ")
+		default:
+			if n, ok := strings.CutPrefix(c.Name, WhatIfMaxLen); ok {
+				maxLen = c.Name + " is --max-model-len " + n
+			}
 		}
 	}
 	var parts []string

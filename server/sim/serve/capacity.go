@@ -128,12 +128,12 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		apply func(*sim.Config)
 		skip  bool
 	}{
-		{"fp8 KV", func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8") || kvFromCheckpoint(first.setup, first.startup)},
+		{capacity.WhatIfFP8KV, func(c *sim.Config) { c.KVCacheDType = "fp8" }, strings.HasPrefix(strings.ToLower(base.KVCacheDType), "fp8") || kvFromCheckpoint(first.setup, first.startup)},
 		// A quantized build of the model: its checkpoint's method, not a flag vLLM refuses on
 		// a 16-bit checkpoint.
-		{"awq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, first.setup, "awq")},
-		{"gptq", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "gptq" }, quantizedAs(base, first.setup, "gptq")},
-		{"fp8 weights", func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "fp8" }, quantizedAs(base, first.setup, "fp8")},
+		{capacity.WhatIfAWQ, func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "awq" }, quantizedAs(base, first.setup, "awq")},
+		{capacity.WhatIfGPTQ, func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "gptq" }, quantizedAs(base, first.setup, "gptq")},
+		{capacity.WhatIfFP8Weights, func(c *sim.Config) { c.Quantization, c.CheckpointQuantization = "", "fp8" }, quantizedAs(base, first.setup, "fp8")},
 	}
 	if s := first.setup; s != nil || first.startup != nil {
 		maxLen := base.MaxModelLen
@@ -148,7 +148,7 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 			name  string
 			apply func(*sim.Config)
 			skip  bool
-		}{"max-len " + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen, c.AutoFitMaxModelLen = short, false },
+		}{capacity.WhatIfMaxLen + strconv.Itoa(short), func(c *sim.Config) { c.MaxModelLen, c.AutoFitMaxModelLen = short, false },
 			// Shown where it frees memory for more requests, or where the requests are longer
 			// than --max-model-len and none runs.
 			maxLen != 0 && short >= maxLen && maxLen >= w.Tokens()})

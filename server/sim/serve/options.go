@@ -282,19 +282,29 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 }
 
 // atReleaseDefault reports whether f holds the value vLLM's parser defaults it to where the
-// flag's own default here stands for "the release's": --seed 0 (vLLM's default seed) and
-// --gpu-memory-utilization at the release's default, neither of which vLLM logs as non-default.
+// flag's own default here stands for "the release's": --seed 0 from seedZeroRelease and
+// --gpu-memory-utilization at the release's default, neither of which vLLM then logs as
+// non-default.
 func atReleaseDefault(f *pflag.Flag, release string) bool {
+	v, err := sim.ParseVersion(release)
+	if err != nil {
+		return false
+	}
 	switch f.Name {
 	case "seed":
-		return f.Value.String() == "0"
+		return f.Value.String() == "0" && v.AtLeast(seedZeroRelease)
 	case "gpu-memory-utilization":
-		v, err := sim.ParseVersion(release)
 		x, _ := strconv.ParseFloat(f.Value.String(), 64)
-		return err == nil && x == sim.DefaultUtilization(v)
+		return x == sim.DefaultUtilization(v)
 	}
 	return false
 }
+
+// seedZeroRelease is the first release whose parser defaults --seed to 0: vllm#29165 and
+// vllm#29185 (merged 2025-11-21) made the engine arguments' seed an int and deprecated None,
+// which the V1 engine had replaced with 0 since vllm#17929. The 0.31.0 logs of a harness
+// passing --seed 0 do not list it.
+const seedZeroRelease = "0.12.0"
 
 // setModel sets the model from --model or the positional model_tag, which overrides it as in
 // `vllm serve`, and records it among the non-default args.

@@ -52,9 +52,9 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 	}
 	assert.Equal(t, []string{"model_tag", "model", "max_num_seqs"}, logged)
 
-	// vLLM's seed defaults to 0 and the utilisation to the release's: given those, they are not
-	// logged (the 0.31.0 logs of a harness passing --seed 0 and 0.9 list neither seed nor
-	// anything at 0.92); another release's default is.
+	// vLLM's seed defaults to 0 (from 0.12) and the utilisation to the release's: argparse's
+	// comparison with its defaults leaves those out of the log (a 0.31.0 harness passing
+	// --seed 0 logs no seed); another release's default is logged.
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -63,6 +63,7 @@ func TestParseArgsLikeVLLMServe(t *testing.T) {
 		{[]string{"--seed", "3", "--gpu-memory-utilization", "0.9"}, []string{"model_tag", "model", "seed", "gpu_memory_utilization"}},
 		{[]string{"--gpu-memory-utilization", "0.9", "--sim-vllm-version", "0.19.0"}, []string{"model_tag", "model"}},
 		{[]string{"--gpu-memory-utilization", "0.92", "--sim-vllm-version", "0.19.0"}, []string{"model_tag", "model", "gpu_memory_utilization"}},
+		{[]string{"--seed", "0", "--sim-vllm-version", "0.11.0"}, []string{"model_tag", "model", "seed"}},
 	} {
 		o, err = ParseArgs(append([]string{"Qwen/Qwen3-0.6B"}, tc.args...), noEnv)
 		require.NoError(t, err)
