@@ -53,6 +53,20 @@ func init() {
 	}
 }
 
+// quantizationFlagRelease is the first release that takes q as --quantization, for the values
+// newer than the simulator's oldest release; "" for the rest.
+func quantizationFlagRelease(q string) string {
+	switch _, shorthand := onlineShorthands[q]; {
+	case shorthand:
+		return onlineShorthandRelease
+	case q == "auto_gptq":
+		return autoGPTQRelease
+	case q == "auto_awq":
+		return autoAWQRelease
+	}
+	return ""
+}
+
 // resolveQuantization checks --quantization against the checkpoint's method (the catalogue's,
 // or --sim-checkpoint-quantization for a checkpoint the catalogue sizes from its base) and,
 // for such a checkpoint, sizes the weights by its method.
@@ -62,15 +76,10 @@ func resolveQuantization(cfg *Config, m Model, v Version) error {
 		return &ConfigError{fmt.Sprintf("argument --quantization/-q: invalid choice: '%s' (its choices are lower case)", cfg.Quantization)}
 	}
 	_, shorthand := onlineShorthands[q]
-	switch {
-	case q == "auto_gptq" && !v.AtLeast(autoGPTQRelease), q == "auto_awq" && !v.AtLeast(autoAWQRelease):
-		first := autoGPTQRelease
-		if q == "auto_awq" {
-			first = autoAWQRelease
-		}
+	if first := quantizationFlagRelease(q); first != "" && !v.AtLeast(first) {
 		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(first, ".0"), v)}
-	case shorthand && !v.AtLeast(onlineShorthandRelease):
-		return &ConfigError{fmt.Sprintf("argument --quantization: invalid choice: '%s': it is in vLLM %s at the earliest (--sim-vllm-version is %s)", q, strings.TrimSuffix(onlineShorthandRelease, ".0"), v)}
+	}
+	switch {
 	case shorthand, q == checkpointMethod(m), q == "", q == "awq", q == "gptq", q == "fp8", q == "awq_marlin", q == "gptq_marlin", q == "auto_awq", q == "auto_gptq", q == "mxfp4":
 	default:
 		return &ConfigError{fmt.Sprintf("--quantization %q is not simulated; choose awq, awq_marlin, gptq, gptq_marlin, fp8, mxfp4 or an online shorthand (fp8_per_tensor, fp8_per_block, fp8_per_channel, mxfp8, nvfp4_per_token, int8_per_channel_weight_only)", cfg.Quantization)}
