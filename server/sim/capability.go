@@ -118,7 +118,76 @@ func attentionLayerError(s *Setup) *StartupError {
 	if err := e5m2KVError(s); err != nil {
 		return err
 	}
+	if err := selectedBackendError(s); err != nil {
+		return err
+	}
 	return kvDTypeCapabilityError(s)
+}
+
+// selectedBackendRelease is the first release whose attention selector checks a backend the
+// flag names against the layer and the card and refuses it with the reasons
+// (validate_configuration, vllm#24794, merged November 2025; the refusals of public logs from
+// December 2025 on name it AttentionBackendEnum.X).
+const selectedBackendRelease = "0.12.0"
+
+// selectedBackendError is the ValueError of vLLM's attention selector (get_attn_backend_cls in
+// vllm/platforms/cuda.py) when --attention-backend names FLASH_ATTN or FLASHINFER and the first
+// attention layer is one it cannot serve: the reasons of AttentionBackend.validate_configuration
+// in its order (head size, dtype, KV-cache dtype, MLA, compute capability). FlashAttention takes
+// head sizes that are multiples of 8 up to 256, 16-bit compute, an fp8 cache only through FA3
+// (compute capability 9.0) or FA4 (10.x), and needs 8.0; FlashInfer takes head sizes 64, 128 and
+// 256 and needs 7.5 (8.0 from 0.24). Other backends, and attention sinks, are not checked; nil on
+// AMD cards and cards of unknown capability.
+func selectedBackendError(s *Setup) *StartupError {
+	name := strings.ToUpper(s.AttentionBackend)
+	g, m := s.GPUProfile, s.ModelProfile
+	cc := g.capabilityInt()
+	if (name != "FLASH_ATTN" && name != "FLASHINFER") || cc == 0 || gpuArch(g) == archAMD || !s.Version.AtLeast(selectedBackendRelease) {
+		return nil
+	}
+	heads := []int{m.HeadDim}
+	if m.FullAttentionHeadDim > 0 {
+		heads = append(heads, m.FullAttentionHeadDim)
+	}
+	if m.IsMLA() {
+		heads = []int{m.KVLoraRank + m.QKRopeHeadDim} // the latent cache's width
+	}
+	fp8 := strings.HasPrefix(s.KVDType, "fp8")
+	var reasons []string
+	switch name {
+	case "FLASH_ATTN":
+		if slices.ContainsFunc(heads, func(h int) bool { return h%8 != 0 || h > 256 }) {
+			reasons = append(reasons, "head_size not supported")
+		}
+		if s.ModelDType == "float32" {
+			reasons = append(reasons, "dtype not supported")
+		}
+		if fp8 && cc != 90 && cc/10 != 10 {
+			reasons = append(reasons, "kv_cache_dtype not supported")
+		}
+	case "FLASHINFER":
+		if slices.ContainsFunc(heads, func(h int) bool { return !slices.Contains(flashInferHeadSizes, h) }) {
+			reasons = append(reasons, "head_size not supported")
+		}
+		if s.ModelDType == "float32" {
+			reasons = append(reasons, "dtype not supported")
+		}
+	}
+	if m.IsMLA() {
+		reasons = append(reasons, "MLA not supported")
+	}
+	floor := 80
+	if name == "FLASHINFER" && !s.Version.AtLeast(flashInferSM80Release) {
+		floor = 75
+	}
+	if cc < floor {
+		reasons = append(reasons, "compute capability not supported")
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return &StartupError{Kind: AttentionBackendInvalid, Exception: "ValueError", Message: fmt.Sprintf(
+		"Selected backend AttentionBackendEnum.%s is not valid for this configuration. Reason: ['%s']", name, strings.Join(reasons, "', '"))}
 }
 
 // kvDTypeCapabilityError is the ValueError a Triton attention implementation raises as the model

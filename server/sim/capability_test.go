@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -151,6 +152,46 @@ func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
 			assert.Equal(t, KVDTypeUnsupported, se.Kind)
 			assert.Equal(t, tc.want, se.Error())
 			assert.Positive(t, se.Capacity.WeightsBytes, "the plan is still drawn")
+		})
+	}
+}
+
+// --attention-backend FLASH_ATTN or FLASHINFER is checked by vLLM's selector against the first
+// attention layer and the card, and refused with its reasons in validate_configuration's order.
+func TestSelectedBackendNotValid(t *testing.T) {
+	const notValid = "ValueError: Selected backend AttentionBackendEnum.%s is not valid for this configuration. Reason: [%s]"
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string // "" where vLLM starts
+	}{
+		{"FlashAttention on a T4", Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", AttentionBackend: "FLASH_ATTN"},
+			fmt.Sprintf(notValid, "FLASH_ATTN", "'compute capability not supported'")},
+		{"FlashAttention's fp8 cache on an L4 (FA2)", Config{Model: "Qwen/Qwen3-8B", GPU: "L4", AttentionBackend: "flash_attn", KVCacheDType: "fp8"},
+			fmt.Sprintf(notValid, "FLASH_ATTN", "'kv_cache_dtype not supported'")},
+		{"FlashAttention's fp8 cache on an H100 (FA3)", Config{Model: "Qwen/Qwen3-8B", GPU: "H100", AttentionBackend: "FLASH_ATTN", KVCacheDType: "fp8"}, ""},
+		{"FlashAttention for Gemma 4's 512-wide layers", Config{Model: "google/gemma-4-26B-A4B", GPU: "H100", AttentionBackend: "FLASH_ATTN"},
+			fmt.Sprintf(notValid, "FLASH_ATTN", "'head_size not supported'")},
+		{"FlashInfer for an MLA model", Config{Model: "deepseek-ai/DeepSeek-V2-Lite", GPU: "H100", AttentionBackend: "FLASHINFER"},
+			fmt.Sprintf(notValid, "FLASHINFER", "'head_size not supported', 'MLA not supported'")},
+		{"FlashInfer on a T4 from 0.24", Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", AttentionBackend: "FLASHINFER"},
+			fmt.Sprintf(notValid, "FLASHINFER", "'compute capability not supported'")},
+		{"FlashInfer on a T4 at 0.23", Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", AttentionBackend: "FLASHINFER", VLLMVersion: "0.23.0"}, ""},
+		{"FlashAttention on a T4 before the selector checked it", Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", AttentionBackend: "FLASH_ATTN", VLLMVersion: "0.11.0"}, ""},
+		{"FlashAttention on an A10G", Config{Model: "Qwen/Qwen3-8B", GPU: "A10G", AttentionBackend: "FLASH_ATTN"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.MaxModelLen = 4096
+			_, err := Resolve(cfg, nil)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *StartupError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, AttentionBackendInvalid, se.Kind)
+			assert.Equal(t, tc.want, se.Error())
 		})
 	}
 }

@@ -56,14 +56,15 @@ type Capacity struct {
 type StartupKind int
 
 const (
-	FreeMemoryTooLow    StartupKind = iota // other processes hold too much of the GPU
-	LoadOOM                                // the weights do not fit at all
-	NoKVMemory                             // nothing left for the KV cache
-	MaxModelLenTooLarge                    // one max_model_len request does not fit in the KV cache
-	KVCacheOOM                             // a --kv-cache-memory-bytes cache does not fit on the GPU
-	DTypeUnsupported                       // the card cannot compute in the model's dtype
-	KVDTypeRefused                         // the weights' quantization refuses the KV cache dtype
-	KVDTypeUnsupported                     // the card cannot store the KV cache dtype
+	FreeMemoryTooLow        StartupKind = iota // other processes hold too much of the GPU
+	LoadOOM                                    // the weights do not fit at all
+	NoKVMemory                                 // nothing left for the KV cache
+	MaxModelLenTooLarge                        // one max_model_len request does not fit in the KV cache
+	KVCacheOOM                                 // a --kv-cache-memory-bytes cache does not fit on the GPU
+	DTypeUnsupported                           // the card cannot compute in the model's dtype
+	KVDTypeRefused                             // the weights' quantization refuses the KV cache dtype
+	KVDTypeUnsupported                         // the card cannot store the KV cache dtype
+	AttentionBackendInvalid                    // --attention-backend cannot serve the model on the card
 )
 
 func (k StartupKind) String() string {
@@ -84,6 +85,8 @@ func (k StartupKind) String() string {
 		return "KV cache dtype refused by the quantization"
 	case KVDTypeUnsupported:
 		return "KV cache dtype not supported by the GPU"
+	case AttentionBackendInvalid:
+		return "attention backend not valid for the model and GPU"
 	}
 	return "unknown"
 }

@@ -185,7 +185,7 @@ func stageFailsFirst(s *Setup, e, found *StartupError) bool {
 		switch k {
 		case FreeMemoryTooLow, DTypeUnsupported:
 			return device
-		case LoadOOM, KVDTypeRefused, KVDTypeUnsupported: // as the model is built
+		case LoadOOM, KVDTypeRefused, KVDTypeUnsupported, AttentionBackendInvalid: // as the model is built
 			return load
 		}
 		return kvCache

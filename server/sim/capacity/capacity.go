@@ -451,13 +451,13 @@ func refusalGroups(cols []Column) []refusalGroup {
 }
 
 // refusalGist is the part of vLLM's refusal a user acts on: its first sentence, the one
-// that names the longest max_model_len that would fit, if it has one, and the flag it says to
-// re-run with.
+// that names the longest max_model_len that would fit, if it has one, the flag it says to
+// re-run with, and the reasons a backend is not valid.
 func refusalGist(msg string) string {
 	parts := strings.SplitAfter(msg, ". ")
 	out := parts[0]
 	for _, p := range parts[1:] {
-		if strings.Contains(p, "maximum model length") || strings.HasPrefix(p, "Re-run with") {
+		if strings.Contains(p, "maximum model length") || strings.HasPrefix(p, "Re-run with") || strings.HasPrefix(p, "Reason:") {
 			out += p
 		}
 	}

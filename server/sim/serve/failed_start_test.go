@@ -34,6 +34,7 @@ func TestFailedStartupLogsWhatCameBefore(t *testing.T) {
 		{"fp8_e5m2 beside FP8 weights", []string{"--model", "Qwen/Qwen2.5-7B-Instruct", "--sim-gpu", "L4", "--max-model-len", "4096",
 			"--quantization", "fp8", "--kv-cache-dtype", "fp8_e5m2"}, sim.KVDTypeRefused, false, false},
 		{"an fp8 cache on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--kv-cache-dtype", "fp8"}, sim.KVDTypeUnsupported, false, false},
+		{"FlashAttention asked for on a T4", []string{"--model", "Qwen/Qwen3-0.6B", "--sim-gpu", "T4", "--attention-backend", "FLASH_ATTN"}, sim.AttentionBackendInvalid, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut syncBuffer

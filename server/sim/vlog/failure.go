@@ -61,7 +61,7 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			{vllmPkg + "v1/worker/gpu_worker.py", 236, "init_device", "current_platform.check_if_supports_dtype(self.model_config.dtype)", ""},
 			{vllmPkg + "platforms/cuda.py", 520, "check_if_supports_dtype", "raise ValueError(", ""},
 		})
-	case sim.LoadOOM, sim.KVDTypeRefused, sim.KVDTypeUnsupported:
+	case sim.LoadOOM, sim.KVDTypeRefused, sim.KVDTypeUnsupported, sim.AttentionBackendInvalid:
 		fs = append(fs, executor...)
 		fs = append(fs,
 			frame{vllmPkg + "v1/executor/uniproc_executor.py", 48, "_init_executor", "self.driver_worker.load_model()", ""},
@@ -69,25 +69,7 @@ func engineCoreFrames(err *sim.StartupError) []frame {
 			frame{vllmPkg + "v1/worker/gpu_worker.py", 310, "load_model", "self.model_runner.load_model(eep_scale_up=eep_scale_up)", ""},
 		)
 		fs = append(fs, loadFrames(err)...)
-		switch err.Kind {
-		case sim.KVDTypeRefused:
-			// The first attention layer built refuses the KV cache dtype.
-			fs = append(fs,
-				frame{vllmPkg + "model_executor/layers/attention/attention.py", 298, "__init__", "_init_kv_cache_quant(self, quant_config, prefix)", ""},
-				frame{vllmPkg + "model_executor/layers/attention/attention.py", 213, "_init_kv_cache_quant", `raise ValueError("fp8_e5m2 kv-cache is not supported with fp8 checkpoints.")`, ""},
-			)
-		case sim.KVDTypeUnsupported:
-			// The first attention layer's Triton implementation refuses it.
-			impl := frame{vllmPkg + "v1/attention/backends/triton_attn.py", 546, "__init__", "raise ValueError(", ""}
-			if strings.Contains(err.Message, "Triton MLA") {
-				impl.file, impl.line = vllmPkg+"v1/attention/backends/mla/triton_mla.py", 236
-			}
-			fs = append(fs,
-				frame{vllmPkg + "model_executor/layers/attention/attention.py", 331, "__init__", "self.impl = impl_cls(", "impl_cls("}, impl)
-		default:
-			// A parameter's allocation runs out of memory.
-			fs = append(fs, frame{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"})
-		}
+		fs = append(fs, buildFrames(err)...)
 	case sim.KVCacheOOM:
 		fs = append(append(fs, initKV...),
 			frame{vllmPkg + "v1/engine/core.py", 318, "_initialize_kv_caches", "self.model_executor.initialize_from_config(kv_cache_configs)", ""},
@@ -272,4 +254,36 @@ func (l *Logger) ConfigFailure(err *sim.ValidationError) {
 		split = append(split, strings.Split(ln, "\n")...)
 	}
 	l.plain(l.stderr, l.api(), split)
+}
+
+// buildFrames are the frames below the model runner's load where the model's building fails:
+// the first attention layer's refusal of the cache dtype or of the backend the flag names, else
+// a parameter's allocation running out of memory.
+func buildFrames(err *sim.StartupError) []frame {
+	switch err.Kind {
+	case sim.KVDTypeRefused:
+		// The first attention layer built refuses the KV cache dtype.
+		return []frame{
+			{vllmPkg + "model_executor/layers/attention/attention.py", 298, "__init__", "_init_kv_cache_quant(self, quant_config, prefix)", ""},
+			{vllmPkg + "model_executor/layers/attention/attention.py", 213, "_init_kv_cache_quant", `raise ValueError("fp8_e5m2 kv-cache is not supported with fp8 checkpoints.")`, ""},
+		}
+	case sim.AttentionBackendInvalid:
+		// The first attention layer asks the selector for the backend the flag names.
+		return []frame{
+			{vllmPkg + "model_executor/layers/attention/attention.py", 301, "__init__", "self.attn_backend = get_attn_backend(", "get_attn_backend("},
+			{vllmPkg + "v1/attention/selector.py", 113, "get_attn_backend", "return _cached_get_attn_backend(", "_cached_get_attn_backend("},
+			{vllmPkg + "v1/attention/selector.py", 146, "_cached_get_attn_backend", "attention_cls = current_platform.get_attn_backend_cls(", "current_platform.get_attn_backend_cls("},
+			{vllmPkg + "platforms/cuda.py", 456, "get_attn_backend_cls", "raise ValueError(", ""}}
+	case sim.KVDTypeUnsupported:
+		// The first attention layer's Triton implementation refuses it.
+		impl := frame{vllmPkg + "v1/attention/backends/triton_attn.py", 546, "__init__", "raise ValueError(", ""}
+		if strings.Contains(err.Message, "Triton MLA") {
+			impl.file, impl.line = vllmPkg+"v1/attention/backends/mla/triton_mla.py", 236
+		}
+		return []frame{
+			{vllmPkg + "model_executor/layers/attention/attention.py", 331, "__init__", "self.impl = impl_cls(", "impl_cls("}, impl}
+	default:
+		// A parameter's allocation runs out of memory.
+		return []frame{{sitePackages + "torch/utils/_device.py", 104, "__torch_function__", "return func(*args, **kwargs)", "func(*args, **kwargs)"}}
+	}
 }

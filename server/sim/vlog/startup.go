@@ -136,7 +136,7 @@ func (l *Logger) engineLines(s *sim.Setup, t Timings, fail *sim.StartupError) {
 		return // both are checked as the worker initialises its device
 	}
 	l.partitionLines(s)
-	if !l.loadLines(s, wrk, weights, t, fail != nil && (fail.Kind == sim.LoadOOM || fail.Kind == sim.KVDTypeRefused || fail.Kind == sim.KVDTypeUnsupported)) {
+	if !l.loadLines(s, wrk, weights, t, fail != nil && (fail.Kind == sim.LoadOOM || fail.Kind == sim.KVDTypeRefused || fail.Kind == sim.KVDTypeUnsupported || fail.Kind == sim.AttentionBackendInvalid)) {
 		return
 	}
 	l.compileLines(s, wrk, t)
