@@ -225,7 +225,7 @@ func defineFlags(fs *pflag.FlagSet, o *Options) *rawArgs {
 	r.maxBatchedTokens = fs.String("max-num-batched-tokens", "", "Maximum tokens per iteration (default by GPU and release: 2048 on smaller GPUs; on >=70 GiB non-A100 ones 16384 from 0.28, 8192 before); accepts 8k (8000), 8K (8192)")
 	fs.IntVar(&o.Engine.BlockSize, "block-size", sim.DefaultBlockSize, "Tokens per KV-cache block")
 	fs.StringVar(&o.Engine.KVCacheDType, "kv-cache-dtype", "auto", "KV cache data type (auto, float16, bfloat16, fp8, ...)")
-	fs.StringVar(&o.Engine.AttentionBackend, "attention-backend", "", "Attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, ...; default: vLLM's choice); the simulator applies TRITON_ATTN's refusal of a KV-cache dtype the GPU cannot store and times every backend alike")
+	fs.StringVar(&o.Engine.AttentionBackend, "attention-backend", "", "Attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, ...; default: vLLM's choice); the simulator refuses FLASH_ATTN and FLASHINFER where vLLM finds them not valid for the model and GPU, applies TRITON_ATTN's refusal of a KV-cache dtype the GPU cannot store, and times every backend alike")
 	fs.StringVar(&o.Engine.DType, "dtype", "auto", "Model data type (auto, half, float16, bfloat16, float, float32)")
 	fs.StringVarP(&o.Engine.Quantization, "quantization", "q", "", "Weight quantization: awq, awq_marlin, gptq or gptq_marlin for a checkpoint quantized that way, fp8 (any checkpoint, quantized as it loads), mxfp4")
 	fs.StringVar(&o.Engine.CheckpointQuantization, "sim-checkpoint-quantization", "", "Size the model as a checkpoint quantized with this method (awq, gptq, fp8, mxfp4, nvfp4), as a quantized build of a catalogue model is")
