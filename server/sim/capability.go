@@ -127,17 +127,24 @@ func attentionLayerError(s *Setup) *StartupError {
 // selectedBackendRelease is the first release whose attention selector checks a backend the
 // flag names against the layer and the card and refuses it with the reasons
 // (validate_configuration, vllm#24794, merged November 2025; the refusals of public logs from
-// December 2025 on name it AttentionBackendEnum.X).
-const selectedBackendRelease = "0.12.0"
+// December 2025 on name it AttentionBackendEnum.X). fa4HeadRelease is the first that lets
+// FlashAttention take heads up to 512 through FA4 on compute capability 9.x to 11.x (vllm#38835,
+// April 2026, tested with Gemma 4; 0.20 in our mapping).
+const (
+	selectedBackendRelease = "0.12.0"
+	fa4HeadRelease         = "0.20.0"
+)
 
 // selectedBackendError is the ValueError of vLLM's attention selector (get_attn_backend_cls in
 // vllm/platforms/cuda.py) when --attention-backend names FLASH_ATTN or FLASHINFER and the first
 // attention layer is one it cannot serve: the reasons of AttentionBackend.validate_configuration
 // in its order (head size, dtype, KV-cache dtype, MLA, compute capability). FlashAttention takes
-// head sizes that are multiples of 8 up to 256, 16-bit compute, an fp8 cache only through FA3
-// (compute capability 9.0) or FA4 (10.x), and needs 8.0; FlashInfer takes head sizes 64, 128 and
-// 256 and needs 7.5 (8.0 from 0.24). Other backends, and attention sinks, are not checked; nil on
-// AMD cards and cards of unknown capability.
+// head sizes that are multiples of 8 up to 256 (512 through FA4, fa4HeadRelease), 16-bit compute,
+// an fp8 cache only through FA3 (compute capability 9.x), and needs 8.0; FlashInfer takes head
+// sizes 64 to 512 (512 only in later releases, which are not told apart, so it is not refused)
+// and needs 7.5 (8.0 from 0.24); an install without it fails the backend's import, which the
+// selector reports as the one reason. Other backends, other quantized caches and attention sinks
+// are not checked; nil on AMD cards and cards of unknown capability.
 func selectedBackendError(s *Setup) *StartupError {
 	name := strings.ToUpper(s.AttentionBackend)
 	g, m := s.GPUProfile, s.ModelProfile
@@ -152,42 +159,57 @@ func selectedBackendError(s *Setup) *StartupError {
 	if m.IsMLA() {
 		heads = []int{m.KVLoraRank + m.QKRopeHeadDim} // the latent cache's width
 	}
-	fp8 := strings.HasPrefix(s.KVDType, "fp8")
 	var reasons []string
-	switch name {
-	case "FLASH_ATTN":
-		if slices.ContainsFunc(heads, func(h int) bool { return h%8 != 0 || h > 256 }) {
-			reasons = append(reasons, "head_size not supported")
+	switch {
+	case name == "FLASHINFER" && s.FlashInfer == FlashInferAbsent:
+		reasons = []string{"ImportError"}
+	case name == "FLASH_ATTN":
+		most := 256
+		if s.Version.AtLeast(fa4HeadRelease) && cc >= 90 && cc < 120 {
+			most = 512
 		}
-		if s.ModelDType == "float32" {
-			reasons = append(reasons, "dtype not supported")
+		reasons = backendReasons(s, heads, func(h int) bool { return h%8 == 0 && h <= most },
+			strings.HasPrefix(s.KVDType, "fp8") && cc/10 != 9, 80)
+	default:
+		floor := 80
+		if !s.Version.AtLeast(flashInferSM80Release) {
+			floor = 75
 		}
-		if fp8 && cc != 90 && cc/10 != 10 {
-			reasons = append(reasons, "kv_cache_dtype not supported")
-		}
-	case "FLASHINFER":
-		if slices.ContainsFunc(heads, func(h int) bool { return !slices.Contains(flashInferHeadSizes, h) }) {
-			reasons = append(reasons, "head_size not supported")
-		}
-		if s.ModelDType == "float32" {
-			reasons = append(reasons, "dtype not supported")
-		}
-	}
-	if m.IsMLA() {
-		reasons = append(reasons, "MLA not supported")
-	}
-	floor := 80
-	if name == "FLASHINFER" && !s.Version.AtLeast(flashInferSM80Release) {
-		floor = 75
-	}
-	if cc < floor {
-		reasons = append(reasons, "compute capability not supported")
+		reasons = backendReasons(s, heads, func(h int) bool { return slices.Contains(flashInferHeadSizes, h) || h == 512 }, false, floor)
 	}
 	if len(reasons) == 0 {
 		return nil
 	}
 	return &StartupError{Kind: AttentionBackendInvalid, Exception: "ValueError", Message: fmt.Sprintf(
 		"Selected backend AttentionBackendEnum.%s is not valid for this configuration. Reason: ['%s']", name, strings.Join(reasons, "', '"))}
+}
+
+// backendReasons are validate_configuration's reasons, in its order, for a backend that takes
+// the head sizes headOK accepts, refuses the cache where badCache, and needs compute capability
+// floor.
+func backendReasons(s *Setup, heads []int, headOK func(int) bool, badCache bool, floor int) []string {
+	var reasons []string
+	if !all(heads, headOK) {
+		reasons = append(reasons, "head_size not supported")
+	}
+	if s.ModelDType == "float32" {
+		reasons = append(reasons, "dtype not supported")
+	}
+	if badCache {
+		reasons = append(reasons, "kv_cache_dtype not supported")
+	}
+	if s.ModelProfile.IsMLA() {
+		reasons = append(reasons, "MLA not supported")
+	}
+	if s.GPUProfile.capabilityInt() < floor {
+		reasons = append(reasons, "compute capability not supported")
+	}
+	return reasons
+}
+
+// all reports whether ok holds for every element of xs.
+func all(xs []int, ok func(int) bool) bool {
+	return !slices.ContainsFunc(xs, func(x int) bool { return !ok(x) })
 }
 
 // kvDTypeCapabilityError is the ValueError a Triton attention implementation raises as the model
