@@ -216,7 +216,7 @@ func all(xs []int, ok func(int) bool) bool {
 // is built when the card cannot store its KV-cache dtype: fp8 below compute capability 8.9
 // (Triton's fp8e4nv), bfloat16 below 8.0. An MLA model's cache reaches Triton MLA, its only
 // backend below Hopper; another's reaches the Triton backend where no backend before it in vLLM's
-// order takes it: FlashAttention stores fp8 only through FA3 (Hopper) or FA4 (Blackwell) and
+// order takes it: FlashAttention stores fp8 only through FA3 (Hopper) and
 // needs 8.0; FlashInfer needs 7.5 (8.0 from 0.24), an install that has it, head sizes of 64, 128
 // or 256 and no attention sinks; --attention-backend TRITON_ATTN sends every layer there. Nil
 // otherwise and on AMD cards (the guard is CUDA's).
