@@ -268,9 +268,14 @@ func buildFrames(err *sim.StartupError) []frame {
 			{vllmPkg + "model_executor/layers/attention/attention.py", 213, "_init_kv_cache_quant", `raise ValueError("fp8_e5m2 kv-cache is not supported with fp8 checkpoints.")`, ""},
 		}
 	case sim.AttentionBackendInvalid:
-		// The first attention layer asks the selector for the backend the flag names.
+		// The first attention layer (an MLA model's MLAAttention) asks the selector for the
+		// backend the flag names.
+		layer := frame{vllmPkg + "model_executor/layers/attention/attention.py", 301, "__init__", "self.attn_backend = get_attn_backend(", "get_attn_backend("}
+		if strings.Contains(err.Message, "'MLA not supported'") {
+			layer.file, layer.line = vllmPkg+"model_executor/layers/attention/mla_attention.py", 372
+		}
 		return []frame{
-			{vllmPkg + "model_executor/layers/attention/attention.py", 301, "__init__", "self.attn_backend = get_attn_backend(", "get_attn_backend("},
+			layer,
 			{vllmPkg + "v1/attention/selector.py", 113, "get_attn_backend", "return _cached_get_attn_backend(", "_cached_get_attn_backend("},
 			{vllmPkg + "v1/attention/selector.py", 146, "_cached_get_attn_backend", "attention_cls = current_platform.get_attn_backend_cls(", "current_platform.get_attn_backend_cls("},
 			{vllmPkg + "platforms/cuda.py", 456, "get_attn_backend_cls", "raise ValueError(", ""}}
