@@ -139,21 +139,25 @@ func TestKVCacheDTypeTheCardCannotStore(t *testing.T) {
 		{"fp8 on an H100 with Triton asked for", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "H100-SXM-80GB", KVCacheDType: "fp8", AttentionBackend: "TRITON_ATTN"}, ""},
 		{"fp8 on an A10G with FlashInfer asked for", Config{Model: "Qwen/Qwen2.5-7B-Instruct", GPU: "A10G", KVCacheDType: "fp8", AttentionBackend: "FLASHINFER"}, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.MaxModelLen = 4096
-			_, err := Resolve(cfg, nil)
-			var se *StartupError
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorAs(t, err, &se)
-			assert.Equal(t, KVDTypeUnsupported, se.Kind)
-			assert.Equal(t, tc.want, se.Error())
-			assert.Positive(t, se.Capacity.WeightsBytes, "the plan is still drawn")
-		})
+		t.Run(tc.name, func(t *testing.T) { assertBuildRefusal(t, tc.cfg, KVDTypeUnsupported, tc.want) })
 	}
+}
+
+// assertBuildRefusal resolves cfg at a 4,096-token context and checks that it starts where want
+// is "", else that the model's building refuses it with kind and want, its plan still drawn.
+func assertBuildRefusal(t *testing.T, cfg Config, kind StartupKind, want string) {
+	t.Helper()
+	cfg.MaxModelLen = 4096
+	_, err := Resolve(cfg, nil)
+	if want == "" {
+		require.NoError(t, err)
+		return
+	}
+	var se *StartupError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, kind, se.Kind)
+	assert.Equal(t, want, se.Error())
+	assert.Positive(t, se.Capacity.WeightsBytes, "the plan is still drawn")
 }
 
 // --attention-backend FLASH_ATTN or FLASHINFER is checked by vLLM's selector against the first
@@ -187,18 +191,6 @@ func TestSelectedBackendNotValid(t *testing.T) {
 		{"FlashAttention on a T4 before the selector checked it", Config{Model: "Qwen/Qwen3-0.6B", GPU: "T4", AttentionBackend: "FLASH_ATTN", VLLMVersion: "0.11.0"}, ""},
 		{"FlashAttention on an A10G", Config{Model: "Qwen/Qwen3-8B", GPU: "A10G", AttentionBackend: "FLASH_ATTN"}, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.MaxModelLen = 4096
-			_, err := Resolve(cfg, nil)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			var se *StartupError
-			require.ErrorAs(t, err, &se)
-			assert.Equal(t, AttentionBackendInvalid, se.Kind)
-			assert.Equal(t, tc.want, se.Error())
-		})
+		t.Run(tc.name, func(t *testing.T) { assertBuildRefusal(t, tc.cfg, AttentionBackendInvalid, tc.want) })
 	}
 }
