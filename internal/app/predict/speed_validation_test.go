@@ -383,11 +383,11 @@ func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string
 				abs[k] = append(abs[k], math.Abs(**e.list()[i]))
 			}
 		}
-		fmt.Fprintf(&b, "%-52s %-17s %-26s %-24s %-24s\n", c.ID, fmt.Sprintf("%s TP%d", c.GPUProfile, c.TP), cells[0], cells[1], cells[2])
+		fmt.Fprintf(&b, "%-52s %-17s %-26s %-24s %-24s\n", c.ID, layoutLabel(c), cells[0], cells[1], cells[2])
 		for k := range cells {
 			cells[k] = strings.Replace(cells[k], " pred", " predicted (not published)", 1)
 		}
-		fmt.Fprintf(&md, "| `%s` | %s TP%d | %s | %s | %s | %s |\n", c.ID, c.GPUProfile, c.TP, loadLabel(c), cells[0], cells[1], cells[2])
+		fmt.Fprintf(&md, "| `%s` | %s | %s | %s | %s | %s |\n", c.ID, layoutLabel(c), loadLabel(c), cells[0], cells[1], cells[2])
 		if set == "heldout" {
 			checkSpeedBaseline(t, c, e)
 		}
@@ -423,6 +423,18 @@ func speedTable(t *testing.T, set string, cases []speedCase, sessions map[string
 
 // loadLabel is the case's lengths and load as the docs' tables write them: "in / out, C" for a
 // concurrency cap, "all N" for every prompt at once, else the rate and the prompt count.
+// layoutLabel is the case's card and parallel layout: "A10G TP2", or "A10G TP1 PP2" where the
+// server ran a pipeline.
+func layoutLabel(c speedCase) string {
+	label := fmt.Sprintf("%s TP%d", c.GPUProfile, c.TP)
+	for i, arg := range c.SimArgs {
+		if arg == "--pipeline-parallel-size" && i+1 < len(c.SimArgs) {
+			label += " PP" + c.SimArgs[i+1]
+		}
+	}
+	return label
+}
+
 func loadLabel(c speedCase) string {
 	lengths := fmt.Sprintf("%d / %d, ", c.InputLen, c.OutputLen)
 	switch {
@@ -443,6 +455,7 @@ func loadLabel(c speedCase) string {
 func checkSpeedBaseline(t *testing.T, c speedCase, e speedFigures) {
 	t.Helper()
 	if c.Baseline == nil {
+		t.Errorf("%s: a held-out run has no baseline; record its errors (VLLMTOP_SPEED_BASELINE_OUT)", c.ID)
 		return
 	}
 	bs, now := c.Baseline.list(), e.list()

@@ -336,7 +336,11 @@ func TestValidationCorpus(t *testing.T) {
 func checkBaseline(t *testing.T, c corpusCase, r result) {
 	t.Helper()
 	b := c.Baseline
-	if b == nil || b.Outcome == outcomeNone {
+	if b == nil {
+		t.Errorf("%s: a held-out case has no baseline; record it (VLLMTOP_VALIDATION_BASELINE_OUT)", c.ID)
+		return
+	}
+	if b.Outcome == outcomeNone {
 		return
 	}
 	if r.Outcome != b.Outcome {
