@@ -40,7 +40,11 @@ type speedCase struct {
 	MaxModelLen int      `json:"max_model_len"`
 	SimArgs     []string `json:"sim_args"` // further server flags the run was launched with
 	InputLen    int      `json:"input_len"`
-	OutputLen   int      `json:"output_len"`
+	// InputLens are the run's prompt lengths in the order it sent them, where the source gives
+	// them and they spread widely: request i gets InputLens[i mod len]. InputLen is then their
+	// mean, rounded, and only labels the run.
+	InputLens []int `json:"input_lens"`
+	OutputLen int   `json:"output_len"`
 	// MaxConcurrency caps the requests in flight; 0 sends every prompt at once.
 	MaxConcurrency int `json:"max_concurrency"`
 	// RequestRate is the client's --request-rate: "inf" (every prompt at once, the default) or
@@ -109,13 +113,43 @@ func serverArgs(c speedCase) []string {
 // random dataset do with one --seed.
 func benchCase(t *testing.T, target *predict.Target, c speedCase) loadgen.Summary {
 	t.Helper()
-	w := randomWorkload(t, target, c.InputLen, c.OutputLen)
+	w := caseWorkload(t, target, c)
 	_, _, s, err := bench(t, target, context.Background(), loadgen.BenchConfig{Workload: w, NumPrompts: c.NumPrompts,
 		MaxConcurrency: c.MaxConcurrency, RequestRate: float64(c.RequestRate), Burstiness: burstiness(t, c), ReadyCheck: clientReadyCheck(c)})
 	require.NoError(t, err, c.ID)
 	require.Equal(t, c.NumPrompts, s.Completed, c.ID)
 	return s
 }
+
+// caseWorkload is the case's prompts: random ones of its one length, or of each request's
+// published length.
+func caseWorkload(t *testing.T, target *predict.Target, c speedCase) loadgen.Workload {
+	if len(c.InputLens) == 0 {
+		return randomWorkload(t, target, c.InputLen, c.OutputLen)
+	}
+	sum := 0
+	byLen := map[int]loadgen.Workload{}
+	for _, n := range c.InputLens {
+		sum += n
+		if byLen[n] == nil {
+			byLen[n] = randomWorkload(t, target, n, c.OutputLen)
+		}
+	}
+	require.Equal(t, c.InputLen, int(math.Round(float64(sum)/float64(len(c.InputLens)))), "%s: input_len is the mean of input_lens", c.ID)
+	return publishedLengths{lens: c.InputLens, byLen: byLen}
+}
+
+// publishedLengths gives request i a random prompt of the i-th published length (cycling).
+type publishedLengths struct {
+	lens  []int
+	byLen map[int]loadgen.Workload
+}
+
+func (w publishedLengths) Prompt(i int) loadgen.Prompt {
+	return w.byLen[w.lens[i%len(w.lens)]].Prompt(i)
+}
+
+func (w publishedLengths) Name() string { return "published-lengths" }
 
 // constantArrivals is the gamma shape that spaces arrivals evenly: the gaps' relative spread is
 // 1/sqrt(shape), a thousandth here.
@@ -230,15 +264,26 @@ type coldBound struct{ mean, median float64 }
 // prediction of the run as published can know.
 func coldTTFTBound(target *predict.Target, c speedCase) coldBound {
 	setup := target.Plan().Setup()
-	ms := 1000 * sim.NewStepModel(setup).PeakPrefillSeconds(c.InputLen)
+	steps := sim.NewStepModel(setup)
 	cached := 0
 	if clientReadyCheck(c) > 0 && setup.PrefixCachingEnabled() {
 		cached = 1
 	}
-	cold := c.NumPrompts - cached
-	b := coldBound{mean: ms * float64(cold) / float64(c.NumPrompts)}
-	if 2*cold > c.NumPrompts {
-		b.median = ms
+	lens := c.InputLens
+	if len(lens) == 0 {
+		lens = []int{c.InputLen}
+	}
+	// Request i's bound, 0 for the one the initial test run cached.
+	bounds := make([]float64, c.NumPrompts)
+	var sum float64
+	for i := cached; i < c.NumPrompts; i++ {
+		bounds[i] = 1000 * steps.PeakPrefillSeconds(lens[i%len(lens)])
+		sum += bounds[i]
+	}
+	sort.Float64s(bounds)
+	b := coldBound{mean: sum / float64(c.NumPrompts)}
+	if c.NumPrompts > 0 {
+		b.median = bounds[(c.NumPrompts-1)/2] // the lower middle: a bound, not an estimate
 	}
 	return b
 }
@@ -437,6 +482,9 @@ func layoutLabel(c speedCase) string {
 
 func loadLabel(c speedCase) string {
 	lengths := fmt.Sprintf("%d / %d, ", c.InputLen, c.OutputLen)
+	if len(c.InputLens) > 0 {
+		lengths = fmt.Sprintf("%d mean / %d, ", c.InputLen, c.OutputLen)
+	}
 	switch {
 	case c.MaxConcurrency > 0:
 		return lengths + strconv.Itoa(c.MaxConcurrency)
