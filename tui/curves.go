@@ -102,10 +102,7 @@ func (p *curvesPanel) render() string {
 	metric := sloMetric(t.slo)
 	out = append(out, st.Label.Render(truncate(clean(metric)+" (y) against output tok/s (x)", p.w)))
 	// The plot takes what is left but its title, axis, labels and a legend of up to two lines.
-	unitName := "C"
-	if t.variable == loadgen.SLORate {
-		unitName = "req/s"
-	}
+	unitName := curvesUnit(t.curves)
 	out = append(out, renderCurves(st, chart, p.w, max(room-5, 5), strings.HasSuffix(metric, "_ms"), unitName)...)
 	out = append(out, notes...)
 	out = append(out, legendNote)
@@ -141,8 +138,8 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 		return []string{truncate(line+st.Bad.Render(cv.errText()), p.w)}
 	}
 	if cv.Knee > 0 {
-		line += st.Good.Render("knee " + p.valueText(cv.Knee))
-	} else if t.slo != nil && len(cv.Probes) > 0 {
+		line += st.Good.Render("knee " + loadValue(cv.Variable, cv.Knee))
+	} else if cv.SLO != nil && len(cv.Probes) > 0 {
 		line += st.Bad.Render("no probe met the SLO")
 	}
 	var probes []string
@@ -150,13 +147,16 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 		y, _ := docNumber(pr.Docs, sloMetric(t.slo))
 		x, _ := docNumber(pr.Docs, "output_throughput")
 		mark := ""
-		if t.slo != nil {
+		if cv.SLO != nil {
 			mark = map[bool]string{true: "✓", false: "✗"}[pr.Passed()]
 		}
-		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", p.valueText(pr.Value), fmtMs(y), siNumber(x), mark)))
+		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", loadValue(cv.Variable, pr.Value), fmtMs(y), siNumber(x), mark)))
 	}
 	items := []string{strings.TrimRight(line, " ")}
-	if note := cv.notTheLimit(t.slo.Text(", ")); note != "" {
+	if cv.SLO != nil && cv.SLO.Text(",") != t.slo.Text(",") {
+		items = append(items, st.Muted.Render("for "+cv.SLO.Text(", "))) // an earlier run's SLO
+	}
+	if note := cv.notTheLimit(cv.SLO.Text(", ")); note != "" {
 		// Right after the knee, in two pieces that wrap: it says what the knee is not.
 		first, rest, _ := strings.Cut(note, "; ")
 		items = append(items, st.Warn.Render(first+";"), st.Warn.Render(rest))
@@ -171,9 +171,22 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 	return out
 }
 
-func (p *curvesPanel) valueText(v int) string {
-	if p.c.s.tune.variable == loadgen.SLORate {
-		return fmt.Sprintf("%d req/s", v)
+// curvesUnit names what the numbers on the plot are: the load variable of the curves, or
+// both where runs searched both.
+func curvesUnit(cs []tuneCurve) string {
+	conc, rate := false, false
+	for _, cv := range cs {
+		if cv.Variable == loadgen.SLORate {
+			rate = true
+		} else {
+			conc = true
+		}
 	}
-	return fmt.Sprintf("C=%d", v)
+	switch {
+	case conc && rate:
+		return "C or req/s (see each setting)"
+	case rate:
+		return "req/s"
+	}
+	return "C"
 }

@@ -50,12 +50,12 @@ func (m *Model) export() tea.Cmd {
 	}
 	t := &s.tune
 	for _, cv := range t.curves {
-		d.curves = append(d.curves, exportCurve{Name: cv.Name, Util: cv.Util, Variable: t.variable, SLO: t.slo.Text(","), Knee: cv.Knee, Probes: len(cv.Probes)})
+		d.curves = append(d.curves, exportCurve{Name: cv.Name, Util: cv.Util, Variable: cv.Variable, SLO: cv.SLO.Text(","), Knee: cv.Knee, Probes: len(cv.Probes)})
 		for _, p := range cv.Probes {
 			for _, doc := range p.Docs {
 				doc = doc.Set("phase", p.Phase)
-				if t.slo != nil {
-					doc = doc.Set("slo", t.slo.Text(",")).Set("slo_met", p.Passed())
+				if cv.SLO != nil {
+					doc = doc.Set("slo", cv.SLO.Text(",")).Set("slo_met", p.Passed())
 				}
 				d.probes = append(d.probes, doc)
 			}

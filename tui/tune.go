@@ -46,6 +46,10 @@ type tuneCurve struct {
 	Util   float64
 	Probes []loadgen.SLOProbe // in the order they ran
 	Knee   int                // the largest value that met the SLO (0: none, or no SLO)
+	// Variable and SLO are the run's that drew the curve: a later run may search the other
+	// variable, or for another SLO, and each curve keeps its own units and marks.
+	Variable string
+	SLO      loadgen.SLO
 	Err    string             // why the server did not start with this setting ("" when it did)
 	// Unmeasured is true when Err says why the setting could not be measured (the server
 	// started, but every probe of one value was discarded).
@@ -470,6 +474,7 @@ func (t *tuneState) addCurve(cv tuneCurve) {
 		keep := max(0, maxCurves-room)
 		t.curves = append(t.curves[:0:0], t.curves[len(t.curves)-keep:]...)
 	}
+	cv.Variable, cv.SLO = t.variable, t.slo
 	base := cv.Name
 	for n := 2; hasCurve(t.curves, cv.Name); n++ {
 		cv.Name = fmt.Sprintf("%s (%d)", base, n)
@@ -641,8 +646,11 @@ func (m *Model) probeText(p loadgen.SLOProbe) string {
 	return out
 }
 
-func (m *Model) valueLabel(v int) string {
-	if m.c.s.tune.variable == loadgen.SLORate {
+func (m *Model) valueLabel(v int) string { return loadValue(m.c.s.tune.variable, v) }
+
+// loadValue is a value of the load variable with its unit: "C=8" or "8 req/s".
+func loadValue(variable string, v int) string {
+	if variable == loadgen.SLORate {
 		return fmt.Sprintf("%d req/s", v)
 	}
 	return fmt.Sprintf("C=%d", v)
@@ -702,7 +710,7 @@ func (m *Model) tuneDone(err error) {
 		msg += " · " + note
 	}
 	if was == tuneSearch && knee > 0 && err == nil {
-		msg += " (" + loadgen.KneeLine(t.variable, knee) + "; load set to it)"
+		msg += " (" + strings.TrimSuffix(loadgen.KneeLine(t.variable, knee), ".") + "; load set to it)"
 		m.setLoadTo(knee)
 	} else {
 		m.setLoadTo(0)

@@ -284,7 +284,7 @@ func TestSLOSearchOverTheRateInRateMode(t *testing.T) {
 	assert.Equal(t, loadgen.SLORate, tn.variable)
 	require.Len(t, tn.curves, 1)
 	assert.Equal(t, 20, tn.curves[0].Knee, "10 ms a request a second: 20 req/s is the last within 205 ms")
-	assert.Contains(t, r.m.c.s.status, "Maximum request_rate for SLA: 20 req/s.")
+	assert.Contains(t, r.m.c.s.status, "Maximum request_rate for SLA: 20 req/s; load set to it")
 	assert.Equal(t, 20.0, r.td.load.Stats().Rate, "the load is left at the knee's rate")
 	v, ok := tn.curves[0].Probes[0].Docs[0].Get(loadgen.SLORate)
 	require.True(t, ok)
@@ -430,7 +430,7 @@ func demoTune() tuneState {
 	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
 	t := tuneState{slo: slo, variable: loadgen.SLOConcurrency}
 	for i, util := range []float64{0.85, 0.90} {
-		cv := tuneCurve{Name: fmt.Sprintf("util %.2f", util), Util: util}
+		cv := tuneCurve{Name: fmt.Sprintf("util %.2f", util), Util: util, Variable: t.variable, SLO: slo}
 		for _, c := range []int{8, 16, 32, 64, 48, 40} {
 			ttft := time.Duration(40+c*c/(3+i)) * time.Millisecond
 			e := loadgen.EpochStats{Epoch: 10 + len(cv.Probes), Requests: 48, OutputTokens: 48 * 128, PromptTokens: 48 * 256,
@@ -715,4 +715,43 @@ func TestRunsShowWhatAProbeWasScoredOn(t *testing.T) {
 	assert.Contains(t, line, fmt.Sprintf(" %d ", int(completed)), "the probe's count")
 	assert.Contains(t, line, fmt.Sprintf("%.0fms", ttft), "the probe's p99")
 	assert.NotContains(t, line, "2.00s", "not the late requests' TTFT")
+}
+
+// A search of the rate after one of the concurrency keeps each curve in its own units: the
+// first still reads C, the second req/s, on screen and in the export.
+func TestEachCurveKeepsItsOwnLoadVariable(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) {
+		d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 205}}
+		d.ExportDir = t.TempDir()
+	})
+	r.press("S")
+	r.runUntilIdle(400)
+	r.press("r")
+	r.press("S")
+	r.runUntilIdle(400)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 2)
+	assert.Equal(t, loadgen.SLOConcurrency, tn.curves[0].Variable)
+	assert.Equal(t, loadgen.SLORate, tn.curves[1].Variable)
+	assert.NotContains(t, r.m.c.s.status, ".;", "the knee line's full stop does not end up before the semicolon")
+	r.press("6")
+	v := r.view()
+	assert.Contains(t, v, "knee C=20", "the concurrency search's knee keeps its unit")
+	assert.Contains(t, v, "knee 20 req/s")
+	assert.Contains(t, v, "numbers: C or req/s")
+
+	r.press("E")
+	r.send(<-r.pending)
+	files, err := filepath.Glob(filepath.Join(r.m.c.deps.ExportDir, "vllmtop-tuning-*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	var js struct {
+		Curves []exportCurve `json:"curves"`
+	}
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &js))
+	require.Len(t, js.Curves, 2)
+	assert.Equal(t, loadgen.SLOConcurrency, js.Curves[0].Variable)
+	assert.Equal(t, loadgen.SLORate, js.Curves[1].Variable)
 }
