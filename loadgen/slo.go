@@ -245,6 +245,10 @@ type SLOProbe struct {
 	Docs   []ResultDoc
 	Means  map[string]float64
 	Margin float64
+	// Unsustained says why the probe failed whatever its metrics: the server fell behind the
+	// load asked of it, so its queue, and its latencies with it, grow without bound ("" when
+	// it kept up).
+	Unsustained string
 }
 
 // Passed reports whether the probe met every constraint.
@@ -341,6 +345,13 @@ func Discard(format string, a ...any) error {
 	return &DiscardError{Reason: fmt.Sprintf(format, a...)}
 }
 
+// UnsustainedError is a probe whose server did not keep up with the load: requests came in
+// faster than they finished. Its documents are kept, and the probe fails whatever its
+// latencies, which a short window measures before the queue has grown.
+type UnsustainedError struct{ Reason string }
+
+func (e *UnsustainedError) Error() string { return "the server did not keep up: " + e.Reason }
+
 // UnmeasuredError ends a search at a value whose every probe was discarded.
 type UnmeasuredError struct {
 	Variable string
@@ -382,6 +393,11 @@ func (sr *searcher) try(ctx context.Context, v int, phase string) (*SLOProbe, er
 	}
 	for k := 1; ; k++ {
 		docs, err := sr.probe(ctx, v, phase)
+		var un *UnsustainedError
+		unsustained := errors.As(err, &un)
+		if unsustained {
+			err = nil
+		}
 		var d *DiscardError
 		if errors.As(err, &d) && ctx.Err() == nil {
 			sr.res.Discarded = append(sr.res.Discarded, SLODiscard{Value: v, Phase: phase, Try: k, Reason: d.Reason})
@@ -402,6 +418,9 @@ func (sr *searcher) try(ctx context.Context, v int, phase string) (*SLOProbe, er
 		p, perr := s.judge(v, phase, docs)
 		if perr != nil {
 			return nil, perr
+		}
+		if unsustained {
+			p.Margin, p.Unsustained = math.Inf(1), un.Reason
 		}
 		sr.res.Probes = append(sr.res.Probes, p)
 		last := &sr.res.Probes[len(sr.res.Probes)-1]

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -314,4 +315,31 @@ func TestSearchSLORetriesDiscardedProbes(t *testing.T) {
 	_, err = loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLOConcurrency, SLO: slo, Max: 200, Retries: -1}, down, nil)
 	require.ErrorAs(t, err, &um)
 	assert.Len(t, calls, 1)
+}
+
+// A probe whose server fell behind fails however good its latencies read: above 40 req/s the
+// fake server's short windows all meet the SLO, but it serves no more than 40.
+func TestSearchSLOFailsAProbeTheServerDidNotKeepUpWith(t *testing.T) {
+	slo := loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 500}}
+	var calls []int
+	behind := func(ctx context.Context, v int, phase string) ([]loadgen.ResultDoc, error) {
+		docs, err := latencyAt(1, &calls)(ctx, v, phase) // 1 ms a request: every probe passes
+		if v > 40 {
+			return docs, &loadgen.UnsustainedError{Reason: fmt.Sprintf("served 40 of %d req/s", v)}
+		}
+		return docs, err
+	}
+	res, err := loadgen.SearchSLO(context.Background(), loadgen.SLOSearch{Variable: loadgen.SLORate, SLO: slo, Max: 200, Start: 8}, behind, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 40, res.Knee, "the last rate it kept up with")
+	for _, p := range res.Probes {
+		if p.Value > 40 {
+			assert.False(t, p.Passed(), "%d req/s", p.Value)
+			assert.Equal(t, fmt.Sprintf("served 40 of %d req/s", p.Value), p.Unsustained)
+			assert.NotEmpty(t, p.Docs, "its measurements are kept")
+		} else {
+			assert.True(t, p.Passed())
+			assert.Empty(t, p.Unsustained)
+		}
+	}
 }

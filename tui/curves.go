@@ -150,6 +150,9 @@ func (p *curvesPanel) curveNotes(i int, cv tuneCurve, lines int) []string {
 		if cv.SLO != nil {
 			mark = map[bool]string{true: "✓", false: "✗"}[pr.Passed()]
 		}
+		if pr.Unsustained != "" {
+			mark = "✗ fell behind" // its latencies are a queue's first, not the rate's
+		}
 		probes = append(probes, st.Muted.Render(fmt.Sprintf("%s %s/%s%s", loadValue(cv.Variable, pr.Value), fmtMs(y), siNumber(x), mark)))
 	}
 	items := []string{strings.TrimRight(line, " ")}

@@ -57,6 +57,9 @@ func (m *Model) export() tea.Cmd {
 				if cv.SLO != nil {
 					doc = doc.Set("slo", cv.SLO.Text(",")).Set("slo_met", p.Passed())
 				}
+				if p.Unsustained != "" {
+					doc = doc.Set("fell_behind", p.Unsustained)
+				}
 				d.probes = append(d.probes, doc)
 			}
 		}

@@ -101,6 +101,7 @@ type fakeLoad struct {
 	watches     []*loadgen.Watched
 	workload    loadgen.Workload
 	finished    int64
+	queued      int64 // started in rate mode beyond what finished: the fake server fell behind
 	tokens      int64
 	short, long loadgen.Workload
 	prefix      []bool // SharedPrefix's calls
@@ -186,7 +187,7 @@ func (f *fakeLoad) Stats() loadgen.LoaderStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return loadgen.LoaderStats{Concurrency: f.concurrency, Rate: f.rate, Paused: f.paused, Epoch: f.epoch, InFlight: f.concurrency,
-		Started: f.finished + int64(f.concurrency), Finished: f.finished, TokensReceived: f.tokens}
+		Started: f.finished + int64(f.concurrency) + f.queued, Finished: f.finished, TokensReceived: f.tokens}
 }
 func (f *fakeLoad) Watch() *loadgen.Watched {
 	f.mu.Lock()

@@ -109,6 +109,9 @@ type probeRun struct {
 	warmTarget   int
 	measureSince time.Time
 	rate         bool   // the value is a request rate
+	// started and finished are the load's counts of requests when the measurement began: a
+	// rate probe must finish about as many as it starts (keptUp).
+	started, finished int64
 	spoiled      string // why the probe cannot be scored ("" while it can): see probeHealth
 	seen         probeSeen
 }
@@ -513,6 +516,7 @@ func (m *Model) tuneSecond(now time.Time) {
 			p.epoch = c.deps.Load.Mark(p.label)
 			c.beginEpoch(p.epoch, s.util)
 			p.measureSince = now
+			p.started, p.finished = s.loader.Started, s.loader.Finished
 		}
 		m.tuneProgress()
 		return
@@ -523,7 +527,8 @@ func (m *Model) tuneSecond(now time.Time) {
 		st = s.runs[i]
 	}
 	timedOut := now.Sub(p.measureSince) >= cfg.ProbeTimeout
-	if st.Requests >= p.measureTarget(cfg) || timedOut || p.spoiled != "" {
+	long := !p.rate || now.Sub(p.measureSince) >= rateProbeWindow
+	if st.Requests >= p.measureTarget(cfg) && long || timedOut || p.spoiled != "" {
 		var err error
 		switch why := probeHealth(p.spoiled, st); {
 		case why != "":
@@ -531,8 +536,13 @@ func (m *Model) tuneSecond(now time.Time) {
 			err = loadgen.Discard("%s", why)
 		case st.Requests == 0:
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
+		case p.rate:
+			if why := keptUp(s.loader.Started-p.started, s.loader.Finished-p.finished, now.Sub(p.measureSince)); why != "" {
+				err = &loadgen.UnsustainedError{Reason: why}
+			}
 		}
-		if err == nil {
+		var un *loadgen.UnsustainedError
+		if err == nil || errors.As(err, &un) {
 			scored := st
 			s.note(p.epoch).scored = &scored
 		}
@@ -546,6 +556,28 @@ func (m *Model) tuneSecond(now time.Time) {
 // maxProbeLag is how far the client may fall behind its schedule in rate mode before a
 // probe is discarded: its load was not the rate asked for.
 const maxProbeLag = 50 * time.Millisecond
+
+// rateProbeWindow is the least a rate probe measures, however many requests finish: a server
+// short of a rate by a tenth shows it, against the count's noise, after some 4/(0.1^2 x rate)
+// seconds (5 s at 80 req/s), and a short window reads only the first requests of its queue.
+const rateProbeWindow = 10 * time.Second
+
+// keptUp says how a rate probe's server fell behind its load, "" when it kept up: over the
+// measured window it must finish about as many requests as the client started. An open loop
+// above what the server serves queues the rest, and a short window reads the latencies of
+// the queue's first requests; the queue only shows in the count. The slack is a tenth of the
+// starts, or two standard deviations of a Poisson count, whichever is larger.
+func keptUp(started, finished int64, window time.Duration) string {
+	if started <= 0 || window <= 0 {
+		return ""
+	}
+	slack := math.Max(0.1*float64(started), 2*math.Sqrt(float64(started)))
+	if float64(finished) >= float64(started)-slack {
+		return ""
+	}
+	sec := window.Seconds()
+	return fmt.Sprintf("it finished %.1f req/s of the %.1f started over %s", float64(finished)/sec, float64(started)/sec, fmtSpan(window))
+}
 
 // maxProbeFailShare is the share of failed requests above which a probe is discarded.
 const maxProbeFailShare = 0.05
@@ -637,6 +669,9 @@ func (m *Model) probeText(p loadgen.SLOProbe) string {
 	unit := ""
 	if strings.HasSuffix(metric, "_ms") {
 		unit = "ms"
+	}
+	if p.Unsustained != "" {
+		return m.valueLabel(p.Value) + " fell behind: " + p.Unsustained
 	}
 	v, _ := docNumber(p.Docs, metric)
 	out := fmt.Sprintf("%s %s%s", m.valueLabel(p.Value), trimFloat(math.Round(v)), unit)
@@ -857,10 +892,12 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 			}
 			reply := make(chan tuneReply, 1)
 			r := ask(tuneProbeReq{value: v, label: label, reply: reply}, reply)
-			if r.err != nil {
+			var un *loadgen.UnsustainedError
+			if r.err != nil && !errors.As(r.err, &un) {
 				return nil, r.err
 			}
-			return []loadgen.ResultDoc{probeDoc(r.stats, p.variable, v, util, label)}, nil
+			// A probe the server fell behind is measured all the same, and fails.
+			return []loadgen.ResultDoc{probeDoc(r.stats, p.variable, v, util, label)}, r.err
 		}
 		onProbe := func(pr loadgen.SLOProbe) { out <- tuneProbeMsg{probe: pr} }
 		var err error

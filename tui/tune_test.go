@@ -65,8 +65,14 @@ func (r *tuneRig) finishRequests() {
 		c = int(st.Rate) // in rate mode the fake server slows with the rate
 	}
 	ttft := time.Duration(c) * r.perC
-	for i := 0; i < min(max(c, 1), 24); i++ {
+	done := min(max(c, 1), 24) // the fake server finishes 24 requests a second at most
+	for range done {
 		r.td.load.result(loadgen.Result{Start: r.td.clock.Add(-time.Second), TTFT: ttft, E2EL: time.Second, OutputTokens: 100, PromptTokens: 200})
+	}
+	if st.Rate > 0 && c > done {
+		r.td.load.mu.Lock()
+		r.td.load.queued += int64(c - done) // the rest of the second's requests wait
+		r.td.load.mu.Unlock()
 	}
 }
 
@@ -754,4 +760,48 @@ func TestEachCurveKeepsItsOwnLoadVariable(t *testing.T) {
 	require.Len(t, js.Curves, 2)
 	assert.Equal(t, loadgen.SLOConcurrency, js.Curves[0].Variable)
 	assert.Equal(t, loadgen.SLORate, js.Curves[1].Variable)
+}
+
+// A rate the server cannot serve fails its probe however short its latencies read: the fake
+// server finishes 24 requests a second and queues the rest, while its TTFT (10 ms a request a
+// second) would meet the SLO up to 100 req/s.
+func TestRateProbeTheServerFellBehindFails(t *testing.T) {
+	r := newTuneRig(t, func(d *Deps) { d.SLO = loadgen.SLO{{Metric: "p99_ttft_ms", Op: "<=", Target: 1000}} })
+	r.press("r")
+	r.press("S")
+	r.runUntilIdle(600)
+	tn := &r.m.c.s.tune
+	require.Len(t, tn.curves, 1)
+	knee := tn.curves[0].Knee
+	assert.GreaterOrEqual(t, knee, 24, "it keeps up with 24 req/s")
+	assert.LessOrEqual(t, knee, 27, "a few req/s above 24 are within the count's noise over 10 s, 28 is not")
+	behind := 0
+	for _, p := range tn.curves[0].Probes {
+		if p.Value >= 28 {
+			behind++
+			assert.False(t, p.Passed(), "%d req/s", p.Value)
+			assert.Contains(t, p.Unsustained, "req/s of the", "%d req/s", p.Value)
+		}
+	}
+	assert.Positive(t, behind, "some probe went past what the server serves")
+	r.press("6")
+	assert.Contains(t, r.view(), "✗ fell behind")
+}
+
+func TestKeptUp(t *testing.T) {
+	for _, tc := range []struct {
+		started, finished int64
+		behind            bool
+	}{
+		{830, 649, true},  // 83 req/s asked, 64.9 served over 10 s
+		{620, 145, true},  // 62 asked, 14.5 served
+		{830, 800, false}, // within a tenth
+		{40, 29, false},   // a short count: 11 behind is within two standard deviations (12.6)
+		{40, 25, true},
+		{0, 0, false},
+	} {
+		why := keptUp(tc.started, tc.finished, 10*time.Second)
+		assert.Equal(t, tc.behind, why != "", "%d started, %d finished: %q", tc.started, tc.finished, why)
+	}
+	assert.Equal(t, "it finished 64.9 req/s of the 83.0 started over 10s", keptUp(830, 649, 10*time.Second))
 }
