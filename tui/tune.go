@@ -50,7 +50,7 @@ type tuneCurve struct {
 	// variable, or for another SLO, and each curve keeps its own units and marks.
 	Variable string
 	SLO      loadgen.SLO
-	Err    string             // why the server did not start with this setting ("" when it did)
+	Err      string // why the server did not start with this setting ("" when it did)
 	// Unmeasured is true when Err says why the setting could not be measured (the server
 	// started, but every probe of one value was discarded).
 	Unmeasured bool
@@ -108,12 +108,12 @@ type probeRun struct {
 	reply        chan tuneReply
 	warmTarget   int
 	measureSince time.Time
-	rate         bool   // the value is a request rate
+	rate         bool // the value is a request rate
 	// started and finished are the load's counts of requests when the measurement began: a
 	// rate probe must finish about as many as it starts (keptUp).
 	started, finished int64
-	spoiled      string // why the probe cannot be scored ("" while it can): see probeHealth
-	seen         probeSeen
+	spoiled           string // why the probe cannot be scored ("" while it can): see probeHealth
+	seen              probeSeen
 }
 
 // measureTarget is how many completed requests the probe measures: --probe-requests, and at
