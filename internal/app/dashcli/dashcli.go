@@ -115,6 +115,9 @@ func Flags(fs *pflag.FlagSet) *Dashboard {
 	return o
 }
 
+// changed reports whether the command line gave the flag.
+func (o *Dashboard) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
+
 // Finish completes the options from the arguments the flags left (before and after --) and
 // checks them. Its errors are *cliflag.UsageError.
 func (o *Dashboard) Finish(before, after []string, getenv func(string) string) error {
@@ -132,8 +135,16 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return cliflag.Usagef("--sim-args and the simulator's flags are for the built-in simulator, not with --attach or a command after --")
 	case !themeKnown:
 		return cliflag.Usagef("--theme %q: choose one of %s", o.deps.Theme, strings.Join(themes.Names(), ", "))
-	case l.Concurrency < 0 || l.Rate < 0 || l.Short.InputLen < 1 || l.Short.OutputLen < 1 || l.Long.InputLen < 1 || o.deps.ScrapeInterval < 100*time.Millisecond:
-		return cliflag.Usagef("load flags must be positive and --metrics-interval at least 100ms")
+	case l.Concurrency < 0:
+		return cliflag.Usagef("--max-concurrency %d: want 1 or more (0 only as --request-rate's cap: no cap)", l.Concurrency)
+	case l.Concurrency == 0 && !(l.Rate > 0):
+		return cliflag.Usagef("--max-concurrency 0 sends nothing: want 1 or more (space pauses the load once it runs)")
+	case l.Rate < 0 || o.changed("request-rate") && !(l.Rate > 0):
+		return cliflag.Usagef("--request-rate %g: want a positive rate in requests/s (leave it out for the closed loop)", l.Rate)
+	case l.Short.InputLen < 1, l.Short.OutputLen < 1, l.Long.InputLen < 1:
+		return cliflag.Usagef("--random-input-len, --random-output-len and --long-input-len must be at least 1")
+	case o.deps.ScrapeInterval < 100*time.Millisecond:
+		return cliflag.Usagef("--metrics-interval %s: want at least 100ms", o.deps.ScrapeInterval)
 	case o.deps.Tune.ProbeRequests < 1:
 		return cliflag.Usagef("--probe-requests must be at least 1")
 	}
@@ -142,7 +153,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	}
 	o.getenv = getenv
 	o.command, o.deps.InitialConc, o.deps.InitialRate = after, l.Concurrency, l.Rate
-	if l.Rate > 0 && l.Concurrency > 0 && o.flags != nil && o.flags.Changed("max-concurrency") {
+	if l.Rate > 0 && l.Concurrency > 0 && o.changed("max-concurrency") {
 		l.MaxInFlight = l.Concurrency // vllm bench serve caps a rate so; 0 is no cap there too
 		o.deps.RateCap = l.MaxInFlight
 	}

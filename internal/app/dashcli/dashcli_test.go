@@ -151,3 +151,25 @@ func TestMaxConcurrencyCapsTheRate(t *testing.T) {
 		assert.Equal(t, c.cap, d.deps.RateCap, "the header says the cap: %v", c.args)
 	}
 }
+
+// A load flag that would leave the dashboard idle or is out of range is refused, by name.
+func TestLoadFlagsAreRefusedByName(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-concurrency", "0"}, "--max-concurrency 0 sends nothing"},
+		{[]string{"--max-concurrency", "-5"}, "--max-concurrency -5: want 1 or more"},
+		{[]string{"--request-rate", "0"}, "--request-rate 0: want a positive rate"},
+		{[]string{"--request-rate", "-1"}, "--request-rate -1: want a positive rate"},
+		{[]string{"--random-output-len", "0"}, "--random-input-len, --random-output-len and --long-input-len must be at least 1"},
+		{[]string{"--metrics-interval", "10ms"}, "--metrics-interval 10ms: want at least 100ms"},
+	} {
+		_, err := parseDashboard(tc.args...)
+		require.Error(t, err, "%v", tc.args)
+		assert.Contains(t, err.Error(), tc.want, "%v", tc.args)
+	}
+	o, err := parseDashboard("--request-rate", "5", "--max-concurrency", "0")
+	require.NoError(t, err, "0 is a rate's cap: none")
+	assert.Equal(t, 5.0, o.deps.InitialRate)
+}
