@@ -620,8 +620,11 @@ func fleetHeader(c *common, w int) string {
 			}
 		}
 		txt, style := stateCell(st, r)
-		items = append(items, item{st.Value.Render("› " + clean(r.Name)), 0}, item{st.Value.Render(truncate(clean(r.Model), 48)), 1},
-			item{style.Render(txt), 0}, item{st.Muted.Render(clean(r.URL)), 2}, item{st.Muted.Render("esc: back to the fleet"), 1})
+		items = append(items, item{st.Value.Render("› " + clean(r.Name)), 0})
+		if r.Model != "" { // a row that was never read has none
+			items = append(items, item{st.Value.Render(truncate(clean(r.Model), 48)), 1})
+		}
+		items = append(items, item{style.Render(txt), 0}, item{st.Muted.Render(clean(r.URL)), 2}, item{st.Muted.Render("esc: back to the fleet"), 1})
 		o, sum := diagnose.Summary(r.Verdicts)
 		line2 = overallStyle(st, o).Render(truncate(clean(sum), w))
 		return fitItems(items, st.Muted.Render(" · "), w) + "\n" + line2

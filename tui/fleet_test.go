@@ -291,3 +291,22 @@ func TestFleetWithoutRowsBlamesNoFilter(t *testing.T) {
 	assert.Contains(t, out, "no server to show yet")
 	assert.NotContains(t, out, "no row matches the filter")
 }
+
+// A fleet's help offers none of the keys a fleet turns off: it has no load and no server of
+// its own, in the table or drilled into a row.
+func TestFleetHelpOffersOnlyItsKeys(t *testing.T) {
+	f, _ := fleetDriver(t, 120, 40, 3)
+	for _, drilled := range []bool{false, true} {
+		if drilled {
+			f.press("enter")
+		}
+		f.press("?")
+		out := f.view()
+		for _, gone := range []string{"load +1", "pause / resume", "util −0.01", "restart with it", "SLO search", "canary"} {
+			assert.NotContains(t, out, gone, "drilled %v", drilled)
+		}
+		assert.Contains(t, out, "bundle", "B still writes a bundle")
+		assert.Contains(t, out, "next theme")
+		f.press("esc")
+	}
+}

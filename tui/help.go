@@ -25,18 +25,49 @@ type helpGroup struct {
 	keys  []key.Binding
 }
 
-// globalHelp is the global keys as the help shows them (views, the number of views): pairs on
-// one line, to stay short.
-func globalHelp(views int) []helpGroup {
-	b := func(k, desc string) key.Binding { return key.NewBinding(key.WithHelp(k, desc)) }
-	tk := defaultTuneKeys()
-	return []helpGroup{
-		{"views", []key.Binding{b("tab/shift+tab", "next / previous view"), b(fmt.Sprintf("1-%d", views), "view by number")}},
-		{"load", []key.Binding{b("+/-", "load ±1"), b("]/[", "load ×2 / ÷2"), b("r", "rate / concurrency"), b("space", "pause / resume"), b("p", "short / long prompts"), b("P", "shared prefix on / off")}},
-		{"server", []key.Binding{b("u/U", "util −/+ 0.01"), b("ctrl+u/y", "util −/+ 0.05"), b("enter", "restart with it"),
-			b(tk.Search.Help().Key+"/"+tk.Sweep.Help().Key+"/"+tk.Export.Help().Key, "SLO search / util sweep / export")}},
-		{"dashboard", []key.Binding{b("t", "next theme"), b("C/B", "canary / bundle"), b("q", "quit (twice: force)"), b("ctrl+c", "force quit")}},
+// globalHelp is the global keys of k as the help shows them: pairs on one line, to stay
+// short, and only the keys that do something here (a fleet has no load and no server of its
+// own, so it turns theirs off).
+func globalHelp(k KeyMap) []helpGroup {
+	var groups []helpGroup
+	add := func(title string, entries ...helpEntry) {
+		g := helpGroup{title: title}
+		for _, e := range entries {
+			var keys, descs []string
+			for i, b := range e.of {
+				if b.Enabled() {
+					keys, descs = append(keys, b.Help().Key), append(descs, e.descs[i])
+				}
+			}
+			if len(keys) > 0 {
+				g.keys = append(g.keys, key.NewBinding(key.WithHelp(strings.Join(keys, "/"), strings.Join(descs, e.sep))))
+			}
+		}
+		if len(g.keys) > 0 {
+			groups = append(groups, g)
+		}
 	}
+	one := func(b key.Binding, desc string) helpEntry { return helpEntry{of: []key.Binding{b}, descs: []string{desc}} }
+	add("views", helpEntry{of: []key.Binding{k.NextView, k.PrevView}, descs: []string{"next", "previous view"}, sep: " / "},
+		one(key.NewBinding(key.WithKeys("1"), key.WithHelp(fmt.Sprintf("1-%d", len(k.Views)), "")), "view by number"))
+	add("load", helpEntry{of: []key.Binding{k.More, k.Less}, descs: []string{"load +1", "-1"}, sep: " / "},
+		helpEntry{of: []key.Binding{k.Double, k.Halve}, descs: []string{"load ×2", "÷2"}, sep: " / "},
+		one(k.RateMode, "rate / concurrency"), one(k.Pause, "pause / resume"), one(k.PromptLen, "short / long prompts"),
+		one(k.Prefix, "shared prefix on / off"))
+	add("server", helpEntry{of: []key.Binding{k.UtilDown, k.UtilUp}, descs: []string{"util −0.01", "+0.01"}, sep: " / "},
+		helpEntry{of: []key.Binding{k.UtilDownBig, k.UtilUpBig}, descs: []string{"util −0.05", "+0.05"}, sep: " / "},
+		one(k.Restart, "restart with it"),
+		helpEntry{of: []key.Binding{k.Tune.Search, k.Tune.Sweep, k.Tune.Export}, descs: []string{"SLO search", "util sweep", "export"}, sep: " / "})
+	add("dashboard", one(k.Theme, "next theme"), helpEntry{of: []key.Binding{k.Canary, k.Record}, descs: []string{"canary", "bundle"}, sep: " / "},
+		one(k.Quit, "quit (twice: force)"), one(k.ForceQuit, "force quit"))
+	return groups
+}
+
+// helpEntry is one line of the help: the bindings it names together, each with its words.
+type helpEntry struct {
+	of    []key.Binding
+	descs []string
+	sep   string
 }
 
 // helpNotes explain what is on screen but not in a key.
@@ -51,7 +82,7 @@ var helpNotes = []string{
 // View draws the help for the global keys and panel p (named name).
 func (h *helpView) View(k KeyMap, p panel, name string) string {
 	st := &h.c.styles
-	groups := globalHelp(len(k.Views))
+	groups := globalHelp(k)
 	for i, g := range p.FullHelp() {
 		title := strings.ToLower(name)
 		if i > 0 {

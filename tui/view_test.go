@@ -203,7 +203,7 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 				d.press("esc")
 				continue
 			}
-			for _, g := range globalHelp(len(tabs)) {
+			for _, g := range globalHelp(d.m.keys) {
 				for _, b := range g.keys {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
 				}
