@@ -47,7 +47,9 @@ func globalHelp(k KeyMap) []helpGroup {
 			groups = append(groups, g)
 		}
 	}
-	one := func(b key.Binding, desc string) helpEntry { return helpEntry{of: []key.Binding{b}, descs: []string{desc}} }
+	one := func(b key.Binding, desc string) helpEntry {
+		return helpEntry{of: []key.Binding{b}, descs: []string{desc}}
+	}
 	add("views", helpEntry{of: []key.Binding{k.NextView, k.PrevView}, descs: []string{"next", "previous view"}, sep: " / "},
 		one(key.NewBinding(key.WithKeys("1"), key.WithHelp(fmt.Sprintf("1-%d", len(k.Views)), "")), "view by number"))
 	add("load", helpEntry{of: []key.Binding{k.More, k.Less}, descs: []string{"load +1", "-1"}, sep: " / "},
