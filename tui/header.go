@@ -218,22 +218,32 @@ func (h *header) loadLine() string {
 	if it, ok := backendItem(c, h.w); ok {
 		items = append(items, it)
 	}
-	if it, ok := canaryItem(c); ok {
-		items = append(items, it)
-	}
+	// The canary comes after the verdict, which the help promises goes first; in its short
+	// form where its words do not fit.
+	canary := canaryItems(c)
 	sep := st.Muted.Render(" · ")
+	with := func(verdict ...item) string {
+		base := append(append([]item(nil), items...), verdict...)
+		line := fitItems(base, sep, h.w)
+		for _, cn := range canary {
+			if l := fitItems(append(base, cn), sep, h.w); strings.Contains(l, cn.text) {
+				return l
+			}
+		}
+		return line
+	}
 	short, full, ok := verdictItem(c)
 	if !ok {
-		return fitItems(items, sep, h.w)
+		return with()
 	}
-	line := fitItems(append(items, short), sep, h.w)
+	line := with(short)
 	if compact := compactVerdict(c); !strings.Contains(line, short.text) && compact.text != "" {
-		line = fitItems(append(items, compact), sep, h.w) // "DEGRADED kv-bound +2" where the list is too long
+		line = with(compact) // "DEGRADED kv-bound +2" where the list is too long
 	}
 	// The whole sentence where it fits beside every figure the short form left room for.
 	if room := h.w - lipgloss.Width(line); full != "" && strings.Contains(line, short.text) &&
 		lipgloss.Width(full) <= lipgloss.Width(short.text)+room {
-		line = fitItems(append(items, item{full, short.prio}), sep, h.w)
+		line = with(item{full, short.prio})
 	}
 	return line
 }

@@ -57,23 +57,28 @@ func (m *Model) toggleCanary() {
 	}
 }
 
-// canaryItem is the header's canary block: the last probe's TTFT and TPOT, apart from the
+// canaryItems is the header's canary block: the last probe's TTFT and TPOT, apart from the
 // load's figures.
-func canaryItem(c *common) (item, bool) {
+func canaryItems(c *common) []item {
 	cn, st := c.deps.Canary, &c.styles
 	if cn == nil || !cn.On() {
-		return item{}, false
+		return nil
 	}
 	last, ok := cn.Last()
-	text := st.Label.Render("canary ")
+	text, short := st.Label.Render("canary "), st.Label.Render("canary ")
 	switch {
 	case !ok:
 		text += st.Muted.Render("waiting")
+		short = text
 	case !last.OK():
 		text += st.Bad.Render("failed: " + truncate(clean(string(last.Error)), 30))
+		short += st.Bad.Render("failed")
 	default:
-		text += st.Label.Render("TTFT ") + fmtDur(last.TTFT.Round(time.Millisecond)) + st.Label.Render(" TPOT ") + fmtDur(last.TPOT.Round(100*time.Microsecond))
+		ttft, tpot := fmtDur(last.TTFT.Round(time.Millisecond)), fmtDur(last.TPOT.Round(100*time.Microsecond))
+		text += st.Label.Render("TTFT ") + ttft + st.Label.Render(" TPOT ") + tpot
+		short += ttft + st.Muted.Render("/") + tpot
 	}
-	// Turned on by the user: shown before the load's figures.
-	return item{text, 0}, true
+	// Turned on by the user: after the load's figures and the verdict, before the details;
+	// the short form where the line has no room for the words.
+	return []item{{text, 1}, {short, 1}}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	tea "github.com/charmbracelet/bubbletea"
 	"sync"
 	"testing"
 	"time"
@@ -51,7 +52,9 @@ func TestCanaryKeyAndItsOwnFigures(t *testing.T) {
 	cn.last = &loadgen.CanarySample{TTFT: 42 * time.Millisecond, TPOT: 9 * time.Millisecond, OutputTokens: 16}
 	d.second()
 	out := d.view()
-	assert.Contains(t, out, "canary TTFT 42ms TPOT 9.0ms", "at 80 columns too")
+	assert.Contains(t, out, "HEALTHY · canary 42ms/9.0ms", "at 80 columns the verdict first, the canary short")
+	d.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	assert.Contains(t, d.view(), "HEALTHY · canary TTFT 42ms TPOT 9.0ms", "in words where they fit")
 	d.press("C")
 	assert.False(t, cn.On())
 

@@ -125,7 +125,7 @@ func verdictItem(c *common) (short item, full string, ok bool) {
 	}
 	o, sum := diagnose.Summary(c.s.verdicts)
 	if o == diagnose.Healthy {
-		return item{st.Good.Render("HEALTHY"), 2}, "", true
+		return item{st.Good.Render("HEALTHY"), 1}, "", true
 	}
 	sorted := append([]diagnose.Verdict(nil), c.s.verdicts...)
 	diagnose.Sort(sorted)
