@@ -91,6 +91,16 @@ func (k StartupKind) String() string {
 	return "unknown"
 }
 
+// BeforeProfile reports whether vLLM stops at this failure before its profile run, while it
+// builds or loads the model: no activation peak, CUDA graphs or KV cache were measured.
+func (k StartupKind) BeforeProfile() bool {
+	switch k {
+	case FreeMemoryTooLow, LoadOOM, DTypeUnsupported, KVDTypeRefused, KVDTypeUnsupported, AttentionBackendInvalid:
+		return true
+	}
+	return false
+}
+
 // StartupError is a failure the real engine would hit while starting, with vLLM's message.
 type StartupError struct {
 	Kind      StartupKind

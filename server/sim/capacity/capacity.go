@@ -141,9 +141,12 @@ type Column struct {
 	Name string // "as given", "--kv-cache-dtype fp8", ...
 	// Refused is vLLM's start-up error for this setting, in one line ("" when it starts);
 	// the other fields then hold what was computed before it.
-	Refused  string
-	Memory   Memory
-	KVTokens int
+	Refused string
+	// RefusedBeforeKV: the refusal came before vLLM sized the KV cache (at the model's
+	// build or load), so the column has no KV figure, where a refusal for want of KV memory has.
+	RefusedBeforeKV bool
+	Memory          Memory
+	KVTokens        int
 	// GPUBlocks is the pool as vLLM logs it (num_gpu_blocks); Limits.NumBlocks is one fewer,
 	// vLLM's null block.
 	GPUBlocks   int
@@ -334,6 +337,9 @@ func (r Report) Render(width int) string {
 			thousands(f.Concurrency), f.Limiter, fmt.Sprintf("%.1f", f.PrefillsPerStep), fmt.Sprintf("%.2fx", c.MaxConcAtML)}
 		switch {
 		case c.Refused != "":
+			if c.RefusedBeforeKV {
+				cells[1] = "-"
+			}
 			cells = append(cells[:2], "-", "-", "-", "-", "-", "-", "-", "REFUSED", "-", "-")
 		case f.Limiter == LimitLength:
 			// No such request runs: none fits, none prefills.

@@ -185,13 +185,18 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 	case errors.As(err, &startup):
 		out.startup, c = startup, startup.Capacity
 		out.Refused = textfmt.OneLine(startup.Error(), 0)
+		if startup.Kind.BeforeProfile() {
+			// vLLM stopped building or loading the model: no profile run measured anything.
+			out.RefusedBeforeKV = true
+			c.ActivationBytes, c.CUDAGraphBytes, c.AvailableKVBytes = 0, 0, 0
+		}
 	default:
 		msg := err.Error()
 		var invalid *sim.ValidationError
 		if errors.As(err, &invalid) {
 			msg = invalid.Short()
 		}
-		out.Refused = textfmt.OneLine(msg, 0)
+		out.Refused, out.RefusedBeforeKV = textfmt.OneLine(msg, 0), true // refused as the flags are read
 		return out
 	}
 	out.Memory = capacity.Memory{TotalGiB: gib(c.TotalBytes), RequestedGiB: gib(c.RequestedBytes), WeightsGiB: gib(c.WeightsBytes),

@@ -275,3 +275,28 @@ func TestPrintCapacityNamesTheCheckpointsKVCache(t *testing.T) {
 	assert.Contains(t, text, "REFUSED as given")
 	assert.Contains(t, text, "The checkpoint declares an FP8 KV cache, which vLLM takes: the cache is fp8")
 }
+
+// A setting vLLM refuses while it builds or loads the model never ran its profile: its plan
+// has no activation peak or graphs and its column no KV figure, whichever refusal came first
+// (the weights that do not fit, or fp8 KV on a T4's attention backend); a refusal for want of
+// KV memory keeps what the KV cache was left.
+func TestARefusalBeforeTheProfileHasNoProfileFigures(t *testing.T) {
+	w := capacity.Workload{PromptTokens: 1024, OutputTokens: 128}
+	for _, extra := range [][]string{nil, {"--kv-cache-dtype", "fp8"}} {
+		r, err := CapacityReport(append([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "T4"}, extra...), emptyEnv, w)
+		require.NoError(t, err)
+		c := r.Columns[0]
+		require.NotEmpty(t, c.Refused, "%v", extra)
+		assert.True(t, c.RefusedBeforeKV, "%v", extra)
+		assert.Zero(t, c.Memory.ActivationGiB, "%v", extra)
+		assert.Zero(t, c.Memory.CUDAGraphGiB, "%v", extra)
+		assert.Greater(t, c.Memory.WeightsGiB, c.Memory.TotalGiB, "%v: the weights alone are over the card", extra)
+	}
+	r, err := CapacityReport([]string{"meta-llama/Llama-3.1-8B-Instruct", "--sim-gpu", "4090"}, emptyEnv, w)
+	require.NoError(t, err)
+	c := r.Columns[0]
+	require.NotEmpty(t, c.Refused, "max_model_len does not fit")
+	assert.False(t, c.RefusedBeforeKV)
+	assert.Positive(t, c.Memory.ActivationGiB, "the profile ran")
+	assert.Positive(t, c.Memory.KVGiB)
+}
