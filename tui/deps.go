@@ -93,11 +93,14 @@ type Deps struct {
 	// Capacity is the simulator's model of the server, for the what-ifs of the Capacity view;
 	// nil when the server is not one it models (the view then works from the server's log
 	// and vllm:cache_config_info).
-	Capacity        *capacity.Model
-	ScrapeInterval  time.Duration
-	Theme           string
-	Now             func() time.Time
-	InitialUtil     float64 // the --gpu-memory-utilization the server started with
+	Capacity       *capacity.Model
+	ScrapeInterval time.Duration
+	Theme          string
+	Now            func() time.Time
+	InitialUtil    float64 // the --gpu-memory-utilization the server started with
+	// PrefixLen is the prefix demo's tokens before each prompt (--prefix-len), for the Runs
+	// view's workload of an epoch no request of which finished yet.
+	PrefixLen       int
 	InitialConc     int
 	InitialRate     float64 // above 0: the load starts in rate mode at this many requests/s (--request-rate)
 	RateCap         int     // above 0: the open loop's cap on requests in flight (--max-concurrency with a rate)

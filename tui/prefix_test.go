@@ -52,9 +52,11 @@ func TestShortWorkloadNamesThePrefix(t *testing.T) {
 	assert.Equal(t, "256→128 prefix on", shortWorkload("random 256 in / 128 out, prefix on"))
 	assert.Equal(t, "256→128 prefix off", shortWorkload("random 256 in / 128 out, prefix off"))
 	assert.Equal(t, "random 256→128", shortWorkload("random 256 in / 128 out"))
-	assert.Equal(t, "1280→128 prefix off", workloadLabel("random 256 in / 128 out, prefix off", 1280),
+	assert.Equal(t, "1280→128 prefix off", workloadLabel("random 256 in / 128 out, prefix off", 1280, 1024),
 		"the prefix demo's prompts carry the prefix: the label says the length they had")
-	assert.Equal(t, "random 256→128", workloadLabel("random 256 in / 128 out", 300), "other workloads keep their name")
+	assert.Equal(t, "1280→128 prefix on", workloadLabel("random 256 in / 128 out, prefix on", 0, 1024),
+		"before any request finished, the length they are sent with")
+	assert.Equal(t, "random 256→128", workloadLabel("random 256 in / 128 out", 300, 1024), "other workloads keep their name")
 }
 
 // A server that does not count prefix-cache lookups has no prefix-hit line in the Overview's

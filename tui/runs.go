@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -190,7 +191,7 @@ func (p *runsPanel) columns() []column {
 			}
 			return settingsOf(r)
 		}},
-		{"workload", 18, 3, true, func(r row) string { return rowWorkload(r) }},
+		{"workload", 18, 3, true, func(r row) string { return p.rowWorkload(r) }},
 		{"util", 5, 6, false, func(r row) string { return orDash(r.n.util > 0, fmt.Sprintf("%.2f", r.n.util)) }},
 		{"KV tok", 9, 7, false, func(r row) string { return orDash(r.n.kvTokens > 0, commas(r.n.kvTokens)) }},
 		{"dur", 6, 3, false, func(r row) string { return fmtAge(r.active) }},
@@ -278,26 +279,32 @@ func settingsOf(r row) string {
 
 // shortWorkload names a workload compactly: "random 256 in / 128 out" is "random 256→128",
 // and with the prefix demo's "…, prefix on" it is "256→128 prefix on".
-func shortWorkload(name string) string { return workloadLabel(name, 0) }
+func shortWorkload(name string) string { return workloadLabel(name, 0, 0) }
 
-// rowWorkload is r's workload as workloadLabel names it, with the epoch's mean prompt.
-func rowWorkload(r row) string {
+// rowWorkload is r's workload as workloadLabel names it, with the epoch's mean prompt; before
+// any request finished, the workload's own prompt and the prefix demo's, as sent.
+func (p *runsPanel) rowWorkload(r row) string {
 	mean := 0
 	if r.e.Requests > 0 {
 		mean = int(math.Round(float64(r.e.PromptTokens) / float64(r.e.Requests)))
 	}
-	return workloadLabel(r.n.workload, mean)
+	return workloadLabel(r.n.workload, mean, p.c.deps.PrefixLen)
 }
 
-// workloadLabel is shortWorkload with the prompt length the requests had (promptMean > 0):
-// the prefix demo puts its shared or random prefix before the workload's own prompt, so
-// "256→128 prefix off" had 1,280-token prompts and is shown as "1280→128 prefix off".
-func workloadLabel(name string, promptMean int) string {
+// workloadLabel is shortWorkload with the prompt length the requests had (promptMean > 0),
+// or, before any finished, the workload's plus the prefix demo's prefixLen tokens: the demo
+// puts its shared or random prefix before the workload's own prompt, so "256→128 prefix off"
+// sends 1,280-token prompts and is shown as "1280→128 prefix off".
+func workloadLabel(name string, promptMean, prefixLen int) string {
 	name, prefix := loadgen.SplitPrefixName(clean(name))
 	if strings.HasSuffix(name, " out") && strings.Contains(name, " in / ") {
 		in, out, _ := strings.Cut(strings.TrimSuffix(name, " out"), " in / ")
-		if f := strings.Fields(in); prefix != "" && promptMean > 0 && len(f) > 0 {
-			f[len(f)-1] = fmt.Sprint(promptMean)
+		if f := strings.Fields(in); prefix != "" && len(f) > 0 {
+			if n, err := strconv.Atoi(f[len(f)-1]); promptMean > 0 {
+				f[len(f)-1] = fmt.Sprint(promptMean)
+			} else if err == nil && prefixLen > 0 {
+				f[len(f)-1] = fmt.Sprint(n + prefixLen)
+			}
 			in = strings.Join(f, " ")
 		}
 		name = in + "→" + out
@@ -451,7 +458,7 @@ func (p *runsPanel) comparison() []string {
 	num := func(v float64) string { return siNumber(v) }
 	sa, sb := a.active.Seconds(), b.active.Seconds()
 	text("settings", settingsOf(a), settingsOf(b))
-	text("workload", rowWorkload(a), rowWorkload(b))
+	text("workload", p.rowWorkload(a), p.rowWorkload(b))
 	text("util · KV", fmt.Sprintf("%.2f · %s", a.n.util, orDash(a.n.kvTokens > 0, siNumber(float64(a.n.kvTokens)))),
 		fmt.Sprintf("%.2f · %s", b.n.util, orDash(b.n.kvTokens > 0, siNumber(float64(b.n.kvTokens)))))
 	text("duration", fmt.Sprintf("%s · %d req", fmtAge(a.active), a.e.Requests), fmt.Sprintf("%s · %d req", fmtAge(b.active), b.e.Requests))
