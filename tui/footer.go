@@ -43,8 +43,13 @@ func (f *footer) View(k KeyMap, p panel) string {
 	case s.phase == phaseConfirming:
 		// The question and its keys whole; the shorter form where the long one would be cut.
 		q := fmt.Sprintf("restart the server with --gpu-memory-utilization %.2f (now %.2f)? enter/y restart · esc/n cancel", s.pendingUtil, s.util)
+		short := fmt.Sprintf("restart with util %.2f (now %.2f)? enter/y yes · esc/n no", s.pendingUtil, s.util)
+		if !utilPending(s) {
+			q = fmt.Sprintf("restart the server as it is (--gpu-memory-utilization %.2f)? enter/y restart · esc/n cancel", s.util)
+			short = fmt.Sprintf("restart as it is (util %.2f)? enter/y yes · esc/n no", s.util)
+		}
 		if lipgloss.Width(q)+3+lipgloss.Width(must) > f.w {
-			q = fmt.Sprintf("restart with util %.2f (now %.2f)? enter/y yes · esc/n no", s.pendingUtil, s.util)
+			q = short
 		}
 		msg = st.Confirm.Render(q)
 	case s.status != "" && s.statusBad:
@@ -74,6 +79,9 @@ func (f *footer) View(k KeyMap, p panel) string {
 			}
 			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
 				continue // keys that only say they cannot work here (? lists them)
+			}
+			if b.Help() == k.Restart.Help() && !utilPending(s) {
+				continue // no utilisation pending: the key restarts as it is (? lists it)
 			}
 			if s.tune.kind != tuneIdle && refusedWhileTuning(k, b) {
 				continue // a tuning run refuses them until it ends

@@ -402,6 +402,10 @@ func (m *Model) modalKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 			s.phase, s.pendingUtil = phaseIdle, s.util
 			c.setStatus("restart cancelled", false)
 			return nil, true
+		case !key.Matches(msg, k.Quit) && !key.Matches(msg, k.ForceQuit):
+			// The question holds the keyboard: a key meant for the dashboard must not act
+			// while it waits, nor the question stay up over what the key did.
+			return nil, true
 		}
 	}
 	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
@@ -621,6 +625,9 @@ func (m *Model) nudgeUtil(d float64) {
 	s.pendingUtil = math.Round(math.Min(math.Max(base+d, 0.05), 1)*100) / 100
 	c.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", s.pendingUtil), false)
 }
+
+// utilPending reports whether a utilisation other than the server's waits for a restart.
+func utilPending(s *state) bool { return math.Abs(s.pendingUtil-s.util) >= 0.005 }
 
 func (m *Model) askRestart() {
 	c, s := m.c, &m.c.s

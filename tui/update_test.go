@@ -579,3 +579,28 @@ func TestExitedServerIsNotJustUnreachable(t *testing.T) {
 	assert.Contains(t, head, "exited (exit status 0)")
 	assert.NotContains(t, head, "unreachable")
 }
+
+// The restart question holds the keyboard: a dashboard key waits for its answer rather than
+// act under it. With no utilisation pending it asks to restart the server as it is, and the
+// footer does not offer enter as if one were pending.
+func TestRestartQuestionHoldsTheKeys(t *testing.T) {
+	d := sized(t)
+	d.m.c.s.util, d.m.c.s.pendingUtil = 0.90, 0.90
+	assert.NotContains(t, d.view(), "enter restart with pending util", "nothing is pending")
+	d.press("enter")
+	require.Equal(t, phaseConfirming, d.m.c.s.phase)
+	assert.Contains(t, d.view(), "restart the server as it is (--gpu-memory-utilization 0.90)?")
+	conc := d.m.c.s.concurrency
+	d.press(" ")
+	d.press("+")
+	assert.False(t, d.td.load.isPaused(), "space did not pause the load under the question")
+	assert.Equal(t, conc, d.m.c.s.concurrency, "+ did not change the load under the question")
+	assert.Equal(t, phaseConfirming, d.m.c.s.phase, "the question is still up")
+	d.press("esc")
+	assert.Equal(t, phaseIdle, d.m.c.s.phase)
+
+	d.press("u")
+	assert.Contains(t, d.view(), "pending --gpu-memory-utilization 0.89 (enter restarts)")
+	d.press("enter")
+	assert.Contains(t, d.view(), "restart the server with --gpu-memory-utilization 0.89 (now 0.90)?")
+}
