@@ -71,6 +71,8 @@ func New(d Deps) *Model {
 	c.s.notes[c.s.epoch] = &epochNote{util: d.InitialUtil, workload: d.Workload}
 	if d.StartPaused {
 		c.pauseChanged(true)
+	} else if d.Load != nil && d.InitialConc == 0 && d.InitialRate <= 0 {
+		c.setStatus("no load: --max-concurrency 0 sends nothing until + or ] starts it", false)
 	}
 	m := &Model{c: c, keys: DefaultKeyMap(), header: newHeader(c), footer: newFooter(c), help: newHelpView(c), tabs: tabsFor(d)}
 	m.keys.Views = viewKeysOf(m.tabs)

@@ -604,3 +604,11 @@ func TestRestartQuestionHoldsTheKeys(t *testing.T) {
 	d.press("enter")
 	assert.Contains(t, d.view(), "restart the server with --gpu-memory-utilization 0.89 (now 0.90)?")
 }
+
+// A dashboard started with no load says so, and which key starts one.
+func TestNoLoadAtStartIsSaid(t *testing.T) {
+	d := newDriver(t, 120, 40, func(dp *Deps) { dp.InitialConc = 0 })
+	assert.Contains(t, d.view(), "no load: --max-concurrency 0 sends nothing until + or ] starts it")
+	d = newDriver(t, 120, 40, func(dp *Deps) { dp.InitialConc = 4 })
+	assert.NotContains(t, d.view(), "no load")
+}

@@ -136,9 +136,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 	case !themeKnown:
 		return cliflag.Usagef("--theme %q: choose one of %s", o.deps.Theme, strings.Join(themes.Names(), ", "))
 	case l.Concurrency < 0:
-		return cliflag.Usagef("--max-concurrency %d: want 1 or more (0 only as --request-rate's cap: no cap)", l.Concurrency)
-	case l.Concurrency == 0 && !(l.Rate > 0):
-		return cliflag.Usagef("--max-concurrency 0 sends nothing: want 1 or more (space pauses the load once it runs)")
+		return cliflag.Usagef("--max-concurrency %d: want 0 (no load until + starts it; with --request-rate, no cap) or more", l.Concurrency)
 	case l.Rate < 0 || o.changed("request-rate") && !(l.Rate > 0):
 		return cliflag.Usagef("--request-rate %g: want a positive rate in requests/s (leave it out for the closed loop)", l.Rate)
 	case l.Short.InputLen < 1, l.Short.OutputLen < 1, l.Long.InputLen < 1:

@@ -158,8 +158,7 @@ func TestLoadFlagsAreRefusedByName(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--max-concurrency", "0"}, "--max-concurrency 0 sends nothing"},
-		{[]string{"--max-concurrency", "-5"}, "--max-concurrency -5: want 1 or more"},
+		{[]string{"--max-concurrency", "-5"}, "--max-concurrency -5: want 0 (no load until + starts it; with --request-rate, no cap) or more"},
 		{[]string{"--request-rate", "0"}, "--request-rate 0: want a positive rate"},
 		{[]string{"--request-rate", "-1"}, "--request-rate -1: want a positive rate"},
 		{[]string{"--random-output-len", "0"}, "--random-input-len, --random-output-len and --long-input-len must be at least 1"},
