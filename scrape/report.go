@@ -279,6 +279,9 @@ func prefixCachingOff(s *Snapshot) bool {
 func printWindow(t *table, s *Snapshot, win *Window, m *Model, mw *ModelWindow) {
 	t.line("")
 	title := fmt.Sprintf("over the last %s", textfmt.Fixed(win.ElapsedSeconds, 1)+" s")
+	if win.SinceRestart {
+		title += ", since the server restarted"
+	}
 	switch {
 	case win.Restarted:
 		t.row("window", title+": the server restarted, so no rates")

@@ -257,8 +257,11 @@ type Window struct {
 	// Restarted is set when the server restarted between the snapshots (its process start
 	// time changed, or a counter or histogram went down). Every rate and distribution is
 	// then absent: the counts across a restart are unknown.
-	Restarted bool          `json:"restarted"`
-	Models    []ModelWindow `json:"models"`
+	Restarted bool `json:"restarted"`
+	// SinceRestart is set on a window its maker shortened to begin after a restart, where the
+	// span asked for reached back across it.
+	SinceRestart bool          `json:"since_restart,omitempty"`
+	Models       []ModelWindow `json:"models"`
 }
 
 // ModelWindow is one model's window: all engines together, and each engine.

@@ -280,3 +280,39 @@ func TestResultsKeepsTheNewestWithinTheCap(t *testing.T) {
 		assert.LessOrEqual(t, len(r.ErrorMessage), 4100)
 	}
 }
+
+// A window that reaches back across a restart begins at the restarted server's first scrape,
+// found among those between, whether the bundle is in memory or streamed from its file.
+func TestWindowsBeginAfterARestart(t *testing.T) {
+	base := capture(t)
+	const start = "process_start_time_seconds 1.78702152187e+09"
+	require.Contains(t, base, start)
+	r := NewRing(0, 0, -1)
+	for i := range 7 {
+		body, gen := base, 1000*i
+		if i >= 3 { // the server restarted between the third and fourth scrapes
+			body, gen = strings.Replace(base, start, "process_start_time_seconds 1.78702160000e+09", 1), 1000*(i-3)
+		}
+		r.Add("gpu-a", t0.Add(time.Duration(i)*10*time.Second), []byte(exposition.Add(body, "vllm:generation_tokens_total", float64(gen))))
+	}
+	b := Bundle{Created: t0.Add(70 * time.Second), Span: 10 * time.Minute, Scrapes: r.Snapshot(t0.Add(70*time.Second), 0)}
+	file, err := Write(t.TempDir(), b)
+	require.NoError(t, err)
+	opened, err := Open(context.Background(), file)
+	require.NoError(t, err)
+	for _, from := range []*Bundle{&b, opened} {
+		ws, err := from.Windows(context.Background(), 5*time.Minute)
+		require.NoError(t, err)
+		require.Len(t, ws, 1)
+		w := ws[0].Window
+		assert.False(t, w.Restarted)
+		assert.True(t, w.SinceRestart)
+		assert.Equal(t, 30.0, w.ElapsedSeconds, "from the fourth scrape, the restarted server's first, to the seventh")
+		require.Len(t, w.Models, 1)
+		assert.Equal(t, scrape.Some(100), w.Models[0].Total.GenerationTokensPerSec)
+	}
+	ws, err := b.Windows(context.Background(), 20*time.Second)
+	require.NoError(t, err)
+	assert.False(t, ws[0].Window.SinceRestart, "a span after the restart needs no shortening")
+	assert.Equal(t, 20.0, ws[0].Window.ElapsedSeconds)
+}

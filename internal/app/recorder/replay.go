@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -82,7 +83,103 @@ func (b *Bundle) Windows(ctx context.Context, span time.Duration) ([]EndpointWin
 		}
 		out = append(out, w)
 	}
-	return out, nil
+	return out, b.sinceRestart(ctx, out, pairs)
+}
+
+// sinceRestart shortens each window that reaches back across a restart to begin at the
+// endpoint's first scrape of the restarted server, found by bisection over the scrapes
+// between the two (a restart is the last one in the span, or the bisection finds the
+// newest). A window of one scrape has no rates, as before.
+func (b *Bundle) sinceRestart(ctx context.Context, out []EndpointWindow, pairs map[string]pair) error {
+	type search struct {
+		w      *EndpointWindow
+		idx    []int // the endpoint's scrapes after the old base, oldest first, the last cur
+		lo, hi int   // idx[lo] is across the restart from cur, idx[hi] is not
+	}
+	var todo []*search
+	by := b.byEndpoint()
+	for i := range out {
+		w := &out[i]
+		if !w.OK || !w.Window.Restarted {
+			continue
+		}
+		p := pairs[w.Endpoint]
+		idx := by[w.Endpoint]
+		from := slices.Index(idx, p.base)
+		to := slices.Index(idx, p.cur)
+		if from < 0 || to <= from {
+			continue
+		}
+		todo = append(todo, &search{w: w, idx: idx[from : to+1], lo: 0, hi: to - from})
+	}
+	for {
+		need := map[int]bool{}
+		for _, s := range todo {
+			if s.hi-s.lo > 1 {
+				need[s.idx[(s.lo+s.hi)/2]] = true
+			}
+		}
+		if len(need) == 0 {
+			break
+		}
+		snaps := map[int]scrape.Snapshot{}
+		bad := map[int]bool{}
+		if err := b.parse(ctx, need, func(i int, s scrape.Snapshot, err error) {
+			s.Unmapped, s.Time = nil, b.Scrapes[i].Time
+			snaps[i], bad[i] = s, err != nil
+		}); err != nil {
+			return err
+		}
+		for _, s := range todo {
+			if s.hi-s.lo <= 1 {
+				continue
+			}
+			mid := (s.lo + s.hi) / 2
+			m := snaps[s.idx[mid]]
+			if bad[s.idx[mid]] || scrape.Compare(&m, &s.w.Cur).Restarted {
+				s.lo = mid
+			} else {
+				s.hi = mid
+			}
+		}
+	}
+	for _, s := range todo {
+		if s.hi == len(s.idx)-1 {
+			continue // the restart came right before the last scrape: no window after it
+		}
+		need := map[int]bool{s.idx[s.hi]: true}
+		var base scrape.Snapshot
+		var perr error
+		if err := b.parse(ctx, need, func(i int, snap scrape.Snapshot, err error) {
+			snap.Unmapped, snap.Time = nil, b.Scrapes[i].Time
+			base, perr = snap, err
+		}); err != nil {
+			return err
+		}
+		if perr != nil {
+			continue
+		}
+		if w := scrape.Compare(&base, &s.w.Cur); !w.Restarted {
+			w.SinceRestart = true
+			s.w.Window = w
+		}
+	}
+	return nil
+}
+
+// byEndpoint is each endpoint's scrapes, oldest first.
+func (b *Bundle) byEndpoint() map[string][]int {
+	order := make([]int, len(b.Scrapes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return b.Scrapes[order[i]].Time.Before(b.Scrapes[order[j]].Time) })
+	by := map[string][]int{}
+	for _, i := range order {
+		ep := b.Scrapes[i].Endpoint
+		by[ep] = append(by[ep], i)
+	}
+	return by
 }
 
 func firstErr(a, b error) error {
@@ -94,16 +191,7 @@ func firstErr(a, b error) error {
 
 // pairs picks each endpoint's two scrapes; cur is -1 with fewer than two.
 func (b *Bundle) pairs(span time.Duration) map[string]pair {
-	order := make([]int, len(b.Scrapes))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return b.Scrapes[order[i]].Time.Before(b.Scrapes[order[j]].Time) })
-	by := map[string][]int{}
-	for _, i := range order {
-		ep := b.Scrapes[i].Endpoint
-		by[ep] = append(by[ep], i)
-	}
+	by := b.byEndpoint()
 	out := make(map[string]pair, len(by))
 	for ep, idx := range by {
 		if len(idx) < 2 {
