@@ -13,7 +13,11 @@ import (
 type helpView struct {
 	c    *common
 	w, h int
+	top  int // the first line of the keys shown, where they are more than the screen has
 }
+
+// scroll moves the keys shown by n lines (negative: up), within what there is.
+func (h *helpView) scroll(n int) { h.top = max(h.top+n, 0) }
 
 func newHelpView(c *common) *helpView { return &helpView{c: c} }
 
@@ -39,7 +43,10 @@ func globalHelp(k KeyMap) []helpGroup {
 					keys, descs = append(keys, b.Help().Key), append(descs, e.descs[i])
 				}
 			}
-			if len(keys) > 0 {
+			switch {
+			case len(keys) == len(e.of) && e.key != "":
+				g.keys = append(g.keys, key.NewBinding(key.WithHelp(e.key, e.desc))) // all of them, in short
+			case len(keys) > 0:
 				g.keys = append(g.keys, key.NewBinding(key.WithHelp(strings.Join(keys, "/"), strings.Join(descs, e.sep))))
 			}
 		}
@@ -50,26 +57,29 @@ func globalHelp(k KeyMap) []helpGroup {
 	one := func(b key.Binding, desc string) helpEntry {
 		return helpEntry{of: []key.Binding{b}, descs: []string{desc}}
 	}
-	add("views", helpEntry{of: []key.Binding{k.NextView, k.PrevView}, descs: []string{"next", "previous view"}, sep: " / "},
+	tk := k.Tune
+	add("views", helpEntry{of: []key.Binding{k.NextView, k.PrevView}, descs: []string{"next", "previous view"}, sep: " / ", key: "tab/shift+tab", desc: "next / previous view"},
 		one(key.NewBinding(key.WithKeys("1"), key.WithHelp(fmt.Sprintf("1-%d", len(k.Views)), "")), "view by number"))
-	add("load", helpEntry{of: []key.Binding{k.More, k.Less}, descs: []string{"load +1", "-1"}, sep: " / "},
-		helpEntry{of: []key.Binding{k.Double, k.Halve}, descs: []string{"load ×2", "÷2"}, sep: " / "},
+	add("load", helpEntry{of: []key.Binding{k.More, k.Less}, descs: []string{"load +1", "-1"}, sep: " / ", key: "+/-", desc: "load ±1"},
+		helpEntry{of: []key.Binding{k.Double, k.Halve}, descs: []string{"load ×2", "÷2"}, sep: " / ", key: "]/[", desc: "load ×2 / ÷2"},
 		one(k.RateMode, "rate / concurrency"), one(k.Pause, "pause / resume"), one(k.PromptLen, "short / long prompts"),
 		one(k.Prefix, "shared prefix on / off"))
-	add("server", helpEntry{of: []key.Binding{k.UtilDown, k.UtilUp}, descs: []string{"util −0.01", "+0.01"}, sep: " / "},
-		helpEntry{of: []key.Binding{k.UtilDownBig, k.UtilUpBig}, descs: []string{"util −0.05", "+0.05"}, sep: " / "},
+	add("server", helpEntry{of: []key.Binding{k.UtilDown, k.UtilUp}, descs: []string{"util −0.01", "+0.01"}, sep: " / ", key: "u/U", desc: "util −/+ 0.01"},
+		helpEntry{of: []key.Binding{k.UtilDownBig, k.UtilUpBig}, descs: []string{"util −0.05", "+0.05"}, sep: " / ", key: "ctrl+u/y", desc: "util −/+ 0.05"},
 		one(k.Restart, "restart with it"),
-		helpEntry{of: []key.Binding{k.Tune.Search, k.Tune.Sweep, k.Tune.Export}, descs: []string{"SLO search", "util sweep", "export"}, sep: " / "})
+		helpEntry{of: []key.Binding{tk.Search, tk.Sweep, tk.Export}, descs: []string{"SLO search", "util sweep", "export"}, sep: " / "})
 	add("dashboard", one(k.Theme, "next theme"), helpEntry{of: []key.Binding{k.Canary, k.Record}, descs: []string{"canary", "bundle"}, sep: " / "},
 		one(k.Quit, "quit (twice: force)"), one(k.ForceQuit, "force quit"))
 	return groups
 }
 
-// helpEntry is one line of the help: the bindings it names together, each with its words.
+// helpEntry is one line of the help: the bindings it names together, each with its words,
+// and (key and desc) a shorter line for all of them at once.
 type helpEntry struct {
-	of    []key.Binding
-	descs []string
-	sep   string
+	of        []key.Binding
+	descs     []string
+	sep       string
+	key, desc string
 }
 
 // helpNotes explain what is on screen but not in a key.
@@ -99,11 +109,18 @@ func (h *helpView) View(k KeyMap, p panel, name string) string {
 		}
 	}
 	out := []string{st.Title.Render("Keys") + st.Muted.Render("  (? or esc closes)")}
-	out = append(out, masonry(blocks, h.w, 3)...)
-	if h.h > 1 && len(out) > h.h {
-		// The rest would be cut without a word; the keys that end the session are said here.
-		more := fmt.Sprintf("… %d more lines · q quits, ctrl+c forces · a taller terminal shows them all", len(out)-h.h+1)
-		out = append(out[:h.h-1], st.Muted.Render(truncate(more, h.w)))
+	keys := masonry(blocks, h.w, 3)
+	if h.h > 2 && len(keys)+1 > h.h {
+		// The rest would be cut without a word: ↓ and ↑ scroll the keys, and the keys that end
+		// the session are said here.
+		room := h.h - 2
+		h.top = min(h.top, len(keys)-room)
+		shown := keys[h.top : h.top+room]
+		more := fmt.Sprintf("↓/↑ scroll · %d above, %d below · q quits, ctrl+c forces", h.top, len(keys)-h.top-room)
+		out = append(append(out, shown...), st.Muted.Render(truncate(more, h.w)))
+	} else {
+		h.top = 0
+		out = append(out, keys...)
 	}
 	// The notes that fit whole, below the keys.
 	for i, n := range helpNotes {

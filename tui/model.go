@@ -414,6 +414,24 @@ func (m *Model) modalKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		m.showHelp = false
 		return nil, true
 	}
+	if m.showHelp {
+		// The help scrolls where its keys are more than the screen; the view behind it does not.
+		switch msg.String() {
+		case "down", "j":
+			m.help.scroll(1)
+			return nil, true
+		case "up", "k":
+			m.help.scroll(-1)
+			return nil, true
+		case "pgdown", "pgup":
+			page := max(m.scr.Body.H-2, 1)
+			if msg.String() == "pgup" {
+				page = -page
+			}
+			m.help.scroll(page)
+			return nil, true
+		}
+	}
 	if msg.Type == tea.KeyEsc && s.fleet.drill != nil && !m.showHelp {
 		m.leaveDrill()
 		return nil, true
@@ -435,7 +453,7 @@ func (m *Model) globalKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 		cmd := m.quit()
 		return cmd, m.c.s.phase == phaseForced
 	case key.Matches(msg, k.Help):
-		m.showHelp = !m.showHelp
+		m.showHelp, m.help.top = !m.showHelp, 0
 	case key.Matches(msg, k.NextView):
 		m.setView((m.active + 1) % len(m.panels))
 	case key.Matches(msg, k.PrevView):

@@ -183,9 +183,27 @@ func TestHelpAtTheSmallestSizeSaysWhatItHides(t *testing.T) {
 	d.press("?")
 	require.True(t, d.m.showHelp)
 	out := d.view()
-	assert.Regexp(t, `… \d+ more lines · q quits, ctrl\+c forces`, out)
+	assert.Regexp(t, `↓/↑ scroll · 0 above, \d+ below · q quits, ctrl\+c forces`, out)
 	assert.LessOrEqual(t, maxLineWidth(out), 60)
 	assert.LessOrEqual(t, len(strings.Split(out, "\n")), 16)
+
+	// ↓ scrolls the keys, not the view behind; at the bottom every key has been shown.
+	seen := out
+	for range 40 {
+		d.press("down")
+		seen += d.view()
+	}
+	assert.Regexp(t, `↓/↑ scroll · \d+ above, 0 below`, d.view())
+	for _, g := range globalHelp(d.m.keys) {
+		for _, b := range g.keys {
+			assert.Contains(t, seen, b.Help().Desc)
+		}
+	}
+	d.press("up")
+	assert.Regexp(t, `↓/↑ scroll · \d+ above, 1 below`, d.view())
+	d.press("esc")
+	d.press("?")
+	assert.Contains(t, d.view(), "scroll · 0 above", "the help opens at its top")
 }
 
 func TestHelpIsCompleteAtEverySize(t *testing.T) {
@@ -198,7 +216,7 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 			out := d.view()
 			assert.LessOrEqual(t, maxLineWidth(out), sz[0])
 			assert.LessOrEqual(t, len(strings.Split(out, "\n")), sz[1], "%dx%d %s: the help fits the screen", sz[0], sz[1], tb.name)
-			if strings.Contains(out, "more lines · q quits") {
+			if strings.Contains(out, "↓/↑ scroll") {
 				// A panel with many keys at 80x24: the help says what it hides.
 				d.press("esc")
 				continue
