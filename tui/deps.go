@@ -100,7 +100,10 @@ type Deps struct {
 	InitialUtil    float64 // the --gpu-memory-utilization the server started with
 	// PrefixLen is the prefix demo's tokens before each prompt (--prefix-len), for the Runs
 	// view's workload of an epoch no request of which finished yet.
-	PrefixLen       int
+	PrefixLen int
+	// Burstiness is the open loop\'s gamma shape (--burstiness; 0 is 1, Poisson), for how
+	// much a rate probe\'s count of started requests varies by chance.
+	Burstiness      float64
 	InitialConc     int
 	InitialRate     float64 // above 0: the load starts in rate mode at this many requests/s (--request-rate)
 	RateCap         int     // above 0: the open loop's cap on requests in flight (--max-concurrency with a rate)

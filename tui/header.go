@@ -226,7 +226,9 @@ func (h *header) loadLine() string {
 		base := append(append([]item(nil), items...), verdict...)
 		line := fitItems(base, sep, h.w)
 		for _, cn := range canary {
-			if l := fitItems(append(base, cn), sep, h.w); strings.Contains(l, cn.text) {
+			// A canary form that fits, and leaves in the line the verdict that was there.
+			l := fitItems(append(base, cn), sep, h.w)
+			if strings.Contains(l, cn.text) && (len(verdict) == 0 || strings.Contains(l, verdict[0].text) || !strings.Contains(line, verdict[0].text)) {
 				return l
 			}
 		}

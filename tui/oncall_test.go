@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	tea "github.com/charmbracelet/bubbletea"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,4 +77,28 @@ func TestRecordKeyWritesOffTheUIGoroutine(t *testing.T) {
 	d.send(d.press("B")())
 	assert.True(t, d.m.c.s.statusBad)
 	assert.Contains(t, d.m.c.s.status, "disk full")
+}
+
+// A DEGRADED verdict keeps its place in the header beside the canary: the canary gives way.
+func TestCanaryNeverHidesADegradedVerdict(t *testing.T) {
+	for _, w := range []int{80, 100, 200} {
+		cn := &fakeCanary{}
+		d := newDriver(t, w, 24, func(dp *Deps) { dp.Mode, dp.Canary = ModeAttach, cn })
+		for range 5 {
+			d.requests(3, 40*time.Millisecond)
+			d.second()
+		}
+		d.press("C")
+		cn.last = &loadgen.CanarySample{TTFT: 42 * time.Millisecond, TPOT: 9 * time.Millisecond, OutputTokens: 16}
+		q := kvVerdict
+		q.Rule = "queue-bound"
+		d.second()
+		d.m.c.s.verdicts = []diagnose.Verdict{kvVerdict, q}
+		d.m.header.Update(refreshMsg{})
+		head := strings.Split(d.view(), "\n")[1]
+		assert.Contains(t, head, "DEGRADED", "%d columns: %q", w, head)
+		if w == 200 {
+			assert.Contains(t, head, "canary", "room for both")
+		}
+	}
 }

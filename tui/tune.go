@@ -527,7 +527,7 @@ func (m *Model) tuneSecond(now time.Time) {
 		st = s.runs[i]
 	}
 	timedOut := now.Sub(p.measureSince) >= cfg.ProbeTimeout
-	long := !p.rate || now.Sub(p.measureSince) >= rateProbeWindow
+	long := !p.rate || now.Sub(p.measureSince) >= rateWindow(st)
 	if st.Requests >= p.measureTarget(cfg) && long || timedOut || p.spoiled != "" {
 		var err error
 		switch why := probeHealth(p.spoiled, st); {
@@ -537,7 +537,7 @@ func (m *Model) tuneSecond(now time.Time) {
 		case st.Requests == 0:
 			err = fmt.Errorf("%s: no request finished in %s", m.valueLabel(p.value), fmtSpan(cfg.ProbeTimeout))
 		case p.rate:
-			if why := keptUp(s.loader.Started-p.started, s.loader.Finished-p.finished, now.Sub(p.measureSince)); why != "" {
+			if why := keptUp(s.loader.Started-p.started, s.loader.Finished-p.finished, now.Sub(p.measureSince), c.deps.Burstiness); why != "" {
 				err = &loadgen.UnsustainedError{Reason: why}
 			}
 		}
@@ -562,16 +562,29 @@ const maxProbeLag = 50 * time.Millisecond
 // seconds (5 s at 80 req/s), and a short window reads only the first requests of its queue.
 const rateProbeWindow = 10 * time.Second
 
+// rateWindow is how long a rate probe measures: rateProbeWindow, and at least three of its
+// requests' median latency, so that the requests in flight at either end of the window (and
+// their growth while the batch fills) are a small part of what it counts.
+func rateWindow(st loadgen.EpochStats) time.Duration {
+	return max(rateProbeWindow, 3*st.E2EL.P50)
+}
+
 // keptUp says how a rate probe's server fell behind its load, "" when it kept up: over the
 // measured window it must finish about as many requests as the client started. An open loop
 // above what the server serves queues the rest, and a short window reads the latencies of
-// the queue's first requests; the queue only shows in the count. The slack is a tenth of the
-// starts, or two standard deviations of a Poisson count, whichever is larger.
-func keptUp(started, finished int64, window time.Duration) string {
+// the queue's first requests; the queue only shows in the count. The probe fails when the
+// shortfall is both more than a tenth of the starts and more than three standard deviations
+// of the difference of two counts: the starts, gamma arrivals of shape burstiness (variance
+// about starts/burstiness), and the finishes (about Poisson).
+func keptUp(started, finished int64, window time.Duration, burstiness float64) string {
 	if started <= 0 || window <= 0 {
 		return ""
 	}
-	slack := math.Max(0.1*float64(started), 2*math.Sqrt(float64(started)))
+	if !(burstiness > 0) {
+		burstiness = 1
+	}
+	sd := math.Sqrt(float64(started)/burstiness + float64(finished))
+	slack := math.Max(0.1*float64(started), 3*sd)
 	if float64(finished) >= float64(started)-slack {
 		return ""
 	}
@@ -907,11 +920,16 @@ func (p tunePlan) run(ctx context.Context, out chan<- tea.Msg) {
 			_, err = loadgen.SearchSLO(ctx, search, probe, onProbe)
 		} else {
 			for _, v := range p.ladder() {
-				var docs []loadgen.ResultDoc
-				if docs, err = probe(ctx, v, "ladder"); err != nil {
+				docs, perr := probe(ctx, v, "ladder")
+				var un *loadgen.UnsustainedError
+				pr := loadgen.SLOProbe{Value: v, Phase: "ladder", Docs: docs, Means: map[string]float64{}, Margin: math.NaN()}
+				if errors.As(perr, &un) {
+					pr.Unsustained, perr = un.Reason, nil // a result of the ladder, not its end
+				}
+				if err = perr; err != nil {
 					break
 				}
-				onProbe(loadgen.SLOProbe{Value: v, Phase: "ladder", Docs: docs, Means: map[string]float64{}, Margin: math.NaN()})
+				onProbe(pr)
 			}
 		}
 		var um *loadgen.UnmeasuredError

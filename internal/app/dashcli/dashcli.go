@@ -156,7 +156,7 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		o.deps.RateCap = l.MaxInFlight
 	}
 	o.deps.Goodput, o.deps.LiveWindow, o.deps.NoColor = l.Goodput, loadgen.DefaultLiveWindow, getenv("NO_COLOR") != ""
-	o.deps.PrefixLen = l.PrefixLen
+	o.deps.PrefixLen, o.deps.Burstiness = l.PrefixLen, l.Burstiness
 	l.Long.OutputLen, l.Long.RangeRatio = l.Short.OutputLen, l.Short.RangeRatio
 	if l.Client.APIKey == "" {
 		l.Client.APIKey = loadgen.APIKeyFromEnv(getenv)
