@@ -316,3 +316,27 @@ func TestWindowsBeginAfterARestart(t *testing.T) {
 	assert.False(t, ws[0].Window.SinceRestart, "a span after the restart needs no shortening")
 	assert.Equal(t, 20.0, ws[0].Window.ElapsedSeconds)
 }
+
+// Without process_start_time_seconds a restart shows only as counters that went down, which
+// says nothing of the scrapes between: a short-lived server there would pass for the last.
+// Such a window keeps its restart and no rates rather than guess.
+func TestWindowsAcrossARestartWithoutAProcessStartTimeKeepNoRates(t *testing.T) {
+	var kept []string
+	for _, l := range strings.Split(capture(t), "\n") {
+		if !strings.HasPrefix(l, "process_start_time_seconds") {
+			kept = append(kept, l)
+		}
+	}
+	base := strings.Join(kept, "\n")
+	r := NewRing(0, 0, -1)
+	// Three servers: A's counters, then a short-lived B's, then C's.
+	for i, gen := range []int{5000, 8000, 0, 100, 200, 1200, 2200, 3200} {
+		r.Add("gpu-a", t0.Add(time.Duration(i)*10*time.Second), []byte(exposition.Add(base, "vllm:generation_tokens_total", float64(gen))))
+	}
+	b := Bundle{Created: t0.Add(80 * time.Second), Span: 10 * time.Minute, Scrapes: r.Snapshot(t0.Add(80*time.Second), 0)}
+	ws, err := b.Windows(context.Background(), 5*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	assert.True(t, ws[0].Window.Restarted)
+	assert.False(t, ws[0].Window.SinceRestart)
+}

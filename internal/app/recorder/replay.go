@@ -88,83 +88,77 @@ func (b *Bundle) Windows(ctx context.Context, span time.Duration) ([]EndpointWin
 
 // sinceRestart shortens each window that reaches back across a restart to begin at the
 // endpoint's first scrape of the restarted server, found by bisection over the scrapes
-// between the two (a restart is the last one in the span, or the bisection finds the
-// newest). A window of one scrape has no rates, as before.
+// between the two. Bisection needs a test that holds for every scrape before the restart and
+// none after: a different process start time is one, counters that went down are not (a
+// short-lived server between two others looks continuous with the last), so only servers that
+// export process_start_time_seconds are searched; the others keep the window without rates.
 func (b *Bundle) sinceRestart(ctx context.Context, out []EndpointWindow, pairs map[string]pair) error {
-	type search struct {
-		w      *EndpointWindow
-		idx    []int // the endpoint's scrapes after the old base, oldest first, the last cur
-		lo, hi int   // idx[lo] is across the restart from cur, idx[hi] is not
-	}
-	var todo []*search
+	var todo []*restartSearch
 	by := b.byEndpoint()
 	for i := range out {
 		w := &out[i]
-		if !w.OK || !w.Window.Restarted {
+		if !w.OK || !w.Window.Restarted || !w.Cur.ProcessStartSeconds.OK {
 			continue
 		}
-		p := pairs[w.Endpoint]
-		idx := by[w.Endpoint]
-		from := slices.Index(idx, p.base)
-		to := slices.Index(idx, p.cur)
-		if from < 0 || to <= from {
-			continue
+		p, idx := pairs[w.Endpoint], by[w.Endpoint]
+		from, to := slices.Index(idx, p.base), slices.Index(idx, p.cur)
+		if from >= 0 && to > from {
+			todo = append(todo, &restartSearch{w: w, idx: idx[from : to+1], hi: to - from})
 		}
-		todo = append(todo, &search{w: w, idx: idx[from : to+1], lo: 0, hi: to - from})
 	}
 	for {
 		need := map[int]bool{}
 		for _, s := range todo {
-			if s.hi-s.lo > 1 {
-				need[s.idx[(s.lo+s.hi)/2]] = true
+			if s.open() {
+				need[s.idx[s.mid()]] = true
 			}
 		}
 		if len(need) == 0 {
 			break
 		}
-		snaps := map[int]scrape.Snapshot{}
-		bad := map[int]bool{}
-		if err := b.parse(ctx, need, func(i int, s scrape.Snapshot, err error) {
-			s.Unmapped, s.Time = nil, b.Scrapes[i].Time
-			snaps[i], bad[i] = s, err != nil
+		if err := b.parse(ctx, need, func(i int, snap scrape.Snapshot, err error) {
+			snap.Unmapped, snap.Time = nil, b.Scrapes[i].Time
+			for _, s := range todo {
+				if s.open() && s.idx[s.mid()] == i {
+					s.step(snap, err)
+				}
+			}
 		}); err != nil {
 			return err
-		}
-		for _, s := range todo {
-			if s.hi-s.lo <= 1 {
-				continue
-			}
-			mid := (s.lo + s.hi) / 2
-			m := snaps[s.idx[mid]]
-			if bad[s.idx[mid]] || scrape.Compare(&m, &s.w.Cur).Restarted {
-				s.lo = mid
-			} else {
-				s.hi = mid
-			}
 		}
 	}
 	for _, s := range todo {
-		if s.hi == len(s.idx)-1 {
-			continue // the restart came right before the last scrape: no window after it
-		}
-		need := map[int]bool{s.idx[s.hi]: true}
-		var base scrape.Snapshot
-		var perr error
-		if err := b.parse(ctx, need, func(i int, snap scrape.Snapshot, err error) {
-			snap.Unmapped, snap.Time = nil, b.Scrapes[i].Time
-			base, perr = snap, err
-		}); err != nil {
-			return err
-		}
-		if perr != nil {
-			continue
-		}
-		if w := scrape.Compare(&base, &s.w.Cur); !w.Restarted {
-			w.SinceRestart = true
-			s.w.Window = w
+		if s.found != nil { // else the restart came right before the last scrape: no window
+			if w := scrape.Compare(s.found, &s.w.Cur); !w.Restarted {
+				w.SinceRestart = true
+				s.w.Window = w
+			}
 		}
 	}
 	return nil
+}
+
+// restartSearch is one endpoint's bisection: idx[lo] is of an earlier process than the last
+// scrape, idx[hi] of the same one (found holds it, parsed, once it is not the last).
+type restartSearch struct {
+	w      *EndpointWindow
+	idx    []int // the endpoint's scrapes from the window's base to its last, oldest first
+	lo, hi int
+	found  *scrape.Snapshot
+}
+
+func (s *restartSearch) open() bool { return s.hi-s.lo > 1 }
+func (s *restartSearch) mid() int   { return (s.lo + s.hi) / 2 }
+
+// step moves the bisection on by the midpoint's scrape: one that does not parse, or whose
+// process start time is not the last scrape's (or is not given), counts as before the restart.
+func (s *restartSearch) step(snap scrape.Snapshot, err error) {
+	start, cur := snap.ProcessStartSeconds, s.w.Cur.ProcessStartSeconds
+	if err != nil || !start.OK || start.V != cur.V {
+		s.lo = s.mid()
+		return
+	}
+	s.hi, s.found = s.mid(), &snap
 }
 
 // byEndpoint is each endpoint's scrapes, oldest first.
