@@ -396,6 +396,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (cmd tea.Cmd, quit bool) {
 // to confirm, the help to close, a drill-down to leave, and the view keys.
 func (m *Model) modalKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	c, s, k := m.c, &m.c.s, m.keys
+	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
+		m.showHelp = false // before the restart question: esc closes the help over it
+		return nil, true
+	}
 	if s.phase == phaseConfirming {
 		switch {
 		case key.Matches(msg, k.Confirm):
@@ -404,15 +408,12 @@ func (m *Model) modalKey(msg tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 			s.phase, s.pendingUtil = phaseIdle, s.util
 			c.setStatus("restart cancelled", false)
 			return nil, true
-		case !key.Matches(msg, k.Quit) && !key.Matches(msg, k.ForceQuit):
-			// The question holds the keyboard: a key meant for the dashboard must not act
-			// while it waits, nor the question stay up over what the key did.
+		case !m.lookKey(msg):
+			// The question holds the keys that change the load or the server: they must not
+			// act while it waits, nor the question stay up over what they did. Looking
+			// around (help, views, theme) and quitting go on.
 			return nil, true
 		}
-	}
-	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
-		m.showHelp = false
-		return nil, true
 	}
 	if m.showHelp {
 		// The help scrolls where its keys are more than the screen; the view behind it does not.
@@ -644,6 +645,18 @@ func (m *Model) nudgeUtil(d float64) {
 	}
 	s.pendingUtil = math.Round(math.Min(math.Max(base+d, 0.05), 1)*100) / 100
 	c.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", s.pendingUtil), false)
+}
+
+// lookKey reports whether msg only changes what is shown, or quits: the keys the restart
+// question lets through.
+func (m *Model) lookKey(msg tea.KeyMsg) bool {
+	k := m.keys
+	for _, b := range append([]key.Binding{k.Quit, k.ForceQuit, k.Help, k.NextView, k.PrevView, k.Theme}, k.Views...) {
+		if key.Matches(msg, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // utilPending reports whether a utilisation other than the server's waits for a restart.

@@ -596,6 +596,13 @@ func TestRestartQuestionHoldsTheKeys(t *testing.T) {
 	assert.False(t, d.td.load.isPaused(), "space did not pause the load under the question")
 	assert.Equal(t, conc, d.m.c.s.concurrency, "+ did not change the load under the question")
 	assert.Equal(t, phaseConfirming, d.m.c.s.phase, "the question is still up")
+	d.press("5")
+	assert.Equal(t, "Capacity", d.activeView(), "a view can be looked at before answering")
+	d.press("?")
+	assert.True(t, d.m.showHelp, "and the help")
+	d.press("esc")
+	assert.False(t, d.m.showHelp)
+	assert.Equal(t, phaseConfirming, d.m.c.s.phase, "esc closed the help, not the question")
 	d.press("esc")
 	assert.Equal(t, phaseIdle, d.m.c.s.phase)
 
