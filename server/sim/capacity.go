@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,6 +51,22 @@ type Capacity struct {
 	// ExpertsNote says how a mixture-of-experts model's routed experts are spread when they span
 	// more ranks than one engine's TP group, or are dealt out whole ("" otherwise).
 	ExpertsNote string
+	// Unprofiled: vLLM stopped before its profile run (WithoutProfile), so nothing past the
+	// weights was measured.
+	Unprofiled bool
+}
+
+// WithoutProfile is c as vLLM had it when it stopped before its profile run: no activation
+// peak, CUDA graphs, KV cache or blocks, on any pipeline stage.
+func (c Capacity) WithoutProfile() Capacity {
+	c.ActivationBytes, c.CUDAGraphBytes, c.AvailableKVBytes, c.NumGPUBlocks, c.KVCacheTokens = 0, 0, 0, 0, 0
+	c.Unprofiled = true
+	c.Stages = slices.Clone(c.Stages)
+	for i := range c.Stages {
+		st := &c.Stages[i]
+		st.ActivationBytes, st.CUDAGraphBytes, st.AvailableKVBytes, st.NumGPUBlocks = 0, 0, 0, 0
+	}
+	return c
 }
 
 // StartupKind says which of vLLM's startup failures a StartupError is.

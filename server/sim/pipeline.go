@@ -293,12 +293,17 @@ func LayoutLines(cfg Config, c Capacity) []string {
 		case st.Rank == len(c.Stages)-1:
 			extra = ", LM head and sampler"
 		}
-		lines = append(lines, fmt.Sprintf("  stage %d: layers %d-%d (%d%s): weights %.2f GiB, activations %.2f GiB, KV %.2f GiB, %d blocks",
-			st.Rank, st.FirstLayer, st.EndLayer-1, st.Layers(), extra, float64(st.WeightsBytes)/gib, float64(st.ActivationBytes)/gib,
-			float64(max(st.AvailableKVBytes, 0))/gib, st.NumGPUBlocks))
+		line := fmt.Sprintf("  stage %d: layers %d-%d (%d%s): weights %.2f GiB", st.Rank, st.FirstLayer, st.EndLayer-1, st.Layers(), extra, float64(st.WeightsBytes)/gib)
+		if !c.Unprofiled {
+			line += fmt.Sprintf(", activations %.2f GiB, KV %.2f GiB, %d blocks", float64(st.ActivationBytes)/gib, float64(max(st.AvailableKVBytes, 0))/gib, st.NumGPUBlocks)
+		}
+		lines = append(lines, line)
 		if st.NumGPUBlocks < fewest.NumGPUBlocks {
 			fewest = st
 		}
+	}
+	if c.Unprofiled {
+		return lines // no stage's KV cache was sized
 	}
 	return append(lines, fmt.Sprintf("  the KV cache takes the fewest blocks of any stage: stage %d's %d; the plan below is that stage's", fewest.Rank, fewest.NumGPUBlocks))
 }

@@ -115,7 +115,11 @@ func planReport(base sim.Config, profiles *sim.Profiles, w capacity.Workload) (c
 		}
 		r.Notes = append(r.Notes, setupNotes(first.setup)...)
 	} else if first.startup != nil {
-		r.Layout = sim.LayoutLines(base, first.startup.Capacity)
+		c := first.startup.Capacity
+		if first.startup.Kind.BeforeProfile() {
+			c = c.WithoutProfile()
+		}
+		r.Layout = sim.LayoutLines(base, c)
 		if s := first.startup.Setup; s != nil && s.CheckpointKVNote() != "" {
 			r.Notes = append(r.Notes, s.CheckpointKVNote())
 		}
@@ -187,8 +191,7 @@ func column(name string, cfg sim.Config, profiles *sim.Profiles, w capacity.Work
 		out.Refused = textfmt.OneLine(startup.Error(), 0)
 		if startup.Kind.BeforeProfile() {
 			// vLLM stopped building or loading the model: no profile run measured anything.
-			out.RefusedBeforeKV = true
-			c.ActivationBytes, c.CUDAGraphBytes, c.AvailableKVBytes = 0, 0, 0
+			out.RefusedBeforeKV, c = true, c.WithoutProfile()
 		}
 	default:
 		msg := err.Error()
