@@ -71,7 +71,7 @@ func New(d Deps) *Model {
 	c.s.notes[c.s.epoch] = &epochNote{util: d.InitialUtil, workload: d.Workload}
 	if d.StartPaused {
 		c.pauseChanged(true)
-	} else if d.Load != nil && d.InitialConc == 0 && d.InitialRate <= 0 {
+	} else if d.Load != nil && d.InitialConc == 0 && d.InitialRate <= 0 && d.Load.Stats().Replay != loadgen.ReplayTrace {
 		c.setStatus("no load: --max-concurrency 0 sends nothing until + or ] starts it", false)
 	}
 	m := &Model{c: c, keys: DefaultKeyMap(), header: newHeader(c), footer: newFooter(c), help: newHelpView(c), tabs: tabsFor(d)}
@@ -647,6 +647,32 @@ func (m *Model) nudgeUtil(d float64) {
 	c.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", s.pendingUtil), false)
 }
 
+// helpKeys is the key map as the help lists it: without the keys that here only say they
+// cannot work (they still say so when pressed): the canary without one, the utilisation,
+// restart and sweep keys on a server vllmtop did not start, the load's during a trace replay,
+// and the bundle without a recorder.
+func (m *Model) helpKeys() KeyMap {
+	k, d := m.keys, m.c.deps
+	off := func(bs ...*key.Binding) {
+		for _, b := range bs {
+			b.SetEnabled(false)
+		}
+	}
+	if d.Canary == nil {
+		off(&k.Canary)
+	}
+	if d.Recorder == nil {
+		off(&k.Record)
+	}
+	if d.RestartDisabled || d.Supervisor == nil {
+		off(&k.UtilDown, &k.UtilUp, &k.UtilDownBig, &k.UtilUpBig, &k.Restart, &k.Tune.Sweep)
+	}
+	if m.c.s.loader.Replay == loadgen.ReplayTrace {
+		off(&k.More, &k.Less, &k.Double, &k.Halve, &k.RateMode, &k.PromptLen, &k.Prefix, &k.Tune.Search, &k.Tune.Sweep)
+	}
+	return k
+}
+
 // lookKey reports whether msg only changes what is shown, or quits: the keys the restart
 // question lets through.
 func (m *Model) lookKey(msg tea.KeyMsg) bool {
@@ -797,7 +823,7 @@ func (m *Model) View() string {
 	// was the dashboard's largest cost.
 	body := m.panels[m.active].View()
 	if m.showHelp {
-		body = fit(m.help.View(m.keys, m.panels[m.active], m.tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
+		body = fit(m.help.View(m.helpKeys(), m.panels[m.active], m.tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
 	}
 	if body == "" {
 		body = fit("", m.scr.Body.W, m.scr.Body.H)

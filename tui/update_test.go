@@ -619,3 +619,18 @@ func TestNoLoadAtStartIsSaid(t *testing.T) {
 	d = newDriver(t, 120, 40, func(dp *Deps) { dp.InitialConc = 4 })
 	assert.NotContains(t, d.view(), "no load")
 }
+
+// The help lists only keys that act: attached, the utilisation, restart and sweep keys and
+// (without one) the canary's only say they cannot, and a trace replay's load keys likewise.
+func TestHelpLeavesOutKeysThatOnlyRefuse(t *testing.T) {
+	d := newDriver(t, 200, 60, func(dp *Deps) { dp.Mode, dp.RestartDisabled = ModeAttach, true })
+	d.press("?")
+	out := d.view()
+	for _, gone := range []string{"util −/+ 0.01", "restart with it", "util sweep", "canary"} {
+		assert.NotContains(t, out, gone)
+	}
+	assert.Contains(t, out, "SLO search", "the search runs on an attached server's load")
+	d.press("esc")
+	d.press("u")
+	assert.Contains(t, d.m.c.s.status, "cannot be changed from here", "the key still says why")
+}

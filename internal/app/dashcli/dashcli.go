@@ -139,8 +139,12 @@ func (o *Dashboard) Finish(before, after []string, getenv func(string) string) e
 		return cliflag.Usagef("--max-concurrency %d: want 0 (no load until + starts it; with --request-rate, no cap) or more", l.Concurrency)
 	case l.Rate < 0 || o.changed("request-rate") && !(l.Rate > 0):
 		return cliflag.Usagef("--request-rate %g: want a positive rate in requests/s (leave it out for the closed loop)", l.Rate)
-	case l.Short.InputLen < 1, l.Short.OutputLen < 1, l.Long.InputLen < 1:
-		return cliflag.Usagef("--random-input-len, --random-output-len and --long-input-len must be at least 1")
+	case l.Short.InputLen < 1:
+		return cliflag.Usagef("--random-input-len %d: want at least 1 token", l.Short.InputLen)
+	case l.Short.OutputLen < 1:
+		return cliflag.Usagef("--random-output-len %d: want at least 1 token", l.Short.OutputLen)
+	case l.Long.InputLen < 1:
+		return cliflag.Usagef("--long-input-len %d: want at least 1 token", l.Long.InputLen)
 	case o.deps.ScrapeInterval < 100*time.Millisecond:
 		return cliflag.Usagef("--metrics-interval %s: want at least 100ms", o.deps.ScrapeInterval)
 	case o.deps.Tune.ProbeRequests < 1:

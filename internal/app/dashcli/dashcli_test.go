@@ -161,7 +161,9 @@ func TestLoadFlagsAreRefusedByName(t *testing.T) {
 		{[]string{"--max-concurrency", "-5"}, "--max-concurrency -5: want 0 (no load until + starts it; with --request-rate, no cap) or more"},
 		{[]string{"--request-rate", "0"}, "--request-rate 0: want a positive rate"},
 		{[]string{"--request-rate", "-1"}, "--request-rate -1: want a positive rate"},
-		{[]string{"--random-output-len", "0"}, "--random-input-len, --random-output-len and --long-input-len must be at least 1"},
+		{[]string{"--random-output-len", "0"}, "--random-output-len 0: want at least 1 token"},
+		{[]string{"--random-input-len", "-3"}, "--random-input-len -3: want at least 1 token"},
+		{[]string{"--long-input-len", "0"}, "--long-input-len 0: want at least 1 token"},
 		{[]string{"--metrics-interval", "10ms"}, "--metrics-interval 10ms: want at least 100ms"},
 	} {
 		_, err := parseDashboard(tc.args...)
