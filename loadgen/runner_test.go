@@ -236,8 +236,9 @@ func TestStopsByDurationAndContext(t *testing.T) {
 	go func() { done <- r.Run(bg) }()
 	g.waitArrivals(t, 2)
 	// Run waits for in-flight requests after the duration ends; let every request finish.
-	stopReleasing := make(chan struct{})
+	stopReleasing, releaserDone := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(releaserDone)
 		for {
 			select {
 			case g.release <- struct{}{}:
@@ -253,6 +254,7 @@ func TestStopsByDurationAndContext(t *testing.T) {
 		t.Fatal("runner did not stop after its duration")
 	}
 	close(stopReleasing)
+	<-releaserDone // else it may still release a request of the run below, which must be cut
 	for len(g.release) > 0 {
 		<-g.release
 	}
