@@ -77,9 +77,6 @@ func (f *footer) View(k KeyMap, p panel) string {
 			if !b.Enabled() {
 				continue
 			}
-			if f.c.deps.RestartDisabled && (b.Help() == k.UtilDown.Help() || b.Help() == k.Restart.Help()) {
-				continue // keys that only say they cannot work here (? lists them)
-			}
 			if b.Help() == k.Restart.Help() && !utilPending(s) {
 				continue // no utilisation pending: the key restarts as it is (? lists it)
 			}

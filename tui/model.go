@@ -647,11 +647,11 @@ func (m *Model) nudgeUtil(d float64) {
 	c.setStatus(fmt.Sprintf("pending --gpu-memory-utilization %.2f (enter restarts)", s.pendingUtil), false)
 }
 
-// helpKeys is the key map as the help lists it: without the keys that here only say they
-// cannot work (they still say so when pressed): the canary without one, the utilisation,
+// offeredKeys is the key map as the help and the footer offer it: without the keys that here
+// only say they cannot work (they still say so when pressed): the canary without one, the utilisation,
 // restart and sweep keys on a server vllmtop did not start, the load's during a trace replay,
 // and the bundle without a recorder.
-func (m *Model) helpKeys() KeyMap {
+func (m *Model) offeredKeys() KeyMap {
 	k, d := m.keys, m.c.deps
 	off := func(bs ...*key.Binding) {
 		for _, b := range bs {
@@ -823,7 +823,7 @@ func (m *Model) View() string {
 	// was the dashboard's largest cost.
 	body := m.panels[m.active].View()
 	if m.showHelp {
-		body = fit(m.help.View(m.helpKeys(), m.panels[m.active], m.tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
+		body = fit(m.help.View(m.offeredKeys(), m.panels[m.active], m.tabs[m.active].name), m.scr.Body.W, m.scr.Body.H)
 	}
 	if body == "" {
 		body = fit("", m.scr.Body.W, m.scr.Body.H)
@@ -832,7 +832,7 @@ func (m *Model) View() string {
 		m.header.View(),
 		m.tabLine(),
 		body,
-		m.footer.View(m.keys, m.panels[m.active]),
+		m.footer.View(m.offeredKeys(), m.panels[m.active]),
 	}
 	return strings.Join(parts, "\n")
 }

@@ -194,7 +194,7 @@ func TestHelpAtTheSmallestSizeSaysWhatItHides(t *testing.T) {
 		seen += d.view()
 	}
 	assert.Regexp(t, `↓/↑ scroll · \d+ above, 0 below`, d.view())
-	for _, g := range globalHelp(d.m.helpKeys()) {
+	for _, g := range globalHelp(d.m.offeredKeys()) {
 		for _, b := range g.keys {
 			assert.Contains(t, seen, b.Help().Desc)
 		}
@@ -221,7 +221,7 @@ func TestHelpIsCompleteAtEverySize(t *testing.T) {
 				d.press("esc")
 				continue
 			}
-			for _, g := range globalHelp(d.m.helpKeys()) {
+			for _, g := range globalHelp(d.m.offeredKeys()) {
 				for _, b := range g.keys {
 					assert.Contains(t, out, b.Help().Desc, "%dx%d %s: every global key is in the help", sz[0], sz[1], tb.name)
 				}
